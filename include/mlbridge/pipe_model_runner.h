@@ -1,0 +1,94 @@
+//===- mlbridge/pipe_model_runner.h - A model behind two FIFOs --*- C++ -*-===//
+//
+// PipeModelRunner talks to a model process over a pair of named pipes,
+// exactly like LLVM's InteractiveModelRunner: observations go to
+// "<Base>.out", advice comes back on "<Base>.in" (docs/protocol.md §5).
+// The model side (Python's mlbridge.PipeCompilerInterface, or a stock LLVM
+// host script for bitstream) normally creates the FIFOs.
+//
+// The pipes are opened on first use (evaluate or switchContext), or by
+// connect(). Every open, read and write has a deadline; EOF, EPIPE and a
+// missing FIFO are reported as errors, never waited on forever. The library
+// never raises SIGPIPE in the process: EPIPE is consumed locally.
+//
+// Threads: one thread at a time per runner. Use one runner (one channel)
+// per compiler thread.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLBRIDGE_PIPE_MODEL_RUNNER_H
+#define MLBRIDGE_PIPE_MODEL_RUNNER_H
+
+#include "mlbridge/model_runner.h"
+#include "mlbridge/serdes.h"
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace mlbridge {
+
+struct PipeOptions : RunnerOptions {
+  SerDesKind Format = SerDesKind::Bitstream;
+  /// How long opening may wait for the FIFOs to exist and the peer to open
+  /// its ends.
+  std::chrono::milliseconds OpenTimeout{30000};
+  /// How long one request may take: writing the observation and reading
+  /// the whole reply.
+  std::chrono::milliseconds ReplyTimeout{30000};
+  /// Create "<Base>.in"/"<Base>.out" (mode 0600) if they do not exist; the
+  /// runner then also removes them when destroyed. Off by default: the
+  /// model side owns the FIFOs.
+  bool CreateFifos = false;
+  /// Limits applied to replies.
+  SerDesLimits Limits;
+};
+
+class PipeModelRunner final : public ModelRunner {
+public:
+  /// Creates a runner for the channel at Base. FeatureSpecs may be empty to
+  /// declare features on first setFeature; Advice may be std::nullopt to
+  /// derive it from the first evaluate<T>(). Fails only on invalid
+  /// arguments; the pipes are opened lazily.
+  static Expected<std::unique_ptr<PipeModelRunner>>
+  create(std::string Base, std::vector<TensorSpec> FeatureSpecs = {},
+         std::optional<TensorSpec> Advice = std::nullopt,
+         PipeOptions Options = PipeOptions());
+
+  /// Same as create(), for code that prefers a plain object: invalid
+  /// arguments are reported by every later call instead.
+  explicit PipeModelRunner(std::string Base,
+                           std::vector<TensorSpec> FeatureSpecs = {},
+                           std::optional<TensorSpec> Advice = std::nullopt,
+                           PipeOptions Options = PipeOptions());
+  ~PipeModelRunner() override;
+
+  /// Opens the FIFO pair now (otherwise done by the first request).
+  Status connect();
+  /// Closes the pipes; the model sees the end of the session. The next
+  /// request opens a new session (with a new header).
+  void disconnect();
+
+  const std::string &base() const { return Base; }
+
+private:
+  class Channel;
+
+  Status doEvaluate(const std::vector<const TensorValue *> &Features,
+                    bool FeaturesChanged, const TensorSpec &Spec,
+                    TensorValue &Out) override;
+  Status doSwitchContext(std::string_view Name) override;
+
+  std::string Base;
+  PipeOptions Opts;
+  std::unique_ptr<SerDes> Codec;
+  std::unique_ptr<Channel> Pipe;
+  std::optional<TensorSpec> LastAdviceSpec; // advice spec in the last header
+  bool HeaderSent = false;
+  std::vector<std::string> PendingContexts; // sent with the next message
+  std::vector<const TensorValue *> HeaderViews; // scratch
+  WireMessage Msg;
+};
+
+} // namespace mlbridge
+
+#endif // MLBRIDGE_PIPE_MODEL_RUNNER_H

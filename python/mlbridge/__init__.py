@@ -1,0 +1,50 @@
+"""mlbridge: the Python (model) side of ML-Compiler-Bridge.
+
+A compiler pass sends features over named pipes; a Python model answers::
+
+    import mlbridge
+
+    with mlbridge.PipeCompilerInterface("/tmp/chan", "bitstream") as iface:
+        while (obs := iface.evaluate()) is not None:
+            iface.populate_buffer(int(obs["callee_users"][0] < 10))
+
+Wire formats: docs/protocol.md. The library never prints; it logs to the
+``mlbridge`` logger (silent unless the application configures logging).
+"""
+
+import logging as _logging
+
+from . import dtypes, serdes
+from .errors import (MLBridgeError, MessageTooLarge, ModelError, PeerClosed,
+                     ProtocolError, TimeoutError)
+from .messages import Context, Header, Outcome, SessionState
+from .observation import Observation
+from .pipe import PipeCompilerInterface
+from .reader import BufferReader, FdReader
+from .tensor_spec import DYNAMIC, TensorSpec
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "PipeCompilerInterface",
+    "Observation",
+    "TensorSpec",
+    "DYNAMIC",
+    "Header",
+    "Context",
+    "Outcome",
+    "SessionState",
+    "FdReader",
+    "BufferReader",
+    "MLBridgeError",
+    "ProtocolError",
+    "MessageTooLarge",
+    "PeerClosed",
+    "TimeoutError",
+    "ModelError",
+    "dtypes",
+    "serdes",
+    "__version__",
+]
+
+_logging.getLogger("mlbridge").addHandler(_logging.NullHandler())

@@ -1,0 +1,1 @@
+"""Runnable example models (python -m mlbridge.examples.<name>)."""

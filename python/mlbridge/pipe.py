@@ -1,0 +1,512 @@
+"""PipeCompilerInterface: the model side of a named-pipe channel (protocol §5).
+
+The interface owns the FIFO pair ``B.in`` (advice, model -> compiler) and
+``B.out`` (observations, compiler -> model). It opens them in the order
+LLVM's InteractiveModelRunner expects (``B.in`` for writing, then ``B.out``
+for reading), never blocks without a deadline, and serves any number of
+consecutive compiler sessions: each ends with EOF on ``B.out`` and the next
+begins with a new header.
+
+Threads: one thread at a time per interface. Serve two channels (e.g. two
+advisors in one clang process) with two interfaces in two threads.
+"""
+
+import errno
+import fcntl
+import logging
+import os
+import select
+import shutil
+import stat
+import struct
+import tempfile
+import termios
+import time
+import weakref
+
+from . import serdes as _serdes
+from .errors import MLBridgeError, PeerClosed, ProtocolError, TimeoutError
+from .messages import (DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_MESSAGE_BYTES, Header,
+                       Observation, SessionState)
+from .reader import FdReader
+
+__all__ = ["PipeCompilerInterface"]
+
+_log = logging.getLogger("mlbridge.pipe")
+
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+_PIPE_SIZE = 1 << 20
+_OPEN_BACKOFF_MIN = 0.001
+_OPEN_BACKOFF_MAX = 0.02
+
+
+def _make_fifo(path):
+    """Create ``path`` as a 0600 FIFO; True if created, False if one exists."""
+    try:
+        os.mkfifo(path, 0o600)
+    except FileExistsError:
+        st = os.stat(path)
+        if not stat.S_ISFIFO(st.st_mode):
+            raise MLBridgeError(f"{path} exists and is not a FIFO") from None
+        return False
+    except OSError as e:
+        raise MLBridgeError(f"cannot create FIFO {path}: {e.strerror}") from None
+    os.chmod(path, 0o600)  # mkfifo's mode is filtered by the umask
+    return True
+
+
+class _Resources:
+    """Everything that must be released; also run by a finalizer on GC."""
+
+    def __init__(self):
+        self.fds = []
+        self.paths = []
+        self.dir = None
+        self.trace = None  # a trace file we opened ourselves
+
+    def close_fds(self):
+        # Reverse order: B.out (reader) before B.in (writer), so a compiler
+        # reconnecting right now waits for our next open instead of writing
+        # into a pipe we are about to abandon.
+        fds, self.fds = self.fds, []
+        for fd in reversed(fds):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def close_fd(self, fd):
+        if fd in self.fds:
+            self.fds.remove(fd)
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def __call__(self):
+        self.close_fds()
+        paths, self.paths = self.paths, []
+        for p in paths:
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+        if self.trace is not None:
+            try:
+                self.trace.close()
+            except OSError:
+                pass
+            self.trace = None
+
+
+class PipeCompilerInterface:
+    """Serve a compiler over the FIFO pair ``<base>.in`` / ``<base>.out``.
+
+    ``base=None`` creates a private directory (0700) holding ``channel.in``
+    and ``channel.out`` (0600); a given ``base`` gets its FIFOs created 0600
+    if missing. ``serdes``: "bitstream" (LLVM's format) or "json".
+    ``timeout``: default seconds for evaluate() and for writing a reply.
+    ``max_message_bytes``/``max_header_bytes``: limits of protocol §4.
+    ``process``: optional ``subprocess.Popen`` of the compiler; when it exits
+    while we wait, the session ends (evaluate returns None) within ~20 ms.
+    ``trace``: optional binary file object (or path) receiving a copy of
+    every byte read from the compiler.
+
+    Use as a context manager, or call close(); both remove what was created.
+    """
+
+    def __init__(self, base=None, serdes="bitstream", *, timeout=60.0,
+                 max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
+                 max_header_bytes=DEFAULT_MAX_HEADER_BYTES, process=None, trace=None):
+        self._codec = _serdes.get(serdes)
+        if timeout is None or not timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        self.timeout = float(timeout)
+        self._process = process
+        self._state = SessionState(max_message_bytes, max_header_bytes)
+        self._res = _Resources()
+        self._finalizer = weakref.finalize(self, self._res)
+        self._reader = None
+        self._wfd = None
+        self._wpoll = None
+        self._pending = None
+        self._renew_fifos = False  # a broken session left FIFOs to replace
+        self._session_started = False  # a message of this session was read
+        self._in_session = False
+        self._closed = False
+        try:
+            if base is None:
+                self._res.dir = tempfile.mkdtemp(prefix="mlbridge-")
+                os.chmod(self._res.dir, 0o700)
+                base = os.path.join(self._res.dir, "channel")
+            base = os.fspath(base)
+            self._base = base
+            self._in_path = base + ".in"
+            self._out_path = base + ".out"
+            for path in (self._in_path, self._out_path):
+                if _make_fifo(path):
+                    self._res.paths.append(path)
+            if isinstance(trace, (str, bytes, os.PathLike)):
+                trace = open(trace, "wb")
+                self._res.trace = trace
+            self._trace = trace
+        except BaseException:
+            self._finalizer()
+            raise
+
+    # ---- properties ---------------------------------------------------------------
+    @property
+    def base(self):
+        return self._base
+
+    @property
+    def in_path(self):
+        """``<base>.in``: advice, model -> compiler."""
+        return self._in_path
+
+    @property
+    def out_path(self):
+        """``<base>.out``: observations, compiler -> model."""
+        return self._out_path
+
+    @property
+    def serdes(self):
+        return self._codec.NAME
+
+    @property
+    def feature_specs(self):
+        """Feature specs of the last header (None before the first)."""
+        return self._state.feature_specs
+
+    @property
+    def advice_spec(self):
+        """Advice spec of the last header (None before the first)."""
+        return self._state.advice_spec
+
+    @property
+    def context(self):
+        """The last context name the compiler announced (None if none)."""
+        return self._state.context
+
+    @property
+    def session_open(self):
+        """True while a compiler session is connected (between its opening
+        and the EOF or new header that ends it)."""
+        return self._reader is not None and self._in_session
+
+    @property
+    def process(self):
+        """The compiler's ``subprocess.Popen`` being watched (or None).
+
+        Settable, because a compiler is usually started after the interface
+        (it needs ``base``)."""
+        return self._process
+
+    @process.setter
+    def process(self, process):
+        self._process = process
+        if self._reader is not None:
+            self._reader.alive = self._alive_check()
+
+    def _alive_check(self):
+        proc = self._process
+        return None if proc is None else (lambda: proc.poll() is None)
+
+    @property
+    def pending(self):
+        """The observation awaiting populate_buffer(), or None."""
+        return self._pending
+
+    # ---- lifecycle ------------------------------------------------------------------
+    def close(self):
+        """Close the pipes and remove the FIFOs/directory this object created."""
+        self._closed = True
+        self._drop_session()
+        self._finalizer()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def _drop_session(self, broken=False):
+        """End the session and close our ends of the FIFOs.
+
+        ``broken``: the stream failed (malformed input, partial message,
+        policy error) while the compiler may still hold its ends, which
+        keep the pipes -- and the rest of the broken stream -- alive. The
+        FIFOs are then replaced by new ones, so the next session can only
+        be a fresh connection, never the remainder of this one.
+        """
+        self._reader = None
+        self._pending = None
+        self._wfd = None
+        self._wpoll = None
+        self._res.close_fds()
+        if broken:
+            self._renew_fifos = True
+            try:
+                self._replace_fifos()
+            except MLBridgeError as e:  # retried (and reported) by the next evaluate()
+                _log.debug("could not replace the FIFOs yet: %s", e)
+
+    def _await_next_session(self):
+        """End a session at EOF while keeping the channel open for the next.
+
+        A compiler may reopen its ends right after closing them (LLVM does,
+        between two inliner runs) and write its next header at once. Closing
+        our last reader of B.out then would discard that header and kill
+        the compiler with EPIPE, and closing our writer of B.in would make
+        its first read see EOF. So a new reader of B.out is opened before
+        the old one is closed, and the B.in writer stays open. Bytes still
+        unread in B.in are replies the old session never read: drained, so
+        they cannot answer the next session's first request.
+        """
+        try:
+            unread = struct.unpack("i", fcntl.ioctl(self._wfd, termios.FIONREAD, b"\0" * 4))[0]
+            if unread:
+                drain = os.open(self._in_path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+                try:
+                    os.read(drain, unread)
+                finally:
+                    os.close(drain)
+            old = self._reader.fd
+            new = os.open(self._out_path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as e:
+            _log.debug("cannot keep the channel open (%s); reopening", e)
+            self._drop_session()
+            return
+        self._res.fds.append(new)
+        self._reader.rebind(new)
+        self._res.close_fd(old)
+        try:
+            fcntl.fcntl(new, _F_SETPIPE_SZ, _PIPE_SIZE)
+        except OSError:
+            pass
+        self._pending = None
+        self._session_started = self._in_session = False
+
+    def _replace_fifos(self):
+        for path in (self._in_path, self._out_path):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                raise MLBridgeError(f"cannot replace FIFO {path}: {e.strerror}") from None
+            _make_fifo(path)
+        self._renew_fifos = False
+
+    def _process_exited(self):
+        return self._process is not None and self._process.poll() is not None
+
+    def _open_session(self, deadline):
+        """Open B.in for writing (waiting for the compiler's reader), then
+        B.out for reading. PeerClosed if the compiler process exits first."""
+        delay = _OPEN_BACKOFF_MIN
+        while True:
+            try:
+                wfd = os.open(self._in_path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+                break
+            except OSError as e:
+                if e.errno == errno.ENOENT:
+                    raise MLBridgeError(f"FIFO {self._in_path} no longer exists") from None
+                if e.errno != errno.ENXIO:  # ENXIO: no reader yet
+                    raise MLBridgeError(f"cannot open {self._in_path}: {e.strerror}") from None
+            if self._process_exited():
+                raise PeerClosed("compiler process exited before opening the pipes")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no compiler opened {self._in_path} before the deadline")
+            time.sleep(min(delay, remaining))
+            delay = min(delay * 2, _OPEN_BACKOFF_MAX)
+        self._res.fds.append(wfd)
+        try:
+            rfd = os.open(self._out_path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as e:
+            self._drop_session()
+            raise MLBridgeError(f"cannot open {self._out_path}: {e.strerror}") from None
+        self._res.fds.append(rfd)
+        for fd in (wfd, rfd):
+            try:
+                fcntl.fcntl(fd, _F_SETPIPE_SZ, _PIPE_SIZE)
+            except OSError:
+                pass  # larger pipes are only an optimization
+        alive = self._alive_check()
+        self._wfd = wfd
+        self._wpoll = select.poll()
+        self._wpoll.register(wfd, select.POLLOUT)
+        self._reader = FdReader(rfd, alive=alive, tee=self._trace)
+        self._state.reset()
+        self._session_started = False
+        self._in_session = True
+        _log.debug("session opened on %s", self._base)
+
+    # ---- requests ----------------------------------------------------------------------
+    def evaluate(self, timeout=None):
+        """Wait for the next observation and return it.
+
+        Headers and contexts on the way update ``feature_specs``,
+        ``advice_spec`` and ``context``. Returns None when the compiler ends
+        the session (EOF, or its process exited); the next call then waits
+        for a new session. Raises mlbridge.TimeoutError when nothing arrives
+        within ``timeout`` seconds (default: the interface's), ProtocolError
+        on malformed input (the session is dropped), MLBridgeError when the
+        previous observation has not been answered.
+        """
+        if self._closed:
+            raise MLBridgeError("the interface is closed")
+        if self._pending is not None:
+            raise MLBridgeError(f"observation {self._pending.index} has not been answered; "
+                                f"call populate_buffer() first")
+        seconds = self.timeout if timeout is None else float(timeout)
+        deadline = time.monotonic() + seconds
+        if self._reader is None:
+            if self._renew_fifos:
+                self._replace_fifos()
+            try:
+                self._open_session(deadline)
+            except PeerClosed:
+                self._drop_session()
+                return None
+            except TimeoutError:
+                raise TimeoutError(f"no compiler opened {self._in_path} within "
+                                   f"{seconds:g} s") from None
+        reader = self._reader
+        state = self._state
+        decode = self._codec.decode_message
+        reader.deadline = deadline
+        try:
+            while True:
+                msg = decode(reader, state)
+                if type(msg) is Observation:
+                    if state.advice_spec is None:
+                        raise ProtocolError("observation without an advice spec")
+                    self._pending = msg
+                    return msg
+                if type(msg) is Header:
+                    _log.debug("header: %d features, advice %s", len(msg.feature_specs),
+                               msg.advice_spec.describe())
+                    if not msg.continues:
+                        state.context = None  # a new session starts fresh
+                        if self._session_started:
+                            # The compiler closed and reopened its ends before
+                            # we saw EOF (LLVM does so between inliner runs):
+                            # this header is already the next session's.
+                            return None
+                self._session_started = self._in_session = True
+        except PeerClosed as e:
+            _log.debug("session ended: %s", e)
+            if e.clean and not self._process_exited():
+                self._await_next_session()
+            else:
+                self._drop_session()
+            return None
+        except TimeoutError:
+            if state.in_message:  # a partial message: the stream is unusable
+                self._drop_session(broken=True)
+            raise TimeoutError(f"no message from the compiler on {self._out_path} within "
+                               f"{seconds:g} s") from None
+        except ProtocolError:  # also MessageTooLarge
+            self._drop_session(broken=True)
+            raise
+        except BaseException:  # e.g. KeyboardInterrupt: only a partial message breaks
+            if state.in_message:
+                self._drop_session(broken=True)
+            raise
+
+    def populate_buffer(self, advice):
+        """Send the advice for the pending observation.
+
+        ``advice``: Python or numpy scalar, list, array, or str for string
+        advice, checked against ``advice_spec`` before anything is written
+        (TypeError/ValueError; the observation stays pending). Raises
+        MLBridgeError with no pending observation, PeerClosed if the
+        compiler is gone, TimeoutError if it does not take the bytes in time.
+        """
+        obs = self._pending
+        if obs is None:
+            raise MLBridgeError("no pending observation; call evaluate() first")
+        data = self._codec.encode_advice(obs.advice_spec, advice)
+        self._send(data)
+
+    def send_error(self, message):
+        """Answer the pending observation with an error (JSON only)."""
+        if self._pending is None:
+            raise MLBridgeError("no pending observation; call evaluate() first")
+        encode_error = getattr(self._codec, "encode_error", None)
+        if encode_error is None:
+            raise MLBridgeError(f"the {self.serdes} format has no error channel; "
+                                f"send advice or close the session")
+        self._send(encode_error(message))
+
+    def _send(self, data):
+        """Write ``data`` whole (one syscall when the pipe has room)."""
+        fd = self._wfd
+        deadline = time.monotonic() + self.timeout
+        view = memoryview(data)
+        written = 0
+        try:
+            while written < len(data):
+                try:
+                    written += os.write(fd, view[written:])
+                    continue
+                except BlockingIOError:
+                    pass
+                while True:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise TimeoutError(f"the compiler did not read the reply on "
+                                           f"{self._in_path} within {self.timeout:g} s")
+                    if self._wpoll.poll(min(max(1, int(remaining * 1000)), 20)):
+                        break
+                    if self._process_exited():
+                        raise PeerClosed("compiler process exited before reading the reply")
+        except BrokenPipeError:
+            self._drop_session(broken=True)
+            raise PeerClosed(f"the compiler closed {self._in_path}") from None
+        except (TimeoutError, PeerClosed):
+            self._drop_session(broken=True)
+            raise
+        self._pending = None
+
+    # ---- loop ----------------------------------------------------------------------------
+    def serve(self, policy, *, sessions=None, timeout=None):
+        """Answer requests with ``policy(observation) -> advice``.
+
+        Stops after ``sessions`` sessions have ended (None: no limit), when
+        the compiler process (if given) has exited, or when a wait times out
+        -- returning if at least one session has ended, raising
+        mlbridge.TimeoutError otherwise. A policy exception (or an invalid
+        advice) closes the session and propagates. Returns the number of
+        requests answered.
+        """
+        answered = 0
+        ended = 0
+        while sessions is None or ended < sessions:
+            try:
+                obs = self.evaluate(timeout)
+            except TimeoutError:
+                if ended:
+                    return answered
+                raise
+            if obs is None:
+                ended += 1
+                if self._process_exited():
+                    break
+                continue
+            try:
+                self.populate_buffer(policy(obs))
+            except PeerClosed:
+                ended += 1
+                continue
+            except BaseException:
+                self._drop_session(broken=True)
+                raise
+            answered += 1
+        return answered

@@ -1,0 +1,283 @@
+"""Buffered, deadline-bounded reading from a file descriptor.
+
+:class:`FdReader` is what decoders read from: ``read_line`` and
+``read_exact`` wait at most until an absolute ``time.monotonic()`` deadline
+(:class:`~mlbridge.TimeoutError`), report end of stream as
+:class:`~mlbridge.PeerClosed`, and never block without a bound when a
+deadline is set. :class:`BufferReader` offers the same interface over bytes
+already in memory (tests, captured streams).
+"""
+
+import math
+import os
+import select
+import time
+
+from .errors import MessageTooLarge, PeerClosed, TimeoutError
+
+__all__ = ["FdReader", "BufferReader"]
+
+_DEFAULT = object()
+_CHUNK = 64 << 10
+# While a liveness callback is set, waits are cut into slices this long so a
+# dead peer process is noticed promptly.
+_ALIVE_SLICE_MS = 20
+
+
+class FdReader:
+    """Reads from ``fd`` (made non-blocking) through an internal buffer.
+
+    ``deadline``: default absolute monotonic deadline for every call (None =
+    no bound; callers that must not hang always set one). ``alive``: optional
+    callable; when it returns False during a wait, the wait ends with
+    PeerClosed (e.g. the compiler process exited). ``tee``: optional binary
+    file object that receives a copy of every byte read, in order.
+    The reader does not own ``fd``.
+    """
+
+    def __init__(self, fd, *, deadline=None, alive=None, tee=None, chunk_size=_CHUNK):
+        self.fd = fd
+        self.deadline = deadline
+        self.alive = alive
+        self.tee = tee
+        self._chunk = int(chunk_size)
+        self._buf = bytearray(self._chunk)
+        self._start = 0
+        self._end = 0
+        self._poll = select.poll()
+        self._poll.register(fd, select.POLLIN | select.POLLPRI)
+        os.set_blocking(fd, False)
+
+    @property
+    def buffered(self):
+        """Bytes received but not yet returned."""
+        return self._end - self._start
+
+    # ---- public reads ----------------------------------------------------------
+    def read_line(self, max_bytes, deadline=_DEFAULT):
+        """Bytes up to the next ``\\n`` (excluded; the ``\\n`` is consumed).
+
+        Raises MessageTooLarge as soon as more than ``max_bytes`` bytes arrive
+        without a newline (nothing larger is buffered), PeerClosed on EOF
+        (``clean`` when no byte of the line had arrived), TimeoutError when
+        the deadline passes (the partial line stays buffered).
+        """
+        if deadline is _DEFAULT:
+            deadline = self.deadline
+        scanned = 0  # bytes after _start already known to hold no newline
+        while True:
+            i = self._buf.find(b"\n", self._start + scanned, self._end)
+            if i >= 0:
+                if i - self._start > max_bytes:
+                    raise MessageTooLarge(f"line of {i - self._start} bytes exceeds the "
+                                          f"{max_bytes}-byte limit")
+                with memoryview(self._buf) as mv:
+                    line = mv[self._start:i].tobytes()
+                self._consume_to(i + 1)
+                return line
+            pending = self._end - self._start
+            if pending > max_bytes:
+                raise MessageTooLarge(f"line exceeds the {max_bytes}-byte limit "
+                                      f"(no newline in the first {pending} bytes)")
+            scanned = pending
+            self._reserve(self._chunk)
+            if self._fill(deadline, "a line", pending) == 0:
+                if pending == 0:
+                    raise PeerClosed("end of stream")
+                raise PeerClosed(f"stream ended inside a line ({pending} bytes without "
+                                 f"a newline)", clean=False)
+
+    def read_exact(self, n, deadline=_DEFAULT):
+        """Exactly ``n`` bytes, as a new ``bytearray`` owned by the caller.
+
+        Large reads go straight into the returned buffer (no intermediate
+        copy). PeerClosed on EOF (``clean`` when none of the ``n`` bytes had
+        arrived); TimeoutError when the deadline passes (what arrived stays
+        buffered for the next call).
+        """
+        if deadline is _DEFAULT:
+            deadline = self.deadline
+        start = self._start
+        avail = self._end - start
+        if avail >= n:
+            out = self._buf[start:start + n]
+            self._consume_to(start + n)
+            return out
+        if n - avail <= self._chunk:
+            self._reserve(n - avail)
+            while self._end - self._start < n:
+                if self._fill(deadline, f"{n} bytes", self._end - self._start) == 0:
+                    got = self._end - self._start
+                    raise PeerClosed(
+                        "end of stream" if got == 0 else
+                        f"stream ended after {got} of {n} bytes", clean=got == 0)
+            start = self._start
+            out = self._buf[start:start + n]
+            self._consume_to(start + n)
+            return out
+        out = bytearray(n)
+        out[:avail] = self._buf[start:self._end]
+        self._consume_to(self._end)
+        got = avail
+        try:
+            with memoryview(out) as mv:
+                while got < n:
+                    k = self._recv(mv[got:], deadline, f"{n} bytes", got)
+                    if k == 0:
+                        raise PeerClosed(
+                            "end of stream" if got == 0 else
+                            f"stream ended after {got} of {n} bytes", clean=got == 0)
+                    got += k
+        except TimeoutError:
+            # Keep what arrived so a later call can resume where this one stopped.
+            # (A copy: the traceback may still hold views of ``out``.)
+            self._buf, self._start, self._end = out[:got] + bytearray(self._chunk), 0, got
+            raise
+        return out
+
+    def drain(self, deadline=_DEFAULT):
+        """Discard everything until end of stream (returns normally at EOF
+        or when the peer process exits); TimeoutError if the deadline
+        passes first."""
+        if deadline is _DEFAULT:
+            deadline = self.deadline
+        self._start = self._end = 0
+        try:
+            while True:
+                self._start = self._end = 0
+                if self._fill(deadline, "the end of the stream", 0) == 0:
+                    return
+        except PeerClosed:
+            return
+        finally:
+            self._start = self._end = 0
+
+    def rebind(self, fd):
+        """Continue reading from ``fd`` instead (same stream, new descriptor;
+        used across a FIFO session boundary). Buffered bytes are kept."""
+        self._poll.unregister(self.fd)
+        self.fd = fd
+        self._poll.register(fd, select.POLLIN | select.POLLPRI)
+        os.set_blocking(fd, False)
+
+    # ---- internals ---------------------------------------------------------------
+    def _consume_to(self, pos):
+        if pos >= self._end:
+            self._start = self._end = 0
+            if len(self._buf) > 4 * self._chunk:
+                # Do not keep a huge buffer around after one long line.
+                self._buf = bytearray(self._chunk)
+        else:
+            self._start = pos
+
+    def _reserve(self, need):
+        """Make room for ``need`` more bytes after ``_end``."""
+        if len(self._buf) - self._end >= need:
+            return
+        pending = self._end - self._start
+        if pending + need <= len(self._buf):
+            # Same-size slice assignment: never resizes, safe with live views.
+            self._buf[:pending] = self._buf[self._start:self._end]
+        else:
+            new = bytearray(max(2 * len(self._buf), pending + need))
+            new[:pending] = self._buf[self._start:self._end]
+            self._buf = new
+        self._start, self._end = 0, pending
+
+    def _fill(self, deadline, what, partial):
+        with memoryview(self._buf) as mv:
+            n = self._recv(mv[self._end:], deadline, what, partial)
+        self._end += n
+        return n
+
+    def _recv(self, view, deadline, what, partial):
+        """One successful read into ``view`` (waiting if needed); 0 at EOF.
+
+        ``partial``: bytes of the current item already received, so a dead
+        peer process is reported as a clean end only between items.
+        """
+        while True:
+            try:
+                n = os.readv(self.fd, [view])
+            except BlockingIOError:
+                if not self._wait(deadline, what):
+                    raise PeerClosed("peer process exited" if partial == 0 else
+                                     f"peer process exited after {partial} bytes of "
+                                     f"{what}", clean=partial == 0)
+                continue
+            if n == 0 and not self._poll.poll(0):
+                # A FIFO reads as EOF before its first writer connects, but
+                # polls as idle (no POLLHUP) until one has: keep waiting.
+                if not self._wait(deadline, what):
+                    raise PeerClosed("peer process exited" if partial == 0 else
+                                     f"peer process exited after {partial} bytes of "
+                                     f"{what}", clean=partial == 0)
+                continue
+            if n and self.tee is not None:
+                self.tee.write(view[:n])
+            return n
+
+    def _wait(self, deadline, what):
+        """True when readable; False when the peer process died."""
+        alive = self.alive
+        while True:
+            if deadline is None:
+                ms = -1
+            else:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(f"deadline passed while waiting for {what}")
+                ms = max(1, math.ceil(remaining * 1000))
+            if alive is not None:
+                ms = _ALIVE_SLICE_MS if ms < 0 else min(ms, _ALIVE_SLICE_MS)
+            if self._poll.poll(ms):
+                return True
+            if alive is not None and not alive():
+                # Data written just before the exit is still readable; only
+                # give up once a final poll shows nothing.
+                return bool(self._poll.poll(0))
+
+
+class BufferReader:
+    """The FdReader interface over bytes in memory; the end of the data is EOF."""
+
+    def __init__(self, data):
+        self._data = bytes(data)
+        self._pos = 0
+        self.deadline = None
+
+    @property
+    def buffered(self):
+        return len(self._data) - self._pos
+
+    @property
+    def at_end(self):
+        return self._pos == len(self._data)
+
+    def read_line(self, max_bytes, deadline=None):
+        i = self._data.find(b"\n", self._pos)
+        if i < 0:
+            pending = len(self._data) - self._pos
+            if pending > max_bytes:
+                raise MessageTooLarge(f"line exceeds the {max_bytes}-byte limit "
+                                      f"(no newline in the first {pending} bytes)")
+            if pending == 0:
+                raise PeerClosed("end of stream")
+            raise PeerClosed(f"stream ended inside a line ({pending} bytes without "
+                             f"a newline)", clean=False)
+        if i - self._pos > max_bytes:
+            raise MessageTooLarge(f"line of {i - self._pos} bytes exceeds the "
+                                  f"{max_bytes}-byte limit")
+        line = self._data[self._pos:i]
+        self._pos = i + 1
+        return line
+
+    def read_exact(self, n, deadline=None):
+        got = min(n, len(self._data) - self._pos)
+        if got < n:
+            self._pos = len(self._data)
+            raise PeerClosed("end of stream" if got == 0 else
+                             f"stream ended after {got} of {n} bytes", clean=got == 0)
+        out = bytearray(self._data[self._pos:self._pos + n])
+        self._pos += n
+        return out

@@ -1,0 +1,237 @@
+// The C API is a thin shell over ModelRunner: it converts arguments, maps
+// Status to mlb_status, and keeps the last message per thread.
+#include "mlbridge/c/mlbridge.h"
+
+#include "mlbridge/pipe_model_runner.h"
+
+#include <cstring>
+#include <string>
+
+struct mlb_runner {
+  std::unique_ptr<mlbridge::ModelRunner> Runner;
+};
+
+using namespace mlbridge;
+
+namespace {
+
+thread_local std::string LastError;
+
+mlb_status fail(const Status &S) {
+  LastError = S.toString();
+  return static_cast<mlb_status>(S.code());
+}
+
+mlb_status fail(ErrorCode Code, const char *Message) {
+  return fail(Status(Code, Message));
+}
+
+mlb_status finish(const Status &S) {
+  return S.isOk() ? MLB_OK : fail(S);
+}
+
+#define MLB_CHECK_RUNNER(R)                                                    \
+  do {                                                                         \
+    if (!(R) || !(R)->Runner)                                                  \
+      return fail(ErrorCode::InvalidArgument, "null runner");                  \
+  } while (0)
+
+#define MLB_CHECK_ARG(X, What)                                                 \
+  do {                                                                         \
+    if (!(X))                                                                  \
+      return fail(ErrorCode::InvalidArgument, "null " What);                   \
+  } while (0)
+
+template <typename T>
+mlb_status setScalar(mlb_runner *R, const char *Name, T Value) {
+  MLB_CHECK_RUNNER(R);
+  MLB_CHECK_ARG(Name, "feature name");
+  return finish(R->Runner->setFeatureBytes(Name, DTypeOf<T>::value, {1},
+                                           &Value, sizeof(T)));
+}
+
+template <typename T>
+mlb_status setArray(mlb_runner *R, const char *Name, const T *Values,
+                    size_t Count) {
+  MLB_CHECK_RUNNER(R);
+  MLB_CHECK_ARG(Name, "feature name");
+  if (Count && !Values)
+    return fail(ErrorCode::InvalidArgument, "null values with count > 0");
+  return finish(R->Runner->setFeatureBytes(
+      Name, DTypeOf<T>::value, {static_cast<int64_t>(Count)}, Values,
+      Count * sizeof(T)));
+}
+
+template <typename T> mlb_status evaluateScalar(mlb_runner *R, T *Out) {
+  MLB_CHECK_RUNNER(R);
+  MLB_CHECK_ARG(Out, "output pointer");
+  Expected<T> V = R->Runner->evaluate<T>();
+  if (!V)
+    return fail(V.status());
+  *Out = *V;
+  return MLB_OK;
+}
+
+template <typename T>
+mlb_status evaluateArray(mlb_runner *R, T *Out, size_t Capacity,
+                         size_t *Count) {
+  MLB_CHECK_RUNNER(R);
+  MLB_CHECK_ARG(Count, "count pointer");
+  if (Capacity && !Out)
+    return fail(ErrorCode::InvalidArgument, "null output with capacity > 0");
+  Expected<std::vector<T>> V = R->Runner->evaluate<std::vector<T>>();
+  if (!V)
+    return fail(V.status());
+  *Count = V->size();
+  if (V->size() > Capacity)
+    return fail(Status(ErrorCode::TooLarge,
+                       "advice has " + std::to_string(V->size()) +
+                           " elements, output capacity is " +
+                           std::to_string(Capacity)));
+  if (!V->empty())
+    std::memcpy(Out, V->data(), V->size() * sizeof(T));
+  return MLB_OK;
+}
+
+} // namespace
+
+extern "C" {
+
+void mlb_pipe_options_init(mlb_pipe_options *Opts) {
+  if (!Opts)
+    return;
+  PipeOptions Defaults;
+  Opts->open_timeout_ms = static_cast<int>(Defaults.OpenTimeout.count());
+  Opts->reply_timeout_ms = static_cast<int>(Defaults.ReplyTimeout.count());
+  Opts->create_fifos = Defaults.CreateFifos ? 1 : 0;
+  Opts->diagnostics_to_stderr = 0;
+}
+
+const char *mlb_last_error(void) { return LastError.c_str(); }
+
+const char *mlb_status_name(mlb_status S) {
+  return errorCodeName(static_cast<ErrorCode>(S));
+}
+
+mlb_status mlb_pipe_runner_create(const char *Base, mlb_serdes Serdes,
+                                  const mlb_pipe_options *Opts,
+                                  mlb_runner **Out) {
+  MLB_CHECK_ARG(Out, "output handle");
+  *Out = nullptr;
+  MLB_CHECK_ARG(Base, "pipe base path");
+  if (Serdes != MLB_SERDES_BITSTREAM && Serdes != MLB_SERDES_JSON)
+    return fail(ErrorCode::InvalidArgument, "unknown serdes kind");
+  mlb_pipe_options C;
+  mlb_pipe_options_init(&C);
+  if (Opts)
+    C = *Opts;
+  PipeOptions O;
+  O.Format = Serdes == MLB_SERDES_JSON ? SerDesKind::Json
+                                       : SerDesKind::Bitstream;
+  O.OpenTimeout = std::chrono::milliseconds(C.open_timeout_ms);
+  O.ReplyTimeout = std::chrono::milliseconds(C.reply_timeout_ms);
+  O.CreateFifos = C.create_fifos != 0;
+  if (C.diagnostics_to_stderr)
+    O.Diagnostics = stderrDiagnostics();
+  Expected<std::unique_ptr<PipeModelRunner>> R =
+      PipeModelRunner::create(Base, {}, std::nullopt, std::move(O));
+  if (!R)
+    return fail(R.status());
+  *Out = new mlb_runner{std::move(*R)};
+  return MLB_OK;
+}
+
+void mlb_runner_destroy(mlb_runner *R) { delete R; }
+
+mlb_status mlb_set_advice_spec(mlb_runner *R, const char *Name, mlb_dtype Type,
+                               const int64_t *Shape, size_t Rank) {
+  MLB_CHECK_RUNNER(R);
+  MLB_CHECK_ARG(Name, "advice name");
+  if (static_cast<int>(Type) < 0 || static_cast<int>(Type) >= kNumDTypes)
+    return fail(ErrorCode::InvalidArgument, "unknown dtype");
+  if (Rank && !Shape)
+    return fail(ErrorCode::InvalidArgument, "null shape with rank > 0");
+  std::vector<int64_t> Dims(Shape, Shape + Rank);
+  return finish(R->Runner->setAdviceSpec(
+      TensorSpec(Name, static_cast<DType>(Type), std::move(Dims))));
+}
+
+mlb_status mlb_set_int(mlb_runner *R, const char *N, int V) {
+  return setScalar(R, N, V);
+}
+mlb_status mlb_set_int64(mlb_runner *R, const char *N, int64_t V) {
+  return setScalar(R, N, V);
+}
+mlb_status mlb_set_float(mlb_runner *R, const char *N, float V) {
+  return setScalar(R, N, V);
+}
+mlb_status mlb_set_double(mlb_runner *R, const char *N, double V) {
+  return setScalar(R, N, V);
+}
+mlb_status mlb_set_bool(mlb_runner *R, const char *N, bool V) {
+  return setScalar(R, N, V);
+}
+mlb_status mlb_set_string(mlb_runner *R, const char *N, const char *V) {
+  MLB_CHECK_RUNNER(R);
+  MLB_CHECK_ARG(N, "feature name");
+  MLB_CHECK_ARG(V, "string value");
+  return finish(R->Runner->setFeature(N, std::string_view(V)));
+}
+
+mlb_status mlb_set_int_array(mlb_runner *R, const char *N, const int *V,
+                             size_t C) {
+  return setArray(R, N, V, C);
+}
+mlb_status mlb_set_int64_array(mlb_runner *R, const char *N, const int64_t *V,
+                               size_t C) {
+  return setArray(R, N, V, C);
+}
+mlb_status mlb_set_float_array(mlb_runner *R, const char *N, const float *V,
+                               size_t C) {
+  return setArray(R, N, V, C);
+}
+mlb_status mlb_set_double_array(mlb_runner *R, const char *N, const double *V,
+                                size_t C) {
+  return setArray(R, N, V, C);
+}
+mlb_status mlb_set_bool_array(mlb_runner *R, const char *N, const bool *V,
+                              size_t C) {
+  return setArray(R, N, V, C);
+}
+
+mlb_status mlb_switch_context(mlb_runner *R, const char *Name) {
+  MLB_CHECK_RUNNER(R);
+  MLB_CHECK_ARG(Name, "context name");
+  return finish(R->Runner->switchContext(Name));
+}
+
+mlb_status mlb_evaluate_int(mlb_runner *R, int *Out) {
+  return evaluateScalar(R, Out);
+}
+mlb_status mlb_evaluate_int64(mlb_runner *R, int64_t *Out) {
+  return evaluateScalar(R, Out);
+}
+mlb_status mlb_evaluate_float(mlb_runner *R, float *Out) {
+  return evaluateScalar(R, Out);
+}
+mlb_status mlb_evaluate_double(mlb_runner *R, double *Out) {
+  return evaluateScalar(R, Out);
+}
+mlb_status mlb_evaluate_bool(mlb_runner *R, bool *Out) {
+  return evaluateScalar(R, Out);
+}
+
+mlb_status mlb_evaluate_int64_array(mlb_runner *R, int64_t *Out,
+                                    size_t Capacity, size_t *Count) {
+  return evaluateArray(R, Out, Capacity, Count);
+}
+mlb_status mlb_evaluate_float_array(mlb_runner *R, float *Out, size_t Capacity,
+                                    size_t *Count) {
+  return evaluateArray(R, Out, Capacity, Count);
+}
+mlb_status mlb_evaluate_double_array(mlb_runner *R, double *Out,
+                                     size_t Capacity, size_t *Count) {
+  return evaluateArray(R, Out, Capacity, Count);
+}
+
+} // extern "C"

@@ -1,0 +1,287 @@
+#include "transport/fifo_channel.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <csignal>
+#include <cstring>
+#include <thread>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+namespace mlbridge {
+
+namespace {
+
+constexpr size_t kReadBufferBytes = 64 * 1024;
+constexpr int kPipeBytes = 1 << 20; // fewer wake-ups for large tensors
+
+std::string errnoText(int E) { return std::strerror(E); }
+
+int millisUntil(Deadline Until) {
+  auto Left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  Until - Clock::now())
+                  .count();
+  if (Left <= 0)
+    return 0;
+  // Round up so a wait never returns just before its deadline.
+  return static_cast<int>(std::min<long long>(Left + 1, INT_MAX));
+}
+
+/// Sleeps for the next step of a 1 ms .. 20 ms backoff, never past Until.
+void backoff(std::chrono::microseconds &Step, Deadline Until) {
+  auto Left = std::chrono::duration_cast<std::chrono::microseconds>(
+      Until - Clock::now());
+  std::this_thread::sleep_for(std::min(Step, std::max(Left, {})));
+  Step = std::min(Step * 2, std::chrono::microseconds(20000));
+}
+
+Status waitForFifo(const std::string &Path, Deadline Until, bool Create,
+                   Clock::time_point Start) {
+  std::chrono::microseconds Step(1000);
+  for (;;) {
+    struct stat St;
+    if (::stat(Path.c_str(), &St) == 0) {
+      if (!S_ISFIFO(St.st_mode))
+        return Status(ErrorCode::InvalidArgument,
+                      "'" + Path + "' exists but is not a FIFO");
+      return Status::ok();
+    }
+    int E = errno;
+    if (E != ENOENT)
+      return Status(ErrorCode::IOError,
+                    "cannot stat '" + Path + "': " + errnoText(E));
+    if (Create) {
+      if (::mkfifo(Path.c_str(), 0600) != 0 && errno != EEXIST)
+        return Status(ErrorCode::IOError, "cannot create FIFO '" + Path +
+                                              "': " + errnoText(errno));
+      continue;
+    }
+    if (Clock::now() >= Until) {
+      auto Waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+          Clock::now() - Start);
+      return Status(ErrorCode::NotFound,
+                    "FIFO '" + Path + "' does not exist (waited " +
+                        std::to_string(Waited.count()) +
+                        " ms); start the model side first");
+    }
+    backoff(Step, Until);
+  }
+}
+
+/// Blocks SIGPIPE in this thread for its lifetime and swallows a SIGPIPE
+/// raised meanwhile, so a dead reader shows up as EPIPE, not a signal that
+/// kills the compiler. The process-wide disposition is left alone.
+class SigpipeGuard {
+public:
+  SigpipeGuard() {
+    sigemptyset(&Set);
+    sigaddset(&Set, SIGPIPE);
+    sigset_t Pending;
+    sigemptyset(&Pending);
+    sigpending(&Pending);
+    WasPending = sigismember(&Pending, SIGPIPE) == 1;
+    Active = pthread_sigmask(SIG_BLOCK, &Set, &Old) == 0;
+  }
+  void noteEpipe() { SawEpipe = true; }
+  ~SigpipeGuard() {
+    if (!Active)
+      return;
+    if (SawEpipe && !WasPending) {
+      struct timespec Zero = {0, 0};
+      while (sigtimedwait(&Set, nullptr, &Zero) < 0 && errno == EINTR) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &Old, nullptr);
+  }
+
+private:
+  sigset_t Set, Old;
+  bool WasPending = false, Active = false, SawEpipe = false;
+};
+
+} // namespace
+
+Expected<std::unique_ptr<FifoChannel>>
+FifoChannel::open(const std::string &InPath, const std::string &OutPath,
+                  Deadline Until, bool Create) {
+  const auto Start = Clock::now();
+  if (Status S = waitForFifo(InPath, Until, Create, Start); !S.isOk())
+    return S;
+  if (Status S = waitForFifo(OutPath, Until, Create, Start); !S.isOk())
+    return S;
+
+  // Non-blocking read-open succeeds at once and registers us as the reader
+  // the model's write-open is waiting for.
+  int In = ::open(InPath.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (In < 0)
+    return Status(ErrorCode::IOError,
+                  "cannot open '" + InPath + "': " + errnoText(errno));
+
+  // A non-blocking write-open fails with ENXIO until the model opens its
+  // reading end: poll for it instead of blocking forever as LLVM does.
+  std::chrono::microseconds Step(1000);
+  int Out = -1;
+  for (;;) {
+    Out = ::open(OutPath.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (Out >= 0)
+      break;
+    int E = errno;
+    if (E == EINTR)
+      continue;
+    if (E != ENXIO) {
+      ::close(In);
+      return Status(ErrorCode::IOError,
+                    "cannot open '" + OutPath + "': " + errnoText(E));
+    }
+    if (Clock::now() >= Until) {
+      ::close(In);
+      auto Waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+          Clock::now() - Start);
+      return Status(ErrorCode::Timeout,
+                    "no model opened '" + OutPath + "' for reading within " +
+                        std::to_string(Waited.count()) + " ms");
+    }
+    backoff(Step, Until);
+  }
+  // Best effort: larger pipes move big tensors with fewer context switches.
+  (void)::fcntl(Out, F_SETPIPE_SZ, kPipeBytes);
+  (void)::fcntl(In, F_SETPIPE_SZ, kPipeBytes);
+  return std::unique_ptr<FifoChannel>(
+      new FifoChannel(In, Out, InPath, OutPath));
+}
+
+FifoChannel::FifoChannel(int InFd, int OutFd, std::string InPath,
+                         std::string OutPath)
+    : InFd(InFd), OutFd(OutFd), InPath(std::move(InPath)),
+      OutPath(std::move(OutPath)), Buffer(kReadBufferBytes) {}
+
+FifoChannel::~FifoChannel() {
+  ::close(OutFd); // the model sees EOF: end of session
+  ::close(InFd);
+}
+
+Status FifoChannel::write(const WireMessage &Msg, Deadline Until) {
+  Msg.ranges(Ranges);
+  Iov.clear();
+  for (const ByteRange &R : Ranges)
+    if (R.Size)
+      Iov.push_back({const_cast<void *>(R.Data), R.Size});
+
+  SigpipeGuard Guard;
+  size_t Next = 0;
+  while (Next < Iov.size()) {
+    int Count = static_cast<int>(std::min<size_t>(Iov.size() - Next, IOV_MAX));
+    ssize_t N = ::writev(OutFd, &Iov[Next], Count);
+    if (N < 0) {
+      int E = errno;
+      if (E == EINTR)
+        continue;
+      if (E == EPIPE) {
+        Guard.noteEpipe();
+        return Status(ErrorCode::PeerClosed,
+                      "the model closed '" + OutPath + "' (broken pipe)");
+      }
+      if (E != EAGAIN)
+        return Status(ErrorCode::IOError,
+                      "writing '" + OutPath + "': " + errnoText(E));
+      struct pollfd P = {OutFd, POLLOUT, 0};
+      int Ms = millisUntil(Until);
+      if (Ms == 0)
+        return Status(ErrorCode::Timeout,
+                      "the model stopped reading '" + OutPath +
+                          "' (write deadline passed)");
+      if (::poll(&P, 1, Ms) < 0 && errno != EINTR)
+        return Status(ErrorCode::IOError, "poll: " + errnoText(errno));
+      continue; // POLLERR/POLLHUP surface as EPIPE on the next writev
+    }
+    // Advance past what was written, possibly mid-iovec.
+    size_t Left = static_cast<size_t>(N);
+    while (Next < Iov.size() && Left >= Iov[Next].iov_len)
+      Left -= Iov[Next++].iov_len;
+    if (Left) {
+      Iov[Next].iov_base = static_cast<char *>(Iov[Next].iov_base) + Left;
+      Iov[Next].iov_len -= Left;
+    }
+  }
+  return Status::ok();
+}
+
+Status FifoChannel::fill() {
+  if (Begin == End)
+    Begin = End = 0;
+  else if (End == Buffer.size()) {
+    std::memmove(Buffer.data(), Buffer.data() + Begin, End - Begin);
+    End -= Begin;
+    Begin = 0;
+  }
+  for (;;) {
+    ssize_t N = ::read(InFd, Buffer.data() + End, Buffer.size() - End);
+    if (N > 0) {
+      End += static_cast<size_t>(N);
+      return Status::ok();
+    }
+    if (N == 0)
+      return Status(ErrorCode::PeerClosed,
+                    "the model closed '" + InPath + "' (end of file)");
+    int E = errno;
+    if (E == EINTR)
+      continue;
+    if (E != EAGAIN)
+      return Status(ErrorCode::IOError,
+                    "reading '" + InPath + "': " + errnoText(E));
+    struct pollfd P = {InFd, POLLIN, 0};
+    int Ms = millisUntil(ReadDeadline);
+    if (Ms == 0)
+      return Status(ErrorCode::Timeout,
+                    "no reply from the model on '" + InPath +
+                        "' before the deadline");
+    int R = ::poll(&P, 1, Ms);
+    if (R < 0 && errno != EINTR)
+      return Status(ErrorCode::IOError, "poll: " + errnoText(errno));
+  }
+}
+
+Status FifoChannel::readExact(void *Dst, size_t N) {
+  char *Out = static_cast<char *>(Dst);
+  while (N) {
+    if (Begin == End)
+      if (Status S = fill(); !S.isOk())
+        return S;
+    size_t Take = std::min(N, End - Begin);
+    std::memcpy(Out, Buffer.data() + Begin, Take);
+    Begin += Take;
+    Out += Take;
+    N -= Take;
+  }
+  return Status::ok();
+}
+
+Status FifoChannel::readLine(std::string &Line, size_t MaxBytes) {
+  Line.clear();
+  for (;;) {
+    const char *From = Buffer.data() + Begin;
+    const char *NL = static_cast<const char *>(
+        std::memchr(From, '\n', End - Begin));
+    size_t Take = NL ? static_cast<size_t>(NL - From) : End - Begin;
+    if (Line.size() + Take > MaxBytes)
+      return Status(ErrorCode::TooLarge,
+                    "line from the model exceeds " + std::to_string(MaxBytes) +
+                        " bytes");
+    Line.append(From, Take);
+    Begin += Take;
+    if (NL) {
+      ++Begin; // the '\n'
+      return Status::ok();
+    }
+    if (Status S = fill(); !S.isOk())
+      return S;
+  }
+}
+
+} // namespace mlbridge

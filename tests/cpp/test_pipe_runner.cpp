@@ -1,0 +1,376 @@
+// PipeModelRunner against a fault-injecting C++ peer on real FIFOs: dead,
+// silent, absent and garbage-speaking models must give a clear error in
+// bounded time, never a hang, a crash or a SIGPIPE.
+#include "mlbridge/pipe_model_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <functional>
+#include <thread>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace mlbridge;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+/// Blocking-with-deadline reads from a raw fd (the peer's side).
+class FdSource : public ByteSource {
+public:
+  explicit FdSource(int Fd) : Fd(Fd) {}
+  Status readExact(void *Dst, size_t N) override {
+    char *P = static_cast<char *>(Dst);
+    while (N) {
+      if (!waitReadable())
+        return Status(ErrorCode::Timeout, "peer read timeout");
+      ssize_t R = ::read(Fd, P, N);
+      if (R == 0)
+        return Status(ErrorCode::PeerClosed, "eof");
+      if (R < 0) {
+        if (errno == EAGAIN || errno == EINTR)
+          continue;
+        return Status(ErrorCode::IOError, "read");
+      }
+      P += R;
+      N -= static_cast<size_t>(R);
+    }
+    return Status::ok();
+  }
+  Status readLine(std::string &Line, size_t MaxBytes) override {
+    Line.clear();
+    char C;
+    for (;;) {
+      if (Status S = readExact(&C, 1); !S.isOk())
+        return S;
+      if (C == '\n')
+        return Status::ok();
+      if (Line.size() >= MaxBytes)
+        return Status(ErrorCode::TooLarge, "line");
+      Line += C;
+    }
+  }
+
+private:
+  bool waitReadable() {
+    struct pollfd P = {Fd, POLLIN, 0};
+    return ::poll(&P, 1, 5000) > 0;
+  }
+  int Fd;
+};
+
+/// A fault-injecting model peer: creates the FIFOs and runs Script in a
+/// thread with the two fds (advice-out, observations-in) open.
+class FakeModelPeer {
+public:
+  using Script = std::function<void(int AdviceFd, int ObsFd)>;
+
+  FakeModelPeer() {
+    char T[] = "/tmp/mlbridge-test-XXXXXX";
+    EXPECT_NE(::mkdtemp(T), nullptr);
+    Dir = T;
+    Base = Dir + "/ch";
+  }
+  ~FakeModelPeer() {
+    if (Thread.joinable())
+      Thread.join();
+    ::unlink((Base + ".in").c_str());
+    ::unlink((Base + ".out").c_str());
+    ::rmdir(Dir.c_str());
+  }
+  void makeFifos() {
+    ASSERT_EQ(::mkfifo((Base + ".in").c_str(), 0600), 0);
+    ASSERT_EQ(::mkfifo((Base + ".out").c_str(), 0600), 0);
+  }
+  /// Opens like a model host (B.in for writing, then B.out) and runs S.
+  void run(Script S) {
+    makeFifos();
+    Thread = std::thread([this, S] {
+      int AdviceFd = -1;
+      auto Until = Clock::now() + 5s;
+      while (AdviceFd < 0 && Clock::now() < Until) {
+        AdviceFd = ::open((Base + ".in").c_str(), O_WRONLY | O_NONBLOCK);
+        if (AdviceFd < 0)
+          std::this_thread::sleep_for(1ms);
+      }
+      int ObsFd = ::open((Base + ".out").c_str(), O_RDONLY);
+      S(AdviceFd, ObsFd);
+      if (AdviceFd >= 0)
+        ::close(AdviceFd);
+      if (ObsFd >= 0)
+        ::close(ObsFd);
+    });
+  }
+
+  std::string Dir, Base;
+  std::thread Thread;
+};
+
+/// Reads messages until an observation arrives.
+Status readObservation(SerDes &Codec, FdSource &In, CompilerMessage &Msg,
+                       std::vector<TensorSpec> &Specs, TensorSpec &Advice) {
+  SerDesLimits Limits;
+  for (;;) {
+    if (Status S = Codec.decodeMessage(In, Limits, Specs, Advice, Msg);
+        !S.isOk())
+      return S;
+    if (Msg.Type == CompilerMessage::Kind::Observation)
+      return Status::ok();
+  }
+}
+
+PipeOptions fastOptions(SerDesKind Kind = SerDesKind::Bitstream) {
+  PipeOptions O;
+  O.Format = Kind;
+  O.OpenTimeout = 500ms;
+  O.ReplyTimeout = 500ms;
+  return O;
+}
+
+double secondsSince(Clock::time_point T) {
+  return std::chrono::duration<double>(Clock::now() - T).count();
+}
+
+std::unique_ptr<PipeModelRunner> makeRunner(const std::string &Base,
+                                            PipeOptions O) {
+  auto R = PipeModelRunner::create(Base, {TensorSpec::create<int64_t>("i")},
+                                   TensorSpec::create<int64_t>("twice"), O);
+  EXPECT_TRUE(R) << R.status().toString();
+  return R ? std::move(*R) : nullptr;
+}
+
+} // namespace
+
+class PipeRunnerBothFormats : public ::testing::TestWithParam<SerDesKind> {};
+
+TEST_P(PipeRunnerBothFormats, ServesRequestsContextsAndSessions) {
+  FakeModelPeer Peer;
+  std::vector<int64_t> SeenIndices;
+  std::vector<std::string> SeenContexts;
+  int Headers = 0;
+  const SerDesKind Kind = GetParam();
+  Peer.run([&](int Out, int In) {
+    auto Codec = createSerDes(Kind);
+    FdSource Src(In);
+    std::vector<TensorSpec> Specs;
+    TensorSpec Advice;
+    CompilerMessage Msg;
+    SerDesLimits Limits;
+    WireMessage Reply;
+    std::vector<ByteRange> Ranges;
+    while (Codec->decodeMessage(Src, Limits, Specs, Advice, Msg).isOk()) {
+      if (Msg.Type == CompilerMessage::Kind::Header) {
+        ++Headers;
+        continue;
+      }
+      if (Msg.Type == CompilerMessage::Kind::Context) {
+        SeenContexts.push_back(Msg.Context);
+        continue;
+      }
+      SeenIndices.push_back(Msg.ObservationIndex);
+      TensorValue A(Advice);
+      *A.dataAs<int64_t>() = 2 * *Msg.Features[0].dataAs<int64_t>();
+      Reply.clear();
+      ASSERT_TRUE(Codec->encodeAdvice(Advice, A, Reply).isOk());
+      std::string Bytes = Reply.flatten();
+      ASSERT_EQ(::write(Out, Bytes.data(), Bytes.size()),
+                static_cast<ssize_t>(Bytes.size()));
+    }
+  });
+  auto R = makeRunner(Peer.Base, fastOptions(Kind));
+  ASSERT_TRUE(R->switchContext("f").isOk());
+  for (int64_t K = 0; K < 3; ++K) {
+    *R->getTensor<int64_t>(0) = K + 10;
+    Expected<int64_t> A = R->evaluate<int64_t>();
+    ASSERT_TRUE(A) << A.status().toString();
+    EXPECT_EQ(*A, 2 * (K + 10));
+  }
+  ASSERT_TRUE(R->switchContext("g").isOk());
+  ASSERT_TRUE(R->evaluate<int64_t>());
+  R.reset(); // end of session: the peer sees EOF
+  Peer.Thread.join();
+  EXPECT_EQ(Headers, 1);
+  EXPECT_EQ(SeenContexts, (std::vector<std::string>{"f", "g"}));
+  EXPECT_EQ(SeenIndices, (std::vector<int64_t>{0, 1, 2, 0}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, PipeRunnerBothFormats,
+                         ::testing::Values(SerDesKind::Bitstream,
+                                           SerDesKind::Json),
+                         [](const auto &Info) {
+                           return std::string(serdesKindName(Info.param));
+                         });
+
+TEST(PipeRunner, MissingFifoFailsWithinTheOpenDeadline) {
+  auto R = makeRunner("/tmp/mlbridge-no-such-dir/ch", fastOptions());
+  auto Start = Clock::now();
+  Expected<int64_t> A = R->evaluate<int64_t>();
+  ASSERT_FALSE(A);
+  EXPECT_EQ(A.status().code(), ErrorCode::NotFound);
+  EXPECT_NE(A.status().message().find("does not exist"), std::string::npos);
+  EXPECT_LT(secondsSince(Start), 2.0);
+  // Unavailable from now on, at once: no second 500 ms wait per call site.
+  Start = Clock::now();
+  A = R->evaluate<int64_t>();
+  EXPECT_EQ(A.status().code(), ErrorCode::Unavailable);
+  EXPECT_LT(secondsSince(Start), 0.05);
+}
+
+TEST(PipeRunner, PeerThatNeverOpensTimesOut) {
+  FakeModelPeer Peer;
+  Peer.makeFifos();
+  auto R = makeRunner(Peer.Base, fastOptions());
+  auto Start = Clock::now();
+  Expected<int64_t> A = R->evaluate<int64_t>();
+  ASSERT_FALSE(A);
+  EXPECT_EQ(A.status().code(), ErrorCode::Timeout);
+  EXPECT_LT(secondsSince(Start), 2.0);
+}
+
+TEST(PipeRunner, PeerClosingMidRequestIsPeerClosed) {
+  FakeModelPeer Peer;
+  Peer.run([](int, int In) {
+    auto Codec = createSerDes(SerDesKind::Bitstream);
+    FdSource Src(In);
+    CompilerMessage Msg;
+    std::vector<TensorSpec> Specs;
+    TensorSpec Advice;
+    (void)readObservation(*Codec, Src, Msg, Specs, Advice);
+    // ...and exit without answering (fds closed by the harness).
+  });
+  PipeOptions O = fastOptions();
+  O.ReplyTimeout = 5s; // EOF must be noticed long before this
+  auto R = makeRunner(Peer.Base, O);
+  auto Start = Clock::now();
+  Expected<int64_t> A = R->evaluate<int64_t>();
+  ASSERT_FALSE(A);
+  EXPECT_EQ(A.status().code(), ErrorCode::PeerClosed) << A.status().toString();
+  EXPECT_LT(secondsSince(Start), 2.0);
+}
+
+TEST(PipeRunner, SilentPeerTimesOutAndRunnerFailsFastAfter) {
+  FakeModelPeer Peer;
+  std::atomic<bool> Done{false};
+  Peer.run([&](int, int In) {
+    auto Codec = createSerDes(SerDesKind::Bitstream);
+    FdSource Src(In);
+    CompilerMessage Msg;
+    std::vector<TensorSpec> Specs;
+    TensorSpec Advice;
+    (void)readObservation(*Codec, Src, Msg, Specs, Advice);
+    while (!Done)
+      std::this_thread::sleep_for(5ms);
+  });
+  auto R = makeRunner(Peer.Base, fastOptions());
+  auto Start = Clock::now();
+  Expected<int64_t> A = R->evaluate<int64_t>();
+  double Took = secondsSince(Start);
+  ASSERT_FALSE(A);
+  EXPECT_EQ(A.status().code(), ErrorCode::Timeout);
+  EXPECT_GE(Took, 0.45);
+  EXPECT_LT(Took, 2.0);
+  EXPECT_TRUE(R->isUnavailable());
+  EXPECT_EQ(R->evaluateOr<int64_t>(-1), -1);
+  Done = true;
+}
+
+TEST(PipeRunner, ReaderGoneIsEpipeNotSigpipe) {
+  FakeModelPeer Peer;
+  Peer.run([](int, int) {}); // opens both ends and closes them at once
+  // The open may succeed or not depending on timing; in both cases the
+  // process must survive and get an error value.
+  std::vector<int64_t> Big(1 << 20, 1);
+  auto V = PipeModelRunner::create(Peer.Base, {}, std::nullopt, fastOptions());
+  ASSERT_TRUE(V);
+  (*V)->setFeature("big", Big);
+  Expected<int64_t> A = (*V)->evaluate<int64_t>();
+  ASSERT_FALSE(A);
+  EXPECT_TRUE(A.status().code() == ErrorCode::PeerClosed ||
+              A.status().code() == ErrorCode::Timeout)
+      << A.status().toString();
+}
+
+TEST(PipeRunner, GarbageJsonReplyIsMalformed) {
+  FakeModelPeer Peer;
+  Peer.run([](int Out, int In) {
+    auto Codec = createSerDes(SerDesKind::Json);
+    FdSource Src(In);
+    CompilerMessage Msg;
+    std::vector<TensorSpec> Specs;
+    TensorSpec Advice;
+    if (readObservation(*Codec, Src, Msg, Specs, Advice).isOk()) {
+      const char Junk[] = "this is not json\n";
+      (void)!::write(Out, Junk, sizeof Junk - 1);
+    }
+  });
+  auto R = makeRunner(Peer.Base, fastOptions(SerDesKind::Json));
+  Expected<int64_t> A = R->evaluate<int64_t>();
+  ASSERT_FALSE(A);
+  EXPECT_EQ(A.status().code(), ErrorCode::Malformed) << A.status().toString();
+}
+
+TEST(PipeRunner, ModelReportedErrorKeepsTheRunnerUsable) {
+  FakeModelPeer Peer;
+  Peer.run([](int Out, int In) {
+    auto Codec = createSerDes(SerDesKind::Json);
+    FdSource Src(In);
+    CompilerMessage Msg;
+    std::vector<TensorSpec> Specs;
+    TensorSpec Advice;
+    if (readObservation(*Codec, Src, Msg, Specs, Advice).isOk()) {
+      const char E[] = "{\"error\":\"cannot decide\"}\n";
+      (void)!::write(Out, E, sizeof E - 1);
+    }
+    if (readObservation(*Codec, Src, Msg, Specs, Advice).isOk()) {
+      const char A[] = "{\"advice\":4}\n";
+      (void)!::write(Out, A, sizeof A - 1);
+    }
+  });
+  auto R = makeRunner(Peer.Base, fastOptions(SerDesKind::Json));
+  Expected<int64_t> A = R->evaluate<int64_t>();
+  ASSERT_FALSE(A);
+  EXPECT_NE(A.status().message().find("cannot decide"), std::string::npos);
+  EXPECT_FALSE(R->isUnavailable()) << "the stream is still in step";
+  A = R->evaluate<int64_t>();
+  ASSERT_TRUE(A) << A.status().toString();
+  EXPECT_EQ(*A, 4);
+}
+
+TEST(PipeRunner, CreateFifosOptionMakesPrivateFifos) {
+  char T[] = "/tmp/mlbridge-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(T), nullptr);
+  std::string Base = std::string(T) + "/own";
+  {
+    PipeOptions O = fastOptions();
+    O.CreateFifos = true;
+    auto R = makeRunner(Base, O);
+    Expected<int64_t> A = R->evaluate<int64_t>(); // nobody listens
+    EXPECT_EQ(A.status().code(), ErrorCode::Timeout);
+    struct stat St;
+    ASSERT_EQ(::stat((Base + ".in").c_str(), &St), 0);
+    EXPECT_TRUE(S_ISFIFO(St.st_mode));
+    EXPECT_EQ(St.st_mode & 0777, 0600u);
+  }
+  struct stat St;
+  EXPECT_NE(::stat((Base + ".in").c_str(), &St), 0) << "removed on destroy";
+  ::rmdir(T);
+}
+
+TEST(PipeRunner, InvalidArgumentsAreRejectedAtCreate) {
+  EXPECT_FALSE(PipeModelRunner::create(""));
+  PipeOptions O;
+  O.ReplyTimeout = 0ms;
+  EXPECT_FALSE(PipeModelRunner::create("/tmp/x", {}, std::nullopt, O));
+  auto Dup = PipeModelRunner::create(
+      "/tmp/x", {TensorSpec::create<float>("a"), TensorSpec::create<float>("a")});
+  ASSERT_FALSE(Dup);
+  EXPECT_NE(Dup.status().message().find("declared twice"), std::string::npos);
+}

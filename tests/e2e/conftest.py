@@ -1,0 +1,249 @@
+"""Shared fixtures for the end-to-end tests (real compilers, real processes).
+
+* The repository's ``python/`` directory is put first on ``sys.path`` so the
+  tests import the working-tree ``mlbridge`` package, not an installed one.
+* Built programs (C++ tools) are looked up under the build directory named by
+  the environment variable ``MLBRIDGE_BUILD_DIR`` (default: ``<repo>/build``).
+* LLVM 19 tools are required: a missing ``opt-19``/``clang-19`` is a test
+  *failure* with a message saying what to install, never a skip.
+
+Every subprocess started here is bounded by a timeout and killed when the
+test ends, whatever the outcome, so a wedged compiler never hangs the run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Sequence
+
+import pytest
+
+E2E_DIR = Path(__file__).resolve().parent
+REPO_ROOT = E2E_DIR.parents[1]
+PYTHON_DIR = REPO_ROOT / "python"
+PROGRAMS_DIR = E2E_DIR / "programs"
+
+if str(PYTHON_DIR) not in sys.path:
+    sys.path.insert(0, str(PYTHON_DIR))
+
+#: Upper bound for one compiler / tool invocation, in seconds.
+SUBPROCESS_TIMEOUT = 30.0
+
+LLVM_BIN_DIRS = ("/usr/lib/llvm-19/bin",)
+
+
+def build_dir() -> Path:
+    """The CMake build directory the e2e tests take binaries from."""
+    env = os.environ.get("MLBRIDGE_BUILD_DIR")
+    return Path(env).resolve() if env else REPO_ROOT / "build"
+
+
+def find_llvm_tool(name: str) -> Optional[str]:
+    """Path of an LLVM 19 tool ("opt-19", "clang-19", ...), or None."""
+    found = shutil.which(name)
+    if found:
+        return found
+    base = name[:-3] if name.endswith("-19") else name
+    for d in LLVM_BIN_DIRS:
+        candidate = Path(d) / base
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+def require_llvm_tool(name: str) -> str:
+    path = find_llvm_tool(name)
+    if path is None:
+        pytest.fail(
+            f"{name} not found on PATH or in {', '.join(LLVM_BIN_DIRS)}: the "
+            f"end-to-end tests need LLVM 19 (Debian: apt-get install llvm-19 "
+            f"clang-19)",
+            pytrace=False,
+        )
+    return path
+
+
+def find_built_program(name: str) -> Optional[Path]:
+    """Finds an executable called `name` anywhere under the build directory."""
+    root = build_dir()
+    if not root.is_dir():
+        return None
+    for sub in ("tests", "tests/e2e", "bin", "tools", "."):
+        candidate = root / sub / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    for dirpath, dirnames, filenames in os.walk(root):
+        # CMake's own scratch directories never hold our targets.
+        dirnames[:] = [d for d in dirnames if d != "CMakeFiles"]
+        if name in filenames:
+            candidate = Path(dirpath) / name
+            if os.access(candidate, os.X_OK):
+                return candidate
+    return None
+
+
+def require_built_program(name: str) -> Path:
+    path = find_built_program(name)
+    if path is None:
+        pytest.fail(
+            f"{name} not found under the build directory {build_dir()} "
+            f"(set MLBRIDGE_BUILD_DIR, or run: cmake -S {REPO_ROOT} -B "
+            f"{REPO_ROOT / 'build'} -G Ninja && cmake --build "
+            f"{REPO_ROOT / 'build'} --target {name})",
+            pytrace=False,
+        )
+    return path
+
+
+class ProcessGuard:
+    """Starts processes and guarantees they are gone when the test ends."""
+
+    def __init__(self) -> None:
+        self._procs: List[subprocess.Popen] = []
+
+    def spawn(self, cmd: Sequence[str], **kwargs) -> subprocess.Popen:
+        kwargs.setdefault("stdin", subprocess.DEVNULL)
+        kwargs.setdefault("stdout", subprocess.PIPE)
+        kwargs.setdefault("stderr", subprocess.PIPE)
+        # Own process group: a kill reaches anything the tool started.
+        kwargs.setdefault("start_new_session", True)
+        proc = subprocess.Popen(list(map(str, cmd)), **kwargs)
+        self._procs.append(proc)
+        return proc
+
+    def finish(self, proc: subprocess.Popen, timeout: float = SUBPROCESS_TIMEOUT):
+        """Waits for proc (bounded) and returns (returncode, stdout, stderr)."""
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill(proc)
+            out, err = proc.communicate()
+            pytest.fail(
+                f"{proc.args[0]} did not finish within {timeout:.0f} s "
+                f"(killed); stderr:\n{(err or b'').decode(errors='replace')[-2000:]}",
+                pytrace=False,
+            )
+        return (
+            proc.returncode,
+            (out or b"").decode(errors="replace"),
+            (err or b"").decode(errors="replace"),
+        )
+
+    @staticmethod
+    def kill(proc: subprocess.Popen) -> None:
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                proc.kill()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # pragma: no cover - cannot happen after SIGKILL
+            pass
+
+    def close(self) -> None:
+        for proc in self._procs:
+            self.kill(proc)
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+        self._procs.clear()
+
+
+def run_checked(cmd: Sequence[str], timeout: float = SUBPROCESS_TIMEOUT) -> str:
+    """Runs a short command to completion; fails the test on error."""
+    try:
+        res = subprocess.run(
+            list(map(str, cmd)),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"timed out after {timeout:.0f} s: {' '.join(map(str, cmd))}",
+                    pytrace=False)
+    if res.returncode != 0:
+        pytest.fail(
+            f"command failed ({res.returncode}): {' '.join(map(str, cmd))}\n"
+            f"{res.stderr.decode(errors='replace')[-2000:]}",
+            pytrace=False,
+        )
+    return res.stdout.decode(errors="replace")
+
+
+# ---- fixtures ---------------------------------------------------------------
+
+_THIS_MODULE = sys.modules[__name__]
+
+
+@pytest.fixture(scope="session")
+def e2e():
+    """This module: ProcessGuard, run_checked, require_built_program, ...
+
+    Test modules reach the helpers through this fixture rather than
+    `import conftest`, which is ambiguous when several test directories have
+    a conftest.py.
+    """
+    return _THIS_MODULE
+
+
+
+@pytest.fixture
+def procs() -> Iterator[ProcessGuard]:
+    guard = ProcessGuard()
+    try:
+        yield guard
+    finally:
+        guard.close()
+
+
+@pytest.fixture(scope="session")
+def opt19() -> str:
+    return require_llvm_tool("opt-19")
+
+
+@pytest.fixture(scope="session")
+def clang19() -> str:
+    return require_llvm_tool("clang-19")
+
+
+@pytest.fixture(scope="session")
+def mlbridge_pkg():
+    """The working tree's mlbridge package (a clear failure if it is broken)."""
+    try:
+        import mlbridge  # noqa: F401
+        from mlbridge import PipeCompilerInterface, TimeoutError  # noqa: F401
+    except Exception as exc:  # ImportError, or an error inside the package
+        pytest.fail(f"cannot import mlbridge from {PYTHON_DIR}: {exc!r}",
+                    pytrace=False)
+    return mlbridge
+
+
+@pytest.fixture(scope="session")
+def program_sources() -> Dict[str, Path]:
+    """name -> path of every C program in tests/e2e/programs."""
+    progs = {p.stem: p for p in sorted(PROGRAMS_DIR.glob("*.c"))}
+    assert progs, f"no C programs in {PROGRAMS_DIR}"
+    return progs
+
+
+@pytest.fixture(scope="session")
+def program_ir(tmp_path_factory, clang19, program_sources) -> Dict[str, Path]:
+    """name -> LLVM IR (.ll) the inliner will consider.
+
+    `-O2 -Xclang -disable-llvm-passes` keeps the IR unoptimized but without
+    the `optnone`/`noinline` attributes `-O0` would put on every function.
+    """
+    out_dir = tmp_path_factory.mktemp("ir")
+    result = {}
+    for name, src in program_sources.items():
+        ll = out_dir / f"{name}.ll"
+        run_checked([clang19, "-O2", "-Xclang", "-disable-llvm-passes",
+                     "-emit-llvm", "-S", str(src), "-o", str(ll)])
+        result[name] = ll
+    return result

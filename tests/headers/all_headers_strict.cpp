@@ -1,0 +1,37 @@
+// Compiled with -fno-exceptions -fno-rtti -Wall -Wextra -Werror by ctest:
+// every public header, and the templates a pass instantiates, must build in
+// LLVM-style code.
+#include "mlbridge/byte_stream.h"
+#include "mlbridge/c/mlbridge.h"
+#include "mlbridge/diagnostics.h"
+#include "mlbridge/dtype.h"
+#include "mlbridge/model_runner.h"
+#include "mlbridge/pipe_model_runner.h"
+#include "mlbridge/serdes.h"
+#include "mlbridge/status.h"
+#include "mlbridge/tensor_spec.h"
+#include "mlbridge/tensor_value.h"
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+int64_t useEverything(mlbridge::ModelRunner &R) {
+  unsigned U = 1;
+  size_t Z = 2;
+  int64_t I = 3;
+  (void)R.populateFeatures(std::make_pair("u", U), std::make_pair("z", Z),
+                           std::make_pair("i", I), std::make_pair("s", "text"),
+                           std::make_pair("v", std::vector<float>{1.f, 2.f}),
+                           std::make_pair("b", true));
+  (void)R.setFeature("str", std::string("x"));
+  if (float *F = R.getTensor<float>(0))
+    *F = 1.0f;
+  mlbridge::Expected<std::vector<double>> V = R.evaluate<std::vector<double>>();
+  mlbridge::Expected<bool> B = R.evaluate<bool>();
+  mlbridge::Expected<std::string> S = R.evaluate<std::string>();
+  (void)V;
+  (void)B;
+  (void)S;
+  return R.evaluateOr<int64_t>(-1);
+}
