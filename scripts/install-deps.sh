@@ -1,20 +1,18 @@
 #!/usr/bin/env bash
-# Installs everything the project needs, idempotently: Debian packages (apt)
-# and the project's Python virtualenv (.venv) with pinned PyPI packages.
+# Installs everything the project needs, idempotently:
+#  * Debian packages listed in scripts/deps/*.apt (one package per line),
+#  * the project virtualenv .venv with the pinned PyPI packages of
+#    python/requirements/*.txt (one pip call, so pins are resolved together),
+#  * component installers scripts/deps/*.sh (e.g. ONNX Runtime from npm),
+#    run in name order; each must itself be idempotent.
 # Safe to run again; it only does work when something is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian 12 packages. Versions are pinned by Debian's stable release (and
-# LLVM by its major version in the package name); the versions tested are
-# recorded in scripts/tested-versions.txt.
-APT_PACKAGES=(
-  build-essential cmake ninja-build pkg-config git
-  libgtest-dev
-  python3 python3-venv python3-pip
-  llvm-19 clang-19
-)
+SUDO=""
+[[ $(id -u) -ne 0 ]] && SUDO="sudo"
 
+mapfile -t APT_PACKAGES < <(cat scripts/deps/*.apt | sed 's/#.*//' | awk 'NF {print $1}' | sort -u)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
@@ -22,25 +20,30 @@ for p in "${APT_PACKAGES[@]}"; do
 done
 if ((${#missing[@]})); then
   echo "install-deps: apt-get install ${missing[*]}"
-  SUDO=""
-  [[ $(id -u) -ne 0 ]] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
     "${missing[@]}" >/dev/null
 fi
 
 # One project virtualenv from Debian's interpreter, so Debian's python3-*
-# packages stay visible to it (DESIGN §5).
+# packages (e.g. python3-torch) stay visible to it (DESIGN §5).
 VENV=.venv
 if [[ ! -x $VENV/bin/python ]]; then
   echo "install-deps: creating $VENV"
   /usr/bin/python3 -m venv --system-site-packages "$VENV"
 fi
 stamp=$VENV/.requirements.sha256
-want=$(sha256sum python/requirements.txt python/pyproject.toml | sha256sum | cut -d' ' -f1)
+want=$(cat python/requirements/*.txt python/pyproject.toml | sha256sum | cut -d' ' -f1)
 if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
-  echo "install-deps: pip install -r python/requirements.txt"
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r python/requirements.txt
+  echo "install-deps: pip install -r python/requirements/*.txt"
+  reqs=()
+  for f in python/requirements/*.txt; do reqs+=(-r "$f"); done
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check "${reqs[@]}"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e ./python
   echo "$want" > "$stamp"
 fi
+
+for script in scripts/deps/*.sh; do
+  [[ -e $script ]] || continue
+  bash "$script"
+done

@@ -1,46 +1,30 @@
 // The C API is a thin shell over ModelRunner: it converts arguments, maps
 // Status to mlb_status, and keeps the last message per thread.
-#include "mlbridge/c/mlbridge.h"
+#include "capi/capi_internal.h"
 
 #include "mlbridge/pipe_model_runner.h"
 
 #include <cstring>
 #include <string>
 
-struct mlb_runner {
-  std::unique_ptr<mlbridge::ModelRunner> Runner;
-};
-
 using namespace mlbridge;
+using capi::fail;
+using capi::finish;
 
 namespace {
-
 thread_local std::string LastError;
+} // namespace
 
-mlb_status fail(const Status &S) {
+mlb_status mlbridge::capi::fail(const Status &S) {
   LastError = S.toString();
   return static_cast<mlb_status>(S.code());
 }
 
-mlb_status fail(ErrorCode Code, const char *Message) {
+mlb_status mlbridge::capi::fail(ErrorCode Code, const char *Message) {
   return fail(Status(Code, Message));
 }
 
-mlb_status finish(const Status &S) {
-  return S.isOk() ? MLB_OK : fail(S);
-}
-
-#define MLB_CHECK_RUNNER(R)                                                    \
-  do {                                                                         \
-    if (!(R) || !(R)->Runner)                                                  \
-      return fail(ErrorCode::InvalidArgument, "null runner");                  \
-  } while (0)
-
-#define MLB_CHECK_ARG(X, What)                                                 \
-  do {                                                                         \
-    if (!(X))                                                                  \
-      return fail(ErrorCode::InvalidArgument, "null " What);                   \
-  } while (0)
+namespace {
 
 template <typename T>
 mlb_status setScalar(mlb_runner *R, const char *Name, T Value) {
