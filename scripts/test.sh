@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs every test
-# (labels unit, python, e2e), then the C++ tests again under
-# AddressSanitizer + UndefinedBehaviorSanitizer.
+# (labels unit, python, e2e), then the C++ and cross-process tests again
+# under AddressSanitizer + UndefinedBehaviorSanitizer, and the tests that
+# use threads (named "threads.*") under ThreadSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,3 +17,8 @@ echo "== build (ASan + UBSan)"
 scripts/build.sh asan
 echo "== tests (ASan + UBSan; pure-Python tests already ran above)"
 ctest --preset asan -j2 -LE python
+
+echo "== build (TSan)"
+scripts/build.sh tsan
+echo "== tests (TSan, tests named threads.*)"
+ctest --preset tsan -j2 -R '^threads[.]' --no-tests=error
