@@ -27,11 +27,13 @@ namespace mlbridge {
 enum class SerDesKind {
   Bitstream, ///< LLVM's training-log / interactive-mode format.
   Json,      ///< One compact JSON object per line.
+  Protobuf,  ///< Length-delimited protobuf messages; needs the MLBridge::grpc
+             ///< component (see mlbridge/protobuf_serdes.h).
 };
 
-/// "bitstream" or "json".
+/// "bitstream", "json" or "protobuf".
 const char *serdesKindName(SerDesKind Kind);
-/// Parses "bitstream" / "json" (case-sensitive).
+/// Parses "bitstream" / "json" / "protobuf" (case-sensitive).
 Expected<SerDesKind> serdesKindFromName(std::string_view Name);
 
 /// Bounds checked before any allocation sized by the peer.
@@ -95,8 +97,15 @@ public:
                               WireMessage &Out) = 0;
 };
 
-/// Creates the SerDes of the given kind.
+/// Creates the SerDes of the given kind; nullptr when that kind is not
+/// built into this program (Protobuf without the MLBridge::grpc component,
+/// or before mlbridge::enableProtobufSerDes() registered it).
 std::unique_ptr<SerDes> createSerDes(SerDesKind Kind);
+
+/// For optional components: makes createSerDes(Kind) use Factory. Thread
+/// safe; the last registration wins.
+using SerDesFactory = std::unique_ptr<SerDes> (*)();
+void registerSerDesFactory(SerDesKind Kind, SerDesFactory Factory);
 
 } // namespace mlbridge
 

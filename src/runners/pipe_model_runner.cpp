@@ -47,7 +47,13 @@ PipeModelRunner::PipeModelRunner(std::string Base,
     : ModelRunner(std::move(FeatureSpecs), std::move(Advice), Options),
       Base(std::move(Base)), Opts(std::move(Options)),
       Codec(createSerDes(Opts.Format)) {
-  if (this->Base.empty())
+  if (!Codec)
+    setConstructionError(Status(
+        ErrorCode::InvalidArgument,
+        std::string("SerDes \"") + serdesKindName(Opts.Format) +
+            "\" is not available in this program (protobuf: link "
+            "MLBridge::grpc and call mlbridge::enableProtobufSerDes())"));
+  else if (this->Base.empty())
     setConstructionError(
         Status(ErrorCode::InvalidArgument, "empty pipe base path"));
   else if (Opts.OpenTimeout.count() <= 0 || Opts.ReplyTimeout.count() <= 0)

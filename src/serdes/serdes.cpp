@@ -7,6 +7,8 @@
 #include "serdes/json_serdes.h"
 #include "serdes/serdes_internal.h"
 
+#include <atomic>
+
 namespace mlbridge {
 
 SerDes::~SerDes() = default;
@@ -17,6 +19,8 @@ const char *serdesKindName(SerDesKind Kind) {
     return "bitstream";
   case SerDesKind::Json:
     return "json";
+  case SerDesKind::Protobuf:
+    return "protobuf";
   }
   return "unknown";
 }
@@ -26,9 +30,21 @@ Expected<SerDesKind> serdesKindFromName(std::string_view Name) {
     return SerDesKind::Bitstream;
   if (Name == "json")
     return SerDesKind::Json;
+  if (Name == "protobuf")
+    return SerDesKind::Protobuf;
   return Status(ErrorCode::InvalidArgument,
                 "unknown SerDes \"" + std::string(Name) +
-                    "\" (expected \"bitstream\" or \"json\")");
+                    "\" (expected \"bitstream\", \"json\" or \"protobuf\")");
+}
+
+namespace {
+// Kinds provided by optional components (registerSerDesFactory).
+std::atomic<SerDesFactory> ProtobufFactory{nullptr};
+} // namespace
+
+void registerSerDesFactory(SerDesKind Kind, SerDesFactory Factory) {
+  if (Kind == SerDesKind::Protobuf)
+    ProtobufFactory.store(Factory);
 }
 
 std::unique_ptr<SerDes> createSerDes(SerDesKind Kind) {
@@ -37,6 +53,10 @@ std::unique_ptr<SerDes> createSerDes(SerDesKind Kind) {
     return std::make_unique<BitstreamSerDes>();
   case SerDesKind::Json:
     return std::make_unique<JsonSerDes>();
+  case SerDesKind::Protobuf:
+    if (SerDesFactory F = ProtobufFactory.load())
+      return F();
+    return nullptr;
   }
   return nullptr;
 }

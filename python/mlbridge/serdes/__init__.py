@@ -17,12 +17,16 @@ __all__ = ["bitstream", "json", "get", "NAMES"]
 
 _BY_NAME = {bitstream.NAME: bitstream, json.NAME: json}
 
-#: Names accepted by :func:`get`.
-NAMES = tuple(_BY_NAME)
+#: Names accepted by :func:`get`. "protobuf" lives in mlbridge.grpc and is
+#: imported on first use (it needs the protobuf runtime).
+NAMES = tuple(_BY_NAME) + ("protobuf",)
 
 
 def get(name):
-    """The SerDes module called ``name`` ("bitstream" or "json")."""
+    """The SerDes module called ``name`` ("bitstream", "json" or "protobuf")."""
+    if name == "protobuf":
+        from ..grpc import protobuf_serdes
+        return protobuf_serdes
     try:
         return _BY_NAME[name]
     except (KeyError, TypeError):

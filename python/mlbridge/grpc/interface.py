@@ -1,0 +1,680 @@
+"""GrpcCompilerInterface: the model side over gRPC, in both modes.
+
+* ``mode="inference"`` (default): this process hosts
+  ``mlbridge.v1.ModelService``; any number of compilers (C++
+  ``GrpcModelRunner``) connect concurrently. Their requests are queued and
+  handed out one at a time by :meth:`evaluate`; :meth:`populate_buffer`
+  answers exactly the request :meth:`evaluate` returned, so replies never
+  cross between compilers.
+* ``mode="training"``: each compiler hosts ``mlbridge.v1.CompilerService``
+  (C++ ``GrpcModelRunner`` in ``GrpcMode::Training``); this trainer drives a
+  list of them concurrently (``compilers=[...]``), with the same loop.
+
+Every wait and every call has a deadline; a port that is taken is an error,
+never shared (``grpc.so_reuseport`` is off and the bound port is checked);
+servers listen on loopback unless ``allow_remote=True``; TLS is optional
+(:class:`TlsFiles`).
+"""
+
+import logging
+import queue
+import threading
+import time
+from concurrent import futures
+from dataclasses import dataclass
+from typing import Optional
+
+import grpc
+
+from ..errors import MLBridgeError, PeerClosed, ProtocolError, TimeoutError
+from ._proto import pb2, pb2_grpc
+from .tensors import encode_advice, observation_from_pb
+
+__all__ = ["GrpcCompilerInterface", "TlsFiles", "DEFAULT_MAX_MESSAGE_BYTES",
+           "is_loopback_address"]
+
+_log = logging.getLogger("mlbridge.grpc")
+
+#: Largest message in either direction; the C++ side's default is the same.
+DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
+# Training mode: one GetObservation long-poll lasts at most this long.
+_POLL_SLICE = 5.0
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """PEM files. Server (inference mode here): ``cert_file`` + ``key_file``
+    are required; ``root_cert_file`` with ``require_client_cert`` demands
+    client certificates. Client (training mode here): ``root_cert_file``
+    verifies the compilers' servers; ``cert_file`` + ``key_file`` add a
+    client certificate. ``server_name``: the name the server certificate
+    must carry when it differs from the host in the address."""
+
+    cert_file: Optional[str] = None
+    key_file: Optional[str] = None
+    root_cert_file: Optional[str] = None
+    require_client_cert: bool = False
+    server_name: Optional[str] = None
+
+
+def _read(path, what):
+    if not path:
+        raise ValueError(f"TLS: no {what} file given")
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise MLBridgeError(f"TLS: cannot read {what} {path!r}: {e.strerror}") from None
+    if not data:
+        raise MLBridgeError(f"TLS: {what} {path!r} is empty")
+    return data
+
+
+def is_loopback_address(address):
+    """True for 127.x.x.x, localhost, [::1] and unix: addresses."""
+    if address.startswith(("unix:", "unix-abstract:")):
+        return True
+    if address.startswith("["):
+        host = address[1:address.find("]")] if "]" in address else ""
+    else:
+        host = address.rsplit(":", 1)[0] if ":" in address else address
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _options(max_message_bytes):
+    return [("grpc.max_send_message_length", max_message_bytes),
+            ("grpc.max_receive_message_length", max_message_bytes)]
+
+
+class _Slot:
+    """Where a queued inference request waits for its answer. ``deadline``
+    (monotonic) is when the compiler stops waiting: past it, the request is
+    dead even before gRPC's cancellation callback has run."""
+
+    __slots__ = ("event", "reply", "cancelled", "deadline", "_lock")
+
+    def __init__(self, deadline=None):
+        self.event = threading.Event()
+        self.reply = None
+        self.cancelled = False
+        self.deadline = deadline
+        self._lock = threading.Lock()
+
+    @property
+    def dead(self):
+        return self.cancelled or (self.deadline is not None
+                                  and time.monotonic() >= self.deadline)
+
+    def deliver(self, reply):
+        with self._lock:
+            if self.dead or self.event.is_set():
+                return False
+            self.reply = reply
+            self.event.set()
+            return True
+
+    def cancel(self):
+        with self._lock:
+            if not self.event.is_set():
+                self.cancelled = True
+                self.event.set()
+
+
+class _SessionEnded:
+    __slots__ = ("session",)
+
+    def __init__(self, session):
+        self.session = session
+
+
+class _ModelService(pb2_grpc.ModelServiceServicer):
+    """Runs on gRPC's worker threads; hands requests to the interface."""
+
+    def __init__(self, iface):
+        self._iface = iface
+
+    def Evaluate(self, request, context):
+        return self._iface._handle_request(request, context, None)
+
+    def EndSession(self, request, context):
+        self._iface._queue.put(_SessionEnded(request.session))
+        return pb2.Empty()
+
+
+class _Worker:
+    """Training mode: one compiler the trainer drives."""
+
+    def __init__(self, address, channel):
+        self.address = address
+        self.channel = channel
+        self.stub = pb2_grpc.CompilerServiceStub(channel)
+        self.fetch = None          # outstanding GetObservation future
+        self.connected = False     # a call has reached it
+        self.ended = False
+
+    def __repr__(self):
+        return f"<compiler {self.address}>"
+
+
+class GrpcCompilerInterface:
+    """Serve (inference) or drive (training) compilers over gRPC.
+
+    Inference mode: ``address`` is where to listen (``"127.0.0.1:0"`` picks
+    a free port: read :attr:`port` / :attr:`address`). Training mode:
+    ``compilers`` lists the compilers' addresses (``add_compiler`` adds
+    more). ``timeout``: default seconds for :meth:`evaluate` and for every
+    call this side makes. ``max_message_bytes``: both directions, equal to
+    the C++ default. ``tls``: :class:`TlsFiles` (None: plaintext).
+    ``allow_remote``: listen on a non-loopback address. ``max_workers``:
+    inference requests served concurrently (one per connected compiler).
+    ``user_service``: serve a user-defined method instead
+    (:class:`mlbridge.grpc.UserService`).
+
+    Use as a context manager (or call :meth:`close`): the server stops and
+    channels close without waiting on anything unbounded.
+    """
+
+    def __init__(self, address="127.0.0.1:0", *, mode="inference", compilers=(),
+                 timeout=60.0, max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES, tls=None,
+                 allow_remote=False, max_workers=64, user_service=None):
+        if mode not in ("inference", "training"):
+            raise ValueError(f"mode must be 'inference' or 'training', got {mode!r}")
+        if timeout is None or not timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if tls is not None and not isinstance(tls, TlsFiles):
+            raise TypeError("tls must be a mlbridge.grpc.TlsFiles or None")
+        self.mode = mode
+        self.timeout = float(timeout)
+        self.max_message_bytes = int(max_message_bytes)
+        self.tls = tls
+        self._pending = None
+        self._closed = False
+        self._cache = {}
+        self.ended_sessions = 0
+        self.last_ended_session = None
+        self._server = None
+        self._executor = None
+        self._workers = []
+        self._ready = queue.SimpleQueue()   # training: workers whose fetch completed
+        self._queue = queue.SimpleQueue()   # inference: requests and session ends
+        self._slots = set()
+        self._slots_lock = threading.Lock()
+        self._user = user_service
+        self._direct = None
+        self.port = 0
+        self.address = None
+        if mode == "inference":
+            if compilers:
+                raise ValueError("compilers= is for training mode")
+            self._start_server(address, allow_remote, max_workers)
+        else:
+            if user_service is not None:
+                raise ValueError("user_service is for inference mode")
+            for c in compilers:
+                self.add_compiler(c)
+
+    # ---- lifecycle ----------------------------------------------------------------
+    def _start_server(self, address, allow_remote, max_workers):
+        if not allow_remote and not is_loopback_address(address):
+            raise MLBridgeError(f"refusing to listen on {address!r}: not a loopback address "
+                                f"(pass allow_remote=True, preferably with TLS)")
+        self._executor = futures.ThreadPoolExecutor(max_workers=max_workers,
+                                                    thread_name_prefix="mlbridge-grpc")
+        server = grpc.server(self._executor,
+                             options=_options(self.max_message_bytes)
+                             + [("grpc.so_reuseport", 0)],
+                             maximum_concurrent_rpcs=max_workers)
+        try:
+            if self._user is not None:
+                server.add_generic_rpc_handlers((self._user._handler(self),))
+            else:
+                pb2_grpc.add_ModelServiceServicer_to_server(_ModelService(self), server)
+            if self.tls is None:
+                port = server.add_insecure_port(address)
+            else:
+                t = self.tls
+                creds = grpc.ssl_server_credentials(
+                    [(_read(t.key_file, "private key"), _read(t.cert_file, "certificate"))],
+                    root_certificates=(_read(t.root_cert_file, "root certificate")
+                                       if t.require_client_cert else None),
+                    require_client_auth=t.require_client_cert)
+                port = server.add_secure_port(address, creds)
+        except RuntimeError as e:  # grpcio raises when the bind fails
+            server.stop(None)
+            self._executor.shutdown(wait=False)
+            raise MLBridgeError(f"cannot listen on {address!r}: {e} (is the port in use? "
+                                f"a port is never shared between two servers)") from None
+        except BaseException:
+            server.stop(None)
+            self._executor.shutdown(wait=False)
+            raise
+        if not port:
+            server.stop(None)
+            self._executor.shutdown(wait=False)
+            raise MLBridgeError(f"cannot listen on {address!r}: the port is in use or the "
+                                f"address is invalid (a port is never shared)")
+        server.start()
+        self._server = server
+        self.port = port
+        if address.startswith("unix"):
+            self.address = address
+        else:
+            self.address = address.rsplit(":", 1)[0] + f":{port}"
+        _log.debug("serving %s on %s", "user service" if self._user else "ModelService",
+                   self.address)
+
+    def close(self):
+        """Stop serving / driving. Requests still waiting are cancelled."""
+        if self._closed:
+            return
+        self._closed = True
+        with self._slots_lock:
+            slots, self._slots = self._slots, set()
+        for s in slots:
+            s.cancel()
+        if self._server is not None:
+            self._server.stop(grace=None).wait(5.0)
+            self._executor.shutdown(wait=False)
+        for w in self._workers:
+            if w.fetch is not None:
+                w.fetch.cancel()
+            w.channel.close()
+        self._pending = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):  # best effort; close() is the contract
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    @property
+    def pending(self):
+        """The observation awaiting populate_buffer(), or None."""
+        return self._pending
+
+    @property
+    def compilers(self):
+        """Training mode: the addresses driven, in order."""
+        return [w.address for w in self._workers]
+
+    # ---- training mode: the compilers ------------------------------------------------
+    def add_compiler(self, address):
+        """Training mode: drive one more compiler at ``address``."""
+        if self.mode != "training":
+            raise MLBridgeError("add_compiler is for training mode")
+        opts = _options(self.max_message_bytes) + [
+            ("grpc.enable_retries", 0),
+            ("grpc.initial_reconnect_backoff_ms", 20),
+            ("grpc.min_reconnect_backoff_ms", 1000),
+            ("grpc.max_reconnect_backoff_ms", 1000),
+            ("grpc.use_local_subchannel_pool", 1),
+        ]
+        if self.tls is None:
+            channel = grpc.insecure_channel(address, options=opts)
+        else:
+            t = self.tls
+            creds = grpc.ssl_channel_credentials(
+                root_certificates=_read(t.root_cert_file, "root certificate"),
+                private_key=_read(t.key_file, "private key") if t.key_file else None,
+                certificate_chain=_read(t.cert_file, "certificate") if t.cert_file else None)
+            if t.server_name:
+                opts.append(("grpc.ssl_target_name_override", t.server_name))
+            channel = grpc.secure_channel(address, creds, options=opts)
+        self._workers.append(_Worker(address, channel))
+
+    def end_episode(self, compiler=None, reason=""):
+        """Training mode: end the episode of one compiler (its address), or
+        of all. Its pending and later requests fail, so it uses its own
+        fallback decisions and ends its session."""
+        if self.mode != "training":
+            raise MLBridgeError("end_episode is for training mode")
+        for w in self._workers:
+            if compiler is not None and w.address != compiler or w.ended:
+                continue
+            try:
+                w.stub.EndEpisode(pb2.EndEpisodeRequest(reason=reason), timeout=self.timeout)
+            except grpc.RpcError as e:
+                if e.code() not in (grpc.StatusCode.UNAVAILABLE,):
+                    raise MLBridgeError(f"EndEpisode on {w.address}: {e.code().name}: "
+                                        f"{e.details()}") from None
+            if self._pending is not None and self._pending.compiler == w.address:
+                self._pending = None
+
+    # ---- the loop ------------------------------------------------------------------------
+    def evaluate(self, timeout=None):
+        """The next observation from any compiler, or None when a compiler
+        session ended (``last_ended_session`` names it in inference mode).
+
+        Raises mlbridge.TimeoutError when nothing arrives within ``timeout``
+        seconds (default: the interface's), MLBridgeError when the previous
+        observation was not answered, PeerClosed in training mode once every
+        compiler has ended.
+        """
+        if self._closed:
+            raise MLBridgeError("the interface is closed")
+        if self._pending is not None:
+            raise MLBridgeError(f"observation {self._pending.index} has not been answered; "
+                                f"call populate_buffer() first")
+        seconds = self.timeout if timeout is None else float(timeout)
+        deadline = time.monotonic() + seconds
+        if self.mode == "inference":
+            return self._next_request(deadline, seconds)
+        return self._next_observation(deadline, seconds)
+
+    def populate_buffer(self, advice):
+        """Answer the observation evaluate() returned.
+
+        ``advice`` is checked against its advice spec first (TypeError /
+        ValueError; the observation stays pending). Raises PeerClosed when
+        the compiler no longer waits for it (it gave up at its deadline, or
+        died).
+        """
+        obs = self._pending
+        if obs is None:
+            raise MLBridgeError("no pending observation; call evaluate() first")
+        if self.mode == "inference":
+            if self._user is not None:
+                reply = self._user._encode_reply(obs, advice)
+            else:
+                reply = encode_advice(obs.advice_spec, advice)
+            self._answer(obs, reply)
+        else:
+            action = pb2.Action(id=obs.id)
+            encode_advice(obs.advice_spec, advice, action.advice)
+            self._send_action(obs, action)
+
+    def send_error(self, message):
+        """Answer the pending observation with an error: the compiler gets
+        an error status (and uses its fallback)."""
+        obs = self._pending
+        if obs is None:
+            raise MLBridgeError("no pending observation; call evaluate() first")
+        message = str(message)
+        if self.mode == "inference":
+            if self._user is not None:
+                self._pending = None
+                obs._slot.deliver(_UserError(message))
+                return
+            self._answer(obs, pb2.Advice(error=message))
+        else:
+            self._send_action(obs, pb2.Action(id=obs.id, advice=pb2.Advice(error=message)))
+
+    def serve(self, policy, *, sessions=None, timeout=None):
+        """Answer requests with ``policy(observation) -> advice`` until
+        ``sessions`` compiler sessions have ended (None: inference mode runs
+        until a wait times out; training mode until every compiler ended).
+        A wait with no request at all for ``timeout`` seconds returns if a
+        session has ended, else raises TimeoutError. A compiler that gave up
+        on one request does not stop the loop; a policy exception is sent to
+        that compiler as an error and re-raised. Returns the number of
+        requests answered.
+
+        Inference mode calls ``policy`` on the gRPC thread that received
+        the request (one call at a time, never concurrently), which saves
+        two thread switches per request over evaluate()/populate_buffer().
+        """
+        if self.mode == "inference" and self._pending is None:
+            return self._serve_direct(policy, sessions, timeout)
+        answered = 0
+        ended = 0
+        while sessions is None or ended < sessions:
+            try:
+                obs = self.evaluate(timeout)
+            except TimeoutError:
+                if ended:
+                    return answered
+                raise
+            except PeerClosed:
+                if self.mode == "training":
+                    return answered  # every compiler has ended
+                raise
+            if obs is None:
+                ended += 1
+                continue
+            try:
+                self.populate_buffer(policy(obs))
+            except PeerClosed as e:
+                _log.debug("request %d of %s not answered: %s", obs.index, obs.session, e)
+                continue
+            except BaseException:
+                if self._pending is obs:
+                    try:
+                        self.send_error("the model failed on this request")
+                    except MLBridgeError:
+                        pass
+                raise
+            answered += 1
+        return answered
+
+    # ---- inference internals --------------------------------------------------------------
+    def _serve_direct(self, policy, sessions, timeout):
+        seconds = self.timeout if timeout is None else float(timeout)
+        direct = _Direct(policy)
+        ended = 0
+        self._direct = direct
+        try:
+            deadline = time.monotonic() + seconds
+            while sessions is None or ended < sessions:
+                if direct.error is not None:
+                    raise direct.error
+                now = time.monotonic()
+                if direct.last > deadline - seconds:
+                    deadline = direct.last + seconds  # requests keep coming
+                if now >= deadline:
+                    if ended:
+                        break
+                    raise TimeoutError(f"no request from a compiler on {self.address} "
+                                       f"within {seconds:g} s")
+                try:
+                    item = self._queue.get(timeout=min(deadline - now, 0.1))
+                except queue.Empty:
+                    continue
+                deadline = time.monotonic() + seconds
+                if type(item) is _SessionEnded:
+                    ended += 1
+                    self.ended_sessions += 1
+                    self.last_ended_session = item.session
+                    continue
+                # Queued before direct mode began: answer it here.
+                if item._slot.dead:
+                    continue
+                with direct.lock:
+                    reply = self._run_policy(direct, item, None)
+                if reply is not None and item._slot.deliver(reply):
+                    direct.answered += 1
+        finally:
+            self._direct = None
+        if direct.error is not None:
+            raise direct.error
+        return direct.answered
+
+    def _run_policy(self, direct, obs, context):
+        """The policy's reply for obs (direct.lock held); on an exception,
+        an error answer, and the exception kept for serve() to raise."""
+        try:
+            advice = direct.policy(obs)
+            if self._user is not None:
+                return self._user._encode_reply(obs, advice)
+            return encode_advice(obs.advice_spec, advice)
+        except BaseException as e:  # noqa: B902 - re-raised by serve()
+            if direct.error is None:
+                direct.error = e
+            message = f"the model failed on this request: {type(e).__name__}: {e}"
+            if context is not None:
+                context.abort(grpc.StatusCode.UNKNOWN, message)
+            if obs._slot is not None:
+                obs._slot.deliver(_UserError(message) if self._user is not None
+                                  else pb2.Advice(error=message))
+            return None
+
+    def _handle_request(self, request, context, convert):
+        """On a gRPC thread: answer directly (serve) or queue the request
+        for evaluate() and wait for populate_buffer()."""
+        try:
+            if convert is None:
+                obs = observation_from_pb(request, self.max_message_bytes, self._cache)
+            else:
+                obs = convert(request)
+        except ProtocolError as e:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        direct = self._direct
+        if direct is not None:
+            with direct.lock:
+                if self._direct is direct and direct.error is None:
+                    reply = self._run_policy(direct, obs, context)
+                    direct.answered += 1
+                    direct.last = time.monotonic()
+                    return reply
+        remaining = context.time_remaining()
+        wait = self.timeout if remaining is None else min(remaining, self.timeout)
+        slot = _Slot(None if remaining is None else time.monotonic() + remaining)
+        obs._slot = slot
+        with self._slots_lock:
+            if self._closed:
+                context.abort(grpc.StatusCode.UNAVAILABLE, "the model is shutting down")
+            self._slots.add(slot)
+        try:
+            context.add_callback(slot.cancel)  # the compiler left or the call ended
+            self._queue.put(obs)
+            slot.event.wait(max(0.0, wait))
+        finally:
+            with self._slots_lock:
+                self._slots.discard(slot)
+        reply = slot.reply
+        if reply is None:
+            slot.cancel()
+            if self._closed:
+                context.abort(grpc.StatusCode.UNAVAILABLE, "the model is shutting down")
+            context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
+                          f"the model did not answer within {wait:g} s")
+        if isinstance(reply, _UserError):
+            context.abort(grpc.StatusCode.UNKNOWN, f"the model reported an error: {reply}")
+        return reply
+
+    def _next_request(self, deadline, seconds):
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                item = self._queue.get(timeout=max(0.0, remaining)) if remaining > 0 \
+                    else self._queue.get_nowait()
+            except queue.Empty:
+                raise TimeoutError(f"no request from a compiler on {self.address} within "
+                                   f"{seconds:g} s") from None
+            if type(item) is _SessionEnded:
+                self.ended_sessions += 1
+                self.last_ended_session = item.session
+                return None
+            if item._slot.dead:
+                _log.debug("dropping request %d of %s: the compiler gave up", item.index,
+                           item.session)
+                continue
+            self._pending = item
+            return item
+
+    def _answer(self, obs, reply):
+        self._pending = None
+        if not obs._slot.deliver(reply):
+            raise PeerClosed(f"compiler session {obs.session!r} no longer waits for "
+                             f"observation {obs.index} (deadline passed or disconnected)")
+
+    # ---- training internals ---------------------------------------------------------------
+    def _next_observation(self, deadline, seconds):
+        while True:
+            active = [w for w in self._workers if not w.ended]
+            if not active:
+                raise PeerClosed("every compiler has ended its session"
+                                 if self._workers else "no compilers to drive (add_compiler)")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no observation from {len(active)} compiler(s) within "
+                                   f"{seconds:g} s")
+            for w in active:
+                if w.fetch is None:
+                    self._start_fetch(w, min(remaining, _POLL_SLICE))
+            try:
+                w = self._ready.get(timeout=remaining)
+            except queue.Empty:
+                continue
+            fut, w.fetch = w.fetch, None
+            if fut is None or w.ended:
+                continue
+            try:
+                reply = fut.result(timeout=0)
+            except grpc.FutureCancelledError:
+                continue
+            except grpc.RpcError as e:
+                code = e.code()
+                if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                    continue  # nothing yet: poll again
+                if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED) \
+                        and w.connected:
+                    _log.debug("compiler %s is gone: %s", w.address, e.details())
+                    return self._worker_ended(w, "")
+                if code == grpc.StatusCode.UNAVAILABLE:
+                    continue  # not up yet (wait_for_ready) or between reconnects
+                raise MLBridgeError(f"GetObservation on {w.address}: {code.name}: "
+                                    f"{e.details()}") from None
+            w.connected = True
+            which = reply.WhichOneof("result")
+            if which == "session_end":
+                return self._worker_ended(w, reply.session_end.session)
+            if which != "observation":
+                raise ProtocolError(f"{w.address}: GetObservation reply is empty")
+            obs = observation_from_pb(reply.observation, self.max_message_bytes, self._cache)
+            obs.compiler = w.address
+            obs._slot = w
+            self._pending = obs
+            return obs
+
+    def _start_fetch(self, w, seconds):
+        fut = w.stub.GetObservation.future(pb2.ObservationRequest(), timeout=seconds,
+                                           wait_for_ready=not w.connected)
+        w.fetch = fut
+        fut.add_done_callback(lambda _f, w=w: self._ready.put(w))
+
+    def _worker_ended(self, w, session):
+        w.ended = True
+        self.ended_sessions += 1
+        self.last_ended_session = session or w.address
+        return None
+
+    def _send_action(self, obs, action):
+        w = obs._slot
+        self._pending = None
+        try:
+            w.stub.SendAction(action, timeout=self.timeout)
+        except grpc.RpcError as e:
+            code = e.code()
+            detail = f"SendAction to {w.address}: {code.name}: {e.details()}"
+            if code == grpc.StatusCode.UNAVAILABLE:
+                w.ended = True
+                raise PeerClosed(detail) from None
+            if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise TimeoutError(detail) from None
+            if code == grpc.StatusCode.FAILED_PRECONDITION:
+                raise PeerClosed(detail) from None  # it stopped waiting for this one
+            raise MLBridgeError(detail) from None
+
+
+class _UserError(str):
+    """An error answer to a user-defined method."""
+
+
+class _Direct:
+    """serve() in inference mode: the policy runs on the gRPC threads."""
+
+    __slots__ = ("policy", "lock", "answered", "last", "error")
+
+    def __init__(self, policy):
+        self.policy = policy
+        self.lock = threading.Lock()
+        self.answered = 0
+        self.last = 0.0
+        self.error = None

@@ -1,0 +1,111 @@
+//===- grpc/grpc_model_runner.cpp - GrpcModelRunner -----------------------===//
+
+#include "mlbridge/grpc_model_runner.h"
+#include "mlbridge/protobuf_serdes.h"
+
+#include "grpc_internal.h"
+
+namespace mlbridge {
+
+using namespace grpc_detail;
+
+namespace {
+
+Status validate(const std::string &Address, const GrpcOptions &O) {
+  auto Bad = [](const std::string &Why) {
+    return Status(ErrorCode::InvalidArgument, "gRPC runner: " + Why);
+  };
+  if (Address.empty())
+    return Bad("empty address");
+  if (O.CallTimeout.count() <= 0 || O.ConnectTimeout.count() <= 0)
+    return Bad("CallTimeout and ConnectTimeout must be positive");
+  if (O.InitialBackoff.count() <= 0 || O.MaxBackoff < O.InitialBackoff)
+    return Bad("backoff: need 0 < InitialBackoff <= MaxBackoff");
+  if (O.LingerTimeout.count() < 0 || O.ShutdownTimeout.count() < 0)
+    return Bad("LingerTimeout and ShutdownTimeout must not be negative");
+  if (O.MaxMessageBytes < 1024)
+    return Bad("MaxMessageBytes must be at least 1024");
+  if (O.MaxMessageBytes > size_t(INT32_MAX))
+    return Bad("MaxMessageBytes above 2 GiB is not supported by gRPC");
+  if (O.UserMessages && O.Mode == GrpcMode::Training)
+    return Bad("user-defined messages are for inference mode; training mode "
+               "serves mlbridge.v1.CompilerService");
+  return Status::ok();
+}
+
+} // namespace
+
+Expected<std::unique_ptr<GrpcModelRunner>>
+GrpcModelRunner::create(std::string Address,
+                        std::vector<TensorSpec> FeatureSpecs,
+                        std::optional<TensorSpec> Advice,
+                        GrpcOptions Options) {
+  enableProtobufSerDes();
+  if (Status S = validate(Address, Options); !S.isOk())
+    return S;
+  std::unique_ptr<GrpcModelRunner> R(new GrpcModelRunner(
+      std::move(FeatureSpecs), std::move(Advice), Options));
+  if (!R->constructionStatus().isOk())
+    return R->constructionStatus();
+  std::string Session =
+      Options.SessionId.empty() ? randomSessionId() : Options.SessionId;
+  Expected<std::unique_ptr<Impl>> I =
+      Options.Mode == GrpcMode::Training
+          ? createTrainingServer(std::move(Address), std::move(Options),
+                                 std::move(Session))
+          : createInferenceClient(std::move(Address), std::move(Options),
+                                  std::move(Session));
+  if (!I)
+    return I.status();
+  R->P = std::move(*I);
+  return R;
+}
+
+GrpcModelRunner::GrpcModelRunner(std::vector<TensorSpec> FeatureSpecs,
+                                 std::optional<TensorSpec> Advice,
+                                 GrpcOptions Options)
+    : ModelRunner(std::move(FeatureSpecs), std::move(Advice),
+                  std::move(Options)) {}
+
+GrpcModelRunner::~GrpcModelRunner() {
+  if (P)
+    (void)P->endSession();
+}
+
+Status GrpcModelRunner::connect() {
+  Status S = P->connect();
+  if (!S.isOk())
+    markUnavailable(S);
+  return S;
+}
+
+Status GrpcModelRunner::endSession() { return P->endSession(); }
+
+int GrpcModelRunner::port() const { return P->port(); }
+const std::string &GrpcModelRunner::address() const { return P->Address; }
+const GrpcOptions &GrpcModelRunner::grpcOptions() const { return P->Opts; }
+const std::string &GrpcModelRunner::sessionId() const { return P->SessionId; }
+bool GrpcModelRunner::episodeEnded() const { return P->episodeEnded(); }
+Status GrpcModelRunner::waitForEpisodeEnd(std::chrono::milliseconds Timeout) {
+  return P->waitForEpisodeEnd(Timeout);
+}
+
+Status GrpcModelRunner::doSwitchContext(std::string_view Name) {
+  P->switchContext(Name);
+  return Status::ok();
+}
+
+Status GrpcModelRunner::doEvaluate(
+    const std::vector<const TensorValue *> &Features, bool,
+    const TensorSpec &Spec, TensorValue &Out) {
+  bool Breaks = false;
+  Status S = P->evaluate(Features, Spec, Out, Breaks);
+  if (!S.isOk()) {
+    S.addContext("gRPC '" + P->Address + "'");
+    if (Breaks)
+      markUnavailable(S);
+  }
+  return S;
+}
+
+} // namespace mlbridge

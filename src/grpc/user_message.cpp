@@ -1,0 +1,626 @@
+//===- grpc/user_message.cpp - User-defined messages by field name --------===//
+
+#include "user_message.h"
+
+#include "serdes/serdes_internal.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace mlbridge::grpc_detail {
+
+namespace gp = google::protobuf;
+using FD = gp::FieldDescriptor;
+
+namespace {
+
+class CollectErrors final : public gp::compiler::MultiFileErrorCollector {
+public:
+  std::string Text;
+  void AddError(const std::string &File, int Line, int Column,
+                const std::string &Message) override {
+    if (Text.size() < 4000)
+      Text += File + ":" + std::to_string(Line + 1) + ":" +
+              std::to_string(Column + 1) + ": " + Message + "\n";
+  }
+  void AddWarning(const std::string &, int, int, const std::string &) override {}
+};
+
+std::string fieldList(const gp::Descriptor *D) {
+  std::string S;
+  for (int I = 0; I < D->field_count(); ++I)
+    S += (I ? ", " : "") + D->field(I)->name();
+  return S.empty() ? "none" : S;
+}
+
+struct Segment {
+  std::string Name;
+  long Index = -1;
+};
+
+constexpr long kMaxRepeatedIndex = 1 << 20;
+
+Status parsePath(const std::string &Path, std::vector<Segment> &Out) {
+  Out.clear();
+  size_t Start = 0;
+  auto Bad = [&](const std::string &Why) {
+    return Status(ErrorCode::InvalidArgument,
+                  "field path '" + Path + "': " + Why);
+  };
+  while (true) {
+    size_t Dot = Path.find('.', Start);
+    std::string Part = Path.substr(
+        Start, Dot == std::string::npos ? std::string::npos : Dot - Start);
+    if (Part.empty())
+      return Bad("empty field name");
+    Segment S;
+    size_t Open = Part.find('[');
+    if (Open != std::string::npos) {
+      if (Part.back() != ']' || Open + 2 > Part.size() - 1)
+        return Bad("malformed index in '" + Part + "'");
+      std::string Digits = Part.substr(Open + 1, Part.size() - Open - 2);
+      if (Digits.empty() || Digits.size() > 7 ||
+          Digits.find_first_not_of("0123456789") != std::string::npos)
+        return Bad("malformed index in '" + Part + "'");
+      S.Index = std::stol(Digits);
+      if (S.Index >= kMaxRepeatedIndex)
+        return Bad("index " + Digits + " is too large");
+      Part = Part.substr(0, Open);
+      if (Part.empty())
+        return Bad("empty field name");
+    }
+    S.Name = std::move(Part);
+    Out.push_back(std::move(S));
+    if (Dot == std::string::npos)
+      return Status::ok();
+    Start = Dot + 1;
+  }
+}
+
+const FD *findField(const gp::Descriptor *D, const Segment &S,
+                    const std::string &Path, Status &Err) {
+  const FD *F = D->FindFieldByName(S.Name);
+  if (!F)
+    Err = Status(ErrorCode::InvalidArgument,
+                 "message " + D->full_name() + " has no field '" + S.Name +
+                     "'" + (Path != S.Name ? " (in '" + Path + "')" : "") +
+                     "; its fields: " + fieldList(D));
+  return F;
+}
+
+/// One element, as read from a tensor or a field.
+struct Num {
+  enum Kind { Int, UInt, Float, Bool } K = Int;
+  int64_t I = 0;
+  uint64_t U = 0;
+  double F = 0;
+  bool B = false;
+};
+
+Num readTensor(const TensorValue &V, size_t Index) {
+  const auto *P = static_cast<const unsigned char *>(V.data());
+  Num N;
+  auto Load = [&](auto Tag) {
+    using T = decltype(Tag);
+    T X;
+    std::memcpy(&X, P + Index * sizeof(T), sizeof(T));
+    return X;
+  };
+  switch (V.type()) {
+  case DType::Float: N.K = Num::Float; N.F = Load(float()); break;
+  case DType::Double: N.K = Num::Float; N.F = Load(double()); break;
+  case DType::Int8: N.I = Load(int8_t()); break;
+  case DType::Int16: N.I = Load(int16_t()); break;
+  case DType::Int32: N.I = Load(int32_t()); break;
+  case DType::Int64: N.I = Load(int64_t()); break;
+  case DType::UInt8: N.K = Num::UInt; N.U = Load(uint8_t()); break;
+  case DType::UInt16: N.K = Num::UInt; N.U = Load(uint16_t()); break;
+  case DType::UInt32: N.K = Num::UInt; N.U = Load(uint32_t()); break;
+  case DType::UInt64: N.K = Num::UInt; N.U = Load(uint64_t()); break;
+  case DType::Bool: N.K = Num::Bool; N.B = P[Index] != 0; break;
+  case DType::String: break;
+  }
+  return N;
+}
+
+const char *kindName(Num::Kind K) {
+  switch (K) {
+  case Num::Int: return "a signed integer";
+  case Num::UInt: return "an unsigned integer";
+  case Num::Float: return "a floating-point number";
+  case Num::Bool: return "a bool";
+  }
+  return "?";
+}
+
+/// N as an integer in [Lo, Hi]; false if N is not an integer or out of range.
+bool asInteger(const Num &N, int64_t Lo, uint64_t Hi, int64_t &SOut,
+               uint64_t &UOut) {
+  if (N.K == Num::Int) {
+    if (N.I < Lo || (N.I >= 0 && static_cast<uint64_t>(N.I) > Hi))
+      return false;
+    SOut = N.I;
+    UOut = static_cast<uint64_t>(N.I);
+    return true;
+  }
+  if (N.K == Num::UInt) {
+    if (N.U > Hi)
+      return false;
+    SOut = static_cast<int64_t>(N.U);
+    UOut = N.U;
+    return true;
+  }
+  return false;
+}
+
+double asDouble(const Num &N) {
+  return N.K == Num::Int ? double(N.I) : N.K == Num::UInt ? double(N.U) : N.F;
+}
+
+std::string describe(const Num &N) {
+  switch (N.K) {
+  case Num::Int: return std::to_string(N.I);
+  case Num::UInt: return std::to_string(N.U);
+  case Num::Float: return std::to_string(N.F);
+  case Num::Bool: return N.B ? "true" : "false";
+  }
+  return "?";
+}
+
+template <typename T> void bounds(int64_t &Lo, uint64_t &Hi) {
+  Lo = static_cast<int64_t>(std::numeric_limits<T>::min());
+  Hi = static_cast<uint64_t>(std::numeric_limits<T>::max());
+}
+
+/// Writes N into element Index of the field (repeated: appended).
+Status writeField(gp::Message &M, const FD *F, const Num &N,
+                  const std::string &Path) {
+  const gp::Reflection *R = M.GetReflection();
+  const bool Rep = F->is_repeated();
+  auto Mismatch = [&](const std::string &Why) {
+    return Status(ErrorCode::TypeMismatch, "field '" + Path + "' (" +
+                                               F->type_name() + "): " + Why);
+  };
+  int64_t S = 0, Lo = 0;
+  uint64_t U = 0, Hi = 0;
+  switch (F->cpp_type()) {
+  case FD::CPPTYPE_INT32:
+    bounds<int32_t>(Lo, Hi);
+    if (!asInteger(N, Lo, Hi, S, U))
+      return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
+                      describe(N));
+    Rep ? R->AddInt32(&M, F, int32_t(S)) : R->SetInt32(&M, F, int32_t(S));
+    return Status::ok();
+  case FD::CPPTYPE_INT64:
+    bounds<int64_t>(Lo, Hi);
+    if (!asInteger(N, Lo, Hi, S, U))
+      return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
+                      describe(N));
+    Rep ? R->AddInt64(&M, F, S) : R->SetInt64(&M, F, S);
+    return Status::ok();
+  case FD::CPPTYPE_UINT32:
+    bounds<uint32_t>(Lo, Hi);
+    if (!asInteger(N, Lo, Hi, S, U))
+      return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
+                      describe(N));
+    Rep ? R->AddUInt32(&M, F, uint32_t(U)) : R->SetUInt32(&M, F, uint32_t(U));
+    return Status::ok();
+  case FD::CPPTYPE_UINT64:
+    bounds<uint64_t>(Lo, Hi);
+    if (!asInteger(N, Lo, Hi, S, U))
+      return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
+                      describe(N));
+    Rep ? R->AddUInt64(&M, F, U) : R->SetUInt64(&M, F, U);
+    return Status::ok();
+  case FD::CPPTYPE_DOUBLE:
+    if (N.K == Num::Bool)
+      return Mismatch("cannot hold a bool");
+    Rep ? R->AddDouble(&M, F, asDouble(N)) : R->SetDouble(&M, F, asDouble(N));
+    return Status::ok();
+  case FD::CPPTYPE_FLOAT:
+    if (N.K == Num::Bool)
+      return Mismatch("cannot hold a bool");
+    Rep ? R->AddFloat(&M, F, float(asDouble(N)))
+        : R->SetFloat(&M, F, float(asDouble(N)));
+    return Status::ok();
+  case FD::CPPTYPE_BOOL:
+    if (N.K != Num::Bool)
+      return Mismatch("needs a bool, got " + std::string(kindName(N.K)));
+    Rep ? R->AddBool(&M, F, N.B) : R->SetBool(&M, F, N.B);
+    return Status::ok();
+  case FD::CPPTYPE_ENUM: {
+    bounds<int32_t>(Lo, Hi);
+    if (!asInteger(N, Lo, Hi, S, U))
+      return Mismatch("needs an enum number, got " +
+                      std::string(kindName(N.K)) + " " + describe(N));
+    if (!F->enum_type()->FindValueByNumber(int(S)))
+      return Mismatch(std::to_string(S) + " is not a value of enum " +
+                      F->enum_type()->full_name());
+    Rep ? R->AddEnumValue(&M, F, int(S)) : R->SetEnumValue(&M, F, int(S));
+    return Status::ok();
+  }
+  default:
+    return Mismatch("is not a numeric field");
+  }
+}
+
+Num readField(const gp::Message &M, const FD *F, int Index) {
+  const gp::Reflection *R = M.GetReflection();
+  const bool Rep = F->is_repeated();
+  Num N;
+  switch (F->cpp_type()) {
+  case FD::CPPTYPE_INT32:
+    N.I = Rep ? R->GetRepeatedInt32(M, F, Index) : R->GetInt32(M, F);
+    break;
+  case FD::CPPTYPE_INT64:
+    N.I = Rep ? R->GetRepeatedInt64(M, F, Index) : R->GetInt64(M, F);
+    break;
+  case FD::CPPTYPE_UINT32:
+    N.K = Num::UInt;
+    N.U = Rep ? R->GetRepeatedUInt32(M, F, Index) : R->GetUInt32(M, F);
+    break;
+  case FD::CPPTYPE_UINT64:
+    N.K = Num::UInt;
+    N.U = Rep ? R->GetRepeatedUInt64(M, F, Index) : R->GetUInt64(M, F);
+    break;
+  case FD::CPPTYPE_DOUBLE:
+    N.K = Num::Float;
+    N.F = Rep ? R->GetRepeatedDouble(M, F, Index) : R->GetDouble(M, F);
+    break;
+  case FD::CPPTYPE_FLOAT:
+    N.K = Num::Float;
+    N.F = Rep ? R->GetRepeatedFloat(M, F, Index) : R->GetFloat(M, F);
+    break;
+  case FD::CPPTYPE_BOOL:
+    N.K = Num::Bool;
+    N.B = Rep ? R->GetRepeatedBool(M, F, Index) : R->GetBool(M, F);
+    break;
+  case FD::CPPTYPE_ENUM:
+    N.I = Rep ? R->GetRepeatedEnumValue(M, F, Index) : R->GetEnumValue(M, F);
+    break;
+  default:
+    break;
+  }
+  return N;
+}
+
+/// Stores N as element Index of Out (dtype T), exactly.
+Status writeTensor(TensorValue &Out, size_t Index, const Num &N,
+                   const std::string &Path) {
+  auto *P = static_cast<unsigned char *>(Out.data());
+  const DType T = Out.type();
+  auto Mismatch = [&] {
+    return Status(ErrorCode::TypeMismatch,
+                  "advice field '" + Path + "' holds " + kindName(N.K) + " " +
+                      describe(N) + ", which " + std::string(dtypeName(T)) +
+                      " cannot represent");
+  };
+  auto StoreInt = [&](auto Tag) -> Status {
+    using I = decltype(Tag);
+    int64_t Lo, S;
+    uint64_t Hi, U;
+    bounds<I>(Lo, Hi);
+    if (!asInteger(N, Lo, Hi, S, U))
+      return Mismatch();
+    I X = std::is_signed_v<I> ? static_cast<I>(S) : static_cast<I>(U);
+    std::memcpy(P + Index * sizeof(I), &X, sizeof(I));
+    return Status::ok();
+  };
+  switch (T) {
+  case DType::Float: {
+    if (N.K == Num::Bool)
+      return Mismatch();
+    float X = float(asDouble(N));
+    std::memcpy(P + Index * 4, &X, 4);
+    return Status::ok();
+  }
+  case DType::Double: {
+    if (N.K == Num::Bool)
+      return Mismatch();
+    double X = asDouble(N);
+    std::memcpy(P + Index * 8, &X, 8);
+    return Status::ok();
+  }
+  case DType::Int8: return StoreInt(int8_t());
+  case DType::Int16: return StoreInt(int16_t());
+  case DType::Int32: return StoreInt(int32_t());
+  case DType::Int64: return StoreInt(int64_t());
+  case DType::UInt8: return StoreInt(uint8_t());
+  case DType::UInt16: return StoreInt(uint16_t());
+  case DType::UInt32: return StoreInt(uint32_t());
+  case DType::UInt64: return StoreInt(uint64_t());
+  case DType::Bool:
+    if (N.K != Num::Bool)
+      return Mismatch();
+    P[Index] = N.B ? 1 : 0;
+    return Status::ok();
+  case DType::String:
+    return Mismatch();
+  }
+  return Mismatch();
+}
+
+} // namespace
+
+UserMessageCodec::~UserMessageCodec() {
+  // Messages before the factory and the pool they come from.
+  Request.reset();
+  Reply.reset();
+  Factory.reset();
+  Importer.reset();
+}
+
+Expected<std::unique_ptr<UserMessageCodec>>
+UserMessageCodec::load(const UserMessageSchema &Schema) {
+  std::unique_ptr<UserMessageCodec> C(new UserMessageCodec());
+  C->Schema = Schema;
+  const gp::DescriptorPool *Pool = gp::DescriptorPool::generated_pool();
+  if (!Schema.ProtoFile.empty()) {
+    C->Tree = std::make_unique<gp::compiler::DiskSourceTree>();
+    std::vector<std::string> Paths = Schema.ImportPaths;
+    std::string File = Schema.ProtoFile;
+    if (Paths.empty()) {
+      size_t Slash = File.rfind('/');
+      Paths.push_back(Slash == std::string::npos ? "." : File.substr(0, Slash));
+    }
+    for (const std::string &P : Paths)
+      C->Tree->MapPath("", P);
+    // The file is named relative to an import path when it lies below one.
+    std::string Virtual;
+    std::string Shadow;
+    if (C->Tree->DiskFileToVirtualFile(File, &Virtual, &Shadow) !=
+        gp::compiler::DiskSourceTree::SUCCESS)
+      return Status(ErrorCode::NotFound,
+                    "user .proto '" + File +
+                        "' is missing or not below an import path");
+    auto *Errors = new CollectErrors();
+    C->Errors.reset(Errors);
+    C->Importer =
+        std::make_unique<gp::compiler::Importer>(C->Tree.get(), Errors);
+    if (!C->Importer->Import(Virtual))
+      return Status(ErrorCode::InvalidArgument,
+                    "cannot load user .proto '" + File + "':\n" + Errors->Text);
+    Pool = C->Importer->pool();
+  }
+  const gp::Descriptor *Req = Pool->FindMessageTypeByName(Schema.RequestType);
+  const gp::Descriptor *Rep = Pool->FindMessageTypeByName(Schema.ReplyType);
+  if (!Req || !Rep)
+    return Status(ErrorCode::InvalidArgument,
+                  "user messages: no message type '" +
+                      (!Req ? Schema.RequestType : Schema.ReplyType) + "' in " +
+                      (Schema.ProtoFile.empty() ? std::string("the program")
+                                                : Schema.ProtoFile));
+  // "/pkg.Service/Method": check it exists and uses these messages.
+  const std::string &M = Schema.Method;
+  size_t Slash = M.rfind('/');
+  if (M.size() < 4 || M[0] != '/' || Slash == 0 || Slash + 1 >= M.size())
+    return Status(ErrorCode::InvalidArgument,
+                  "user messages: method '" + M +
+                      "' is not of the form /package.Service/Method");
+  const gp::ServiceDescriptor *Svc =
+      Pool->FindServiceByName(M.substr(1, Slash - 1));
+  const gp::MethodDescriptor *Meth =
+      Svc ? Svc->FindMethodByName(M.substr(Slash + 1)) : nullptr;
+  if (!Meth)
+    return Status(ErrorCode::InvalidArgument,
+                  "user messages: no method '" + M + "' in " +
+                      (Schema.ProtoFile.empty() ? std::string("the program")
+                                                : Schema.ProtoFile));
+  if (Meth->input_type() != Req || Meth->output_type() != Rep ||
+      Meth->client_streaming() || Meth->server_streaming())
+    return Status(ErrorCode::InvalidArgument,
+                  "user messages: method '" + M + "' is not a unary call from " +
+                      Schema.RequestType + " to " + Schema.ReplyType);
+  C->Factory = std::make_unique<gp::DynamicMessageFactory>(Pool);
+  // Generated types keep their generated classes (faster, and what the
+  // program's own code would build).
+  if (Schema.ProtoFile.empty())
+    C->Factory->SetDelegateToGeneratedFactory(true);
+  C->Request.reset(C->Factory->GetPrototype(Req)->New());
+  C->Reply.reset(C->Factory->GetPrototype(Rep)->New());
+  if (Schema.AdviceField.empty())
+    return Status(ErrorCode::InvalidArgument,
+                  "user messages: no advice field given; " + Rep->full_name() +
+                      " has: " + fieldList(Rep));
+  std::vector<Segment> Segs;
+  if (Status S = parsePath(Schema.AdviceField, Segs); !S.isOk())
+    return S;
+  const gp::Descriptor *D = Rep;
+  for (size_t I = 0; I < Segs.size(); ++I) {
+    Status Err;
+    const FD *F = findField(D, Segs[I], Schema.AdviceField, Err);
+    if (!F)
+      return Err.addContext("user messages: advice field");
+    if (I + 1 < Segs.size()) {
+      if (F->cpp_type() != FD::CPPTYPE_MESSAGE)
+        return Status(ErrorCode::InvalidArgument,
+                      "user messages: advice field '" + Schema.AdviceField +
+                          "': '" + F->name() + "' is not a message");
+      D = F->message_type();
+    } else if (F->cpp_type() == FD::CPPTYPE_MESSAGE) {
+      return Status(ErrorCode::InvalidArgument,
+                    "user messages: advice field '" + Schema.AdviceField +
+                        "' is a message; name one of its fields: " +
+                        fieldList(F->message_type()));
+    }
+  }
+  return C;
+}
+
+Status UserMessageCodec::setField(gp::Message &Root, const std::string &Path,
+                                  const TensorValue &V) {
+  std::vector<Segment> Segs;
+  if (Status S = parsePath(Path, Segs); !S.isOk())
+    return S;
+  gp::Message *Cur = &Root;
+  for (size_t I = 0; I + 1 < Segs.size(); ++I) {
+    const Segment &S = Segs[I];
+    Status Err;
+    const FD *F = findField(Cur->GetDescriptor(), S, Path, Err);
+    if (!F)
+      return Err;
+    if (F->cpp_type() != FD::CPPTYPE_MESSAGE)
+      return Status(ErrorCode::InvalidArgument,
+                    "field path '" + Path + "': '" + S.Name +
+                        "' is not a message field");
+    const gp::Reflection *R = Cur->GetReflection();
+    if (F->is_repeated()) {
+      if (S.Index < 0)
+        return Status(ErrorCode::InvalidArgument,
+                      "field path '" + Path + "': '" + S.Name +
+                          "' is repeated; name an element, e.g. " + S.Name +
+                          "[0]");
+      while (R->FieldSize(*Cur, F) <= S.Index)
+        R->AddMessage(Cur, F);
+      Cur = R->MutableRepeatedMessage(Cur, F, int(S.Index));
+    } else {
+      if (S.Index >= 0)
+        return Status(ErrorCode::InvalidArgument,
+                      "field path '" + Path + "': '" + S.Name +
+                          "' is not repeated and cannot be indexed");
+      Cur = R->MutableMessage(Cur, F);
+    }
+  }
+  const Segment &Last = Segs.back();
+  Status Err;
+  const FD *F = findField(Cur->GetDescriptor(), Last, Path, Err);
+  if (!F)
+    return Err;
+  if (Last.Index >= 0)
+    return Status(ErrorCode::InvalidArgument,
+                  "field path '" + Path +
+                      "': only message fields inside a path can be indexed; "
+                      "set a repeated field with a vector");
+  if (F->cpp_type() == FD::CPPTYPE_MESSAGE)
+    return Status(ErrorCode::InvalidArgument,
+                  "field '" + Path + "' is a message; set its fields (" +
+                      fieldList(F->message_type()) + ") with '" + Path +
+                      ".<field>'");
+  const gp::Reflection *R = Cur->GetReflection();
+  if (V.type() == DType::String || F->cpp_type() == FD::CPPTYPE_STRING) {
+    if (V.type() != DType::String || F->cpp_type() != FD::CPPTYPE_STRING)
+      return Status(ErrorCode::TypeMismatch,
+                    "field '" + Path + "' (" + F->type_name() +
+                        ") cannot hold a " + std::string(dtypeName(V.type())) +
+                        " feature");
+    std::string Text(V.asString());
+    if (F->is_repeated()) {
+      R->ClearField(Cur, F);
+      R->AddString(Cur, F, std::move(Text));
+    } else {
+      R->SetString(Cur, F, std::move(Text));
+    }
+    return Status::ok();
+  }
+  const size_t Count = V.elementCount();
+  if (F->is_repeated()) {
+    R->ClearField(Cur, F);
+  } else if (Count != 1) {
+    return Status(ErrorCode::TypeMismatch,
+                  "field '" + Path + "' holds one value, the feature has " +
+                      std::to_string(Count) + " elements (make the field "
+                      "repeated for a vector)");
+  }
+  for (size_t K = 0; K < Count; ++K)
+    if (Status S = writeField(*Cur, F, readTensor(V, K), Path); !S.isOk())
+      return S;
+  return Status::ok();
+}
+
+Status UserMessageCodec::getField(const gp::Message &Root,
+                                  const std::string &Path,
+                                  const TensorSpec &Spec, TensorValue &Out) {
+  std::vector<Segment> Segs;
+  if (Status S = parsePath(Path, Segs); !S.isOk())
+    return S;
+  const gp::Message *Cur = &Root;
+  auto Missing = [&](const std::string &Name) {
+    return Status(ErrorCode::Malformed, "reply does not set field '" + Name +
+                                            "' (advice '" + Path + "')");
+  };
+  for (size_t I = 0; I + 1 < Segs.size(); ++I) {
+    const Segment &S = Segs[I];
+    Status Err;
+    const FD *F = findField(Cur->GetDescriptor(), S, Path, Err);
+    if (!F)
+      return Err;
+    if (F->cpp_type() != FD::CPPTYPE_MESSAGE)
+      return Status(ErrorCode::InvalidArgument,
+                    "field path '" + Path + "': '" + S.Name +
+                        "' is not a message field");
+    const gp::Reflection *R = Cur->GetReflection();
+    if (F->is_repeated()) {
+      if (S.Index < 0 || R->FieldSize(*Cur, F) <= S.Index)
+        return Missing(S.Name + "[" + std::to_string(S.Index) + "]");
+      Cur = &R->GetRepeatedMessage(*Cur, F, int(S.Index));
+    } else {
+      if (!R->HasField(*Cur, F))
+        return Missing(S.Name);
+      Cur = &R->GetMessage(*Cur, F);
+    }
+  }
+  Status Err;
+  const FD *F = findField(Cur->GetDescriptor(), Segs.back(), Path, Err);
+  if (!F)
+    return Err;
+  const gp::Reflection *R = Cur->GetReflection();
+  // A field with presence must be set: a default value is never taken for
+  // an answer. (proto3 scalars without `optional` cannot tell.)
+  if (!F->is_repeated() && F->has_presence() && !R->HasField(*Cur, F))
+    return Missing(Segs.back().Name);
+  if (F->cpp_type() == FD::CPPTYPE_MESSAGE)
+    return Status(ErrorCode::InvalidArgument,
+                  "advice field '" + Path + "' is a message");
+  serdes_detail::prepareValue(Out, Spec);
+  size_t Row = 0;
+  if (!serdes_detail::rowElements(Spec, Row))
+    return Status(ErrorCode::InvalidArgument,
+                  "invalid advice spec " + Spec.describe());
+  if (Spec.type() == DType::String || F->cpp_type() == FD::CPPTYPE_STRING) {
+    if (Spec.type() != DType::String || F->cpp_type() != FD::CPPTYPE_STRING ||
+        F->is_repeated())
+      return Status(ErrorCode::TypeMismatch,
+                    "advice field '" + Path + "' (" +
+                        std::string(F->is_repeated() ? "repeated " : "") +
+                        F->type_name() + ") does not fit advice " +
+                        Spec.describe());
+    const std::string Text = R->GetString(*Cur, F);
+    if (!Spec.isDynamic() && Text.size() != Row)
+      return Status(ErrorCode::TypeMismatch,
+                    "advice '" + Path + "' has " + std::to_string(Text.size()) +
+                        " bytes, the spec needs " + std::to_string(Row));
+    serdes_detail::setConcreteShape(Out, Spec, Text.size());
+    if (!Text.empty())
+      std::memcpy(Out.data(), Text.data(), Text.size());
+    return Status::ok();
+  }
+  const size_t Count =
+      F->is_repeated() ? static_cast<size_t>(R->FieldSize(*Cur, F)) : 1;
+  if (Spec.isDynamic() ? (Row == 0 ? Count != 0 : Count % Row != 0)
+                       : Count != Row)
+    return Status(ErrorCode::TypeMismatch,
+                  "advice field '" + Path + "' has " + std::to_string(Count) +
+                      " element(s), which does not fit " + Spec.describe());
+  serdes_detail::setConcreteShape(Out, Spec, Count);
+  for (size_t K = 0; K < Count; ++K)
+    if (Status S = writeTensor(Out, K, readField(*Cur, F, int(K)), Path);
+        !S.isOk())
+      return S;
+  return Status::ok();
+}
+
+Status UserMessageCodec::fillRequest(
+    const std::vector<const TensorValue *> &Features) {
+  Request->Clear();
+  for (const TensorValue *V : Features)
+    if (Status S = setField(*Request, V->spec().name(), *V); !S.isOk())
+      return S.addContext("filling " + Schema.RequestType);
+  return Status::ok();
+}
+
+Status UserMessageCodec::readAdvice(const TensorSpec &Spec, TensorValue &Out) {
+  return getField(*Reply, Schema.AdviceField, Spec, Out);
+}
+
+} // namespace mlbridge::grpc_detail

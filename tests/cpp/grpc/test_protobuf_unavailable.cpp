@@ -1,0 +1,37 @@
+// The core library without the gRPC component (this test links mlbridge
+// only): the Protobuf SerDes is absent, and asking for it is a clear error,
+// never a crash.
+#include "mlbridge/pipe_model_runner.h"
+#include "mlbridge/serdes.h"
+
+#include <gtest/gtest.h>
+
+using namespace mlbridge;
+
+TEST(ProtobufUnavailable, CreateSerDesReturnsNull) {
+  EXPECT_EQ(createSerDes(SerDesKind::Protobuf), nullptr);
+  // The other kinds are unaffected.
+  ASSERT_NE(createSerDes(SerDesKind::Json), nullptr);
+  Expected<SerDesKind> K = serdesKindFromName("protobuf");
+  ASSERT_TRUE(K);
+  EXPECT_EQ(*K, SerDesKind::Protobuf);
+  EXPECT_STREQ(serdesKindName(SerDesKind::Protobuf), "protobuf");
+}
+
+TEST(ProtobufUnavailable, PipeRunnerReportsIt) {
+  PipeOptions O;
+  O.Format = SerDesKind::Protobuf;
+  auto R = PipeModelRunner::create("/nonexistent/mlb-channel", {}, std::nullopt, O);
+  ASSERT_FALSE(R);
+  EXPECT_EQ(R.status().code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(R.status().message().find("protobuf"), std::string::npos)
+      << R.status().toString();
+  EXPECT_NE(R.status().message().find("enableProtobufSerDes"), std::string::npos);
+
+  // The plain-object form reports it from every call instead.
+  PipeModelRunner Obj("/nonexistent/mlb-channel", {}, std::nullopt, O);
+  Expected<int> V = Obj.evaluate<int>();
+  ASSERT_FALSE(V);
+  EXPECT_NE(V.status().message().find("not available"), std::string::npos);
+  EXPECT_FALSE(Obj.switchContext("f").isOk());
+}

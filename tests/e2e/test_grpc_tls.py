@@ -1,0 +1,74 @@
+"""TLS over gRPC with a self-signed certificate made here with openssl:
+round trips in both modes, and TLS/plaintext mismatches are errors."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "tools"))
+import grpc_helpers as H  # noqa: E402
+
+from mlbridge import MLBridgeError  # noqa: E402
+from mlbridge.grpc import GrpcCompilerInterface, TlsFiles  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cert(tmp_path_factory):
+    openssl = shutil.which("openssl")
+    assert openssl, "openssl is needed (apt-get install openssl)"
+    d = tmp_path_factory.mktemp("tls")
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                    "-keyout", str(d / "key.pem"), "-out", str(d / "cert.pem")],
+                   check=True, capture_output=True, timeout=60)
+    return d / "cert.pem", d / "key.pem"
+
+
+def test_inference_tls_round_trip_and_mismatch(procs, cert):
+    crt, key = cert
+    tls = TlsFiles(cert_file=str(crt), key_file=str(key))
+    with GrpcCompilerInterface(timeout=20, tls=tls) as iface:
+        ok = procs.spawn(H.compiler_cmd("--address", iface.address, "--scenario", "requests",
+                                        "--count", 2, "--tls-root", crt), text=True)
+        served = iface.serve(lambda o: 2 * int(o["i"][0]), sessions=1, timeout=20)
+        lines, err = H.events(ok)
+        assert served == 2
+        assert [a["value"] for a in H.by_event(lines, "advice")] == [0, 2], err
+        # A plaintext compiler cannot talk to the TLS model.
+        plain = procs.spawn(H.compiler_cmd("--address", iface.address, "--scenario",
+                                           "requests", "--connect-timeout-ms", 1000),
+                            text=True)
+        lines, _ = H.events(plain)
+        assert H.by_event(lines, "error")[0]["code"] == "unavailable"
+    # A TLS compiler cannot talk to a plaintext model.
+    with GrpcCompilerInterface(timeout=20) as plain_model:
+        p = procs.spawn(H.compiler_cmd("--address", plain_model.address, "--scenario",
+                                       "requests", "--tls-root", crt,
+                                       "--connect-timeout-ms", 1000), text=True)
+        lines, _ = H.events(p)
+        first = H.by_event(lines, "error")[0]
+        assert first["code"] == "unavailable" and "TLS" in first["message"], first
+        assert plain_model._queue.empty()
+
+
+def test_training_tls_round_trip(procs, cert):
+    crt, key = cert
+    proc = procs.spawn(H.compiler_cmd("--mode", "training", "--scenario", "requests",
+                                      "--count", 3, "--tls-cert", crt, "--tls-key", key),
+                       text=True)
+    address = H.listening_address(proc)
+    with GrpcCompilerInterface(mode="training", compilers=[address], timeout=20,
+                               tls=TlsFiles(root_cert_file=str(crt))) as iface:
+        assert iface.serve(lambda o: 2 * int(o["i"][0])) == 3
+    lines, err = H.events(proc)
+    assert [a["value"] for a in H.by_event(lines, "advice")] == [0, 2, 4], err
+
+
+def test_missing_certificate_is_a_clear_error(tmp_path):
+    with pytest.raises(MLBridgeError, match="cannot read private key .*none.key"):
+        GrpcCompilerInterface(tls=TlsFiles(cert_file=str(tmp_path / "none.pem"),
+                                           key_file=str(tmp_path / "none.key")))
