@@ -213,6 +213,29 @@ def clang19() -> str:
 
 
 @pytest.fixture(scope="session")
+def llc19() -> str:
+    return require_llvm_tool("llc-19")
+
+
+#: Where Debian's libcsmith-dev puts csmith.h (generated programs include it).
+CSMITH_INCLUDE_DIRS = ("/usr/include/csmith", "/usr/local/include/csmith")
+
+
+@pytest.fixture(scope="session")
+def csmith() -> Dict[str, str]:
+    """{"csmith": path of the generator, "include": its runtime headers}."""
+    exe = shutil.which("csmith")
+    inc = next((d for d in CSMITH_INCLUDE_DIRS if Path(d, "csmith.h").is_file()), None)
+    if exe is None or inc is None:
+        pytest.fail(
+            "csmith (generator of random C programs) or its headers are missing: "
+            "run scripts/install-deps.sh (Debian: apt-get install csmith libcsmith-dev)",
+            pytrace=False,
+        )
+    return {"csmith": exe, "include": inc}
+
+
+@pytest.fixture(scope="session")
 def mlbridge_pkg():
     """The working tree's mlbridge package (a clear failure if it is broken)."""
     try:

@@ -1,0 +1,42 @@
+"""mlbridge.llvm: serve LLVM's own ML advisors from Python.
+
+LLVM 17+ can ask an external process for its inlining, register-eviction
+and register-priority decisions ("interactive mode"); stock Debian
+``opt-19``, ``llc-19`` and ``clang-19`` do so without TensorFlow. This
+package runs such a tool, adds the flags itself and answers every request
+with a policy::
+
+    from mlbridge import llvm
+
+    res = llvm.run(["llc-19", "-O2", "in.ll", "-o", "in.s"], evict="noevict")
+    res.check()                        # raises unless exit 0 and no host error
+    print(res.requests, res.returncode, res.stderr)
+
+    res = llvm.run(["clang-19", "-O2", "-c", "x.c", "-o", "x.o"],
+                   inline=lambda obs: int(obs["callee_users"][0] == 1),
+                   evict="first", trace="x.npz")     # dataset for training
+
+Command line: ``python -m mlbridge.llvm inline --policy always -- opt-19 ...``.
+Guide: docs/llvm.md. The gymnasium environment is
+:class:`mlbridge.llvm.env.InliningEnv` (imported on first use).
+"""
+
+from .advisors import (ADVISORS, EVICT, INLINE, PRIORITY, Advisor, InvalidAdvice, Layout,
+                       eviction_mask, layout_of, legal_columns)
+from .host import Compilation, PolicyError, RunError, RunResult, run
+from .policies import TorchPolicy, builtin, builtin_names, resolve
+from .trace import Trace, TraceDataset, Tracer, load_trace
+
+__all__ = [
+    "run", "Compilation", "RunResult", "RunError", "PolicyError", "InvalidAdvice",
+    "Advisor", "ADVISORS", "INLINE", "EVICT", "PRIORITY", "Layout", "layout_of",
+    "eviction_mask", "legal_columns", "resolve", "builtin", "builtin_names",
+    "TorchPolicy", "Tracer", "Trace", "TraceDataset", "load_trace", "InliningEnv",
+]
+
+
+def __getattr__(name):
+    if name == "InliningEnv":  # needs gymnasium: imported only when asked for
+        from .env import InliningEnv
+        return InliningEnv
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
