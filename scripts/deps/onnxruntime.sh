@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Installs ONNX Runtime 1.29.0 (headers + Linux x64 library) into
+# .deps/onnxruntime-1.29.0/ in the layout of an official release:
+#   include/onnxruntime_c_api.h ...   lib/libonnxruntime.so.1.29.0 (+ .so.1, .so)
+#   LICENSE, ThirdPartyNotices.txt, VERSION_NUMBER, SOURCE
+# Source: the npm package com.github.asus4.onnxruntime@0.4.9 (MIT, a
+# repackaged official release; DESIGN.md §5), checked against its pinned
+# sha512 before anything is extracted. Idempotent: does nothing when the
+# stamp file matches. Point CMake at another release with -DONNXRUNTIME_ROOT.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+ORT_VERSION=1.29.0
+NPM_PACKAGE=com.github.asus4.onnxruntime
+NPM_VERSION=0.4.9
+NPM_SHA512=064cf176e499f4891e0cfe90f25cf64c553689eee1492bd2ed921fccca28131a2ad02373267bae19a509ec8b288c182a3b8a2e0f58d76a1f0e63225b08ddbd16
+DEST=.deps/onnxruntime-$ORT_VERSION
+STAMP=$DEST/.installed
+
+if [[ -f $STAMP && $(cat "$STAMP") == "$NPM_SHA512" && -f $DEST/lib/libonnxruntime.so.$ORT_VERSION \
+      && -f $DEST/include/onnxruntime_c_api.h ]]; then
+  exit 0
+fi
+if [[ $(uname -s)/$(uname -m) != Linux/x86_64 ]]; then
+  echo "onnxruntime.sh: the npm package only has a Linux x86_64 library;" \
+       "install an official ONNX Runtime release and configure with -DONNXRUNTIME_ROOT=<dir>" >&2
+  exit 1
+fi
+for tool in npm unzip sha512sum tar; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "onnxruntime.sh: '$tool' is required (npm comes with Node.js; unzip with scripts/deps/onnx.apt)" >&2
+    exit 1
+  fi
+done
+
+echo "install-deps: ONNX Runtime $ORT_VERSION from npm $NPM_PACKAGE@$NPM_VERSION"
+mkdir -p .deps
+work=$(mktemp -d .deps/onnxruntime-tmp.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+tarball=$(cd "$work" && npm pack --silent --loglevel=error "$NPM_PACKAGE@$NPM_VERSION" 2>/dev/null | tail -n1)
+[[ -f $work/$tarball ]] || { echo "onnxruntime.sh: npm pack did not produce a tarball" >&2; exit 1; }
+got=$(sha512sum "$work/$tarball" | cut -d' ' -f1)
+if [[ $got != "$NPM_SHA512" ]]; then
+  echo "onnxruntime.sh: sha512 mismatch for $tarball" >&2
+  echo "  expected $NPM_SHA512" >&2
+  echo "  got      $got" >&2
+  exit 1
+fi
+
+tar -xzf "$work/$tarball" -C "$work" \
+  package/LICENSE package/ThirdPartyNotices.txt package/package.json \
+  package/Plugins/Linux/x64/libonnxruntime.so \
+  package/Plugins/Linux/x64/libonnxruntime_providers_shared.so \
+  package/Plugins/Android/onnxruntime.aar
+stage=$work/stage
+mkdir -p "$stage/include" "$stage/lib"
+# The official C/C++ headers are in the Android archive (identical for all
+# platforms); the .aar is a zip file.
+unzip -q -j "$work/package/Plugins/Android/onnxruntime.aar" 'headers/*' -d "$stage/include"
+api=$(cut -d. -f2 <<<"$ORT_VERSION")
+grep -Eq "^#define ORT_API_VERSION $api\b" "$stage/include/onnxruntime_c_api.h" \
+  || { echo "onnxruntime.sh: the headers are not those of ONNX Runtime $ORT_VERSION" >&2; exit 1; }
+install -m 0644 "$work/package/Plugins/Linux/x64/libonnxruntime.so" "$stage/lib/libonnxruntime.so.$ORT_VERSION"
+install -m 0644 "$work/package/Plugins/Linux/x64/libonnxruntime_providers_shared.so" "$stage/lib/"
+ln -s "libonnxruntime.so.$ORT_VERSION" "$stage/lib/libonnxruntime.so.1"
+ln -s libonnxruntime.so.1 "$stage/lib/libonnxruntime.so"
+cp "$work/package/LICENSE" "$work/package/ThirdPartyNotices.txt" "$stage/"
+cp "$work/package/package.json" "$stage/npm-package.json"
+echo "$ORT_VERSION" > "$stage/VERSION_NUMBER"
+cat > "$stage/SOURCE" <<SRC
+ONNX Runtime $ORT_VERSION (Linux x86_64, CPU), from the npm package
+$NPM_PACKAGE@$NPM_VERSION (sha512 $NPM_SHA512),
+installed by scripts/deps/onnxruntime.sh. Licence: LICENSE (MIT) and ThirdPartyNotices.txt.
+SRC
+echo "$NPM_SHA512" > "$stage/.installed"
+
+rm -rf "$DEST"
+mv "$stage" "$DEST"
+echo "install-deps: ONNX Runtime installed in $DEST"

@@ -1,0 +1,274 @@
+//===- rl/rl.cpp - Environments, agents, episodes -------------------------===//
+
+#include "mlbridge/rl.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace mlbridge::rl {
+
+namespace {
+
+template <typename T>
+Expected<int64_t> argmaxOf(const TensorValue &Out, size_t N) {
+  const T *P = Out.dataAs<T>();
+  size_t Best = 0;
+  for (size_t K = 0; K < N; ++K) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (std::isnan(P[K]))
+        return Status(ErrorCode::InvalidArgument,
+                      "model output '" + Out.spec().name() +
+                          "' has NaN at index " + std::to_string(K));
+    }
+    if (P[K] > P[Best])
+      Best = K;
+  }
+  return static_cast<int64_t>(Best);
+}
+
+template <typename T> int64_t valueOf(const TensorValue &Out) {
+  T V;
+  std::memcpy(&V, Out.data(), sizeof(T));
+  return static_cast<int64_t>(V);
+}
+
+Expected<int64_t> argmax(const TensorValue &Out) {
+  const size_t N = Out.elementCount();
+  if (N == 0)
+    return Status(ErrorCode::TypeMismatch,
+                  "model output '" + Out.spec().name() +
+                      "' is empty; there is no action to pick");
+  switch (Out.type()) {
+  case DType::Float:
+    return argmaxOf<float>(Out, N);
+  case DType::Double:
+    return argmaxOf<double>(Out, N);
+  case DType::Int8:
+    return argmaxOf<int8_t>(Out, N);
+  case DType::Int16:
+    return argmaxOf<int16_t>(Out, N);
+  case DType::Int32:
+    return argmaxOf<int32_t>(Out, N);
+  case DType::Int64:
+    return argmaxOf<int64_t>(Out, N);
+  case DType::UInt8:
+    return argmaxOf<uint8_t>(Out, N);
+  case DType::UInt16:
+    return argmaxOf<uint16_t>(Out, N);
+  case DType::UInt32:
+    return argmaxOf<uint32_t>(Out, N);
+  case DType::UInt64:
+    return argmaxOf<uint64_t>(Out, N);
+  case DType::Bool: {
+    const auto *P = static_cast<const unsigned char *>(Out.data());
+    for (size_t K = 0; K < N; ++K)
+      if (P[K])
+        return static_cast<int64_t>(K);
+    return int64_t(0);
+  }
+  case DType::String:
+    break;
+  }
+  return Status(ErrorCode::TypeMismatch,
+                "model output '" + Out.spec().name() +
+                    "' is a string; argmax needs numbers");
+}
+
+Expected<int64_t> value(const TensorValue &Out) {
+  if (Out.elementCount() != 1 ||
+      !(isIntegral(Out.type()) || Out.type() == DType::Bool))
+    return Status(ErrorCode::TypeMismatch,
+                  "model output " + Out.spec().describe() +
+                      " is not a single integer action");
+  switch (Out.type()) {
+  case DType::Int8:
+    return valueOf<int8_t>(Out);
+  case DType::Int16:
+    return valueOf<int16_t>(Out);
+  case DType::Int32:
+    return valueOf<int32_t>(Out);
+  case DType::Int64:
+    return valueOf<int64_t>(Out);
+  case DType::UInt8:
+  case DType::Bool:
+    return valueOf<uint8_t>(Out);
+  case DType::UInt16:
+    return valueOf<uint16_t>(Out);
+  case DType::UInt32:
+    return valueOf<uint32_t>(Out);
+  case DType::UInt64: {
+    uint64_t V = 0;
+    std::memcpy(&V, Out.data(), sizeof V);
+    if (V > uint64_t(INT64_MAX))
+      return Status(ErrorCode::TypeMismatch,
+                    "action " + std::to_string(V) + " does not fit int64");
+    return static_cast<int64_t>(V);
+  }
+  default:
+    break;
+  }
+  return Status(ErrorCode::Internal, "unreachable action dtype");
+}
+
+} // namespace
+
+Expected<int64_t> decodeAction(const TensorValue &Output, ActionRule Rule) {
+  switch (Rule) {
+  case ActionRule::Argmax:
+    return argmax(Output);
+  case ActionRule::Value:
+    return value(Output);
+  case ActionRule::Auto:
+    if (Output.elementCount() == 1 &&
+        (isIntegral(Output.type()) || Output.type() == DType::Bool))
+      return value(Output);
+    return argmax(Output);
+  }
+  return Status(ErrorCode::InvalidArgument, "unknown ActionRule");
+}
+
+// ---- Environment ---------------------------------------------------------
+
+Environment::~Environment() = default;
+
+// ---- Agent ---------------------------------------------------------------
+
+Agent::Agent(ModelRunner &Runner, ActionRule Rule) : R(&Runner), Rule(Rule) {}
+Agent::Agent(std::unique_ptr<ModelRunner> Runner, ActionRule Rule)
+    : Owned(std::move(Runner)), R(Owned.get()), Rule(Rule) {}
+Agent::Agent(ModelRunner &Runner, Policy P)
+    : R(&Runner), Rule(ActionRule::Auto), Custom(std::move(P)) {}
+Agent::Agent(std::unique_ptr<ModelRunner> Runner, Policy P)
+    : Owned(std::move(Runner)), R(Owned.get()), Rule(ActionRule::Auto),
+      Custom(std::move(P)) {}
+
+Expected<int64_t> Agent::act() {
+  if (!R)
+    return Status(ErrorCode::InvalidArgument, "agent without a runner");
+  if (!R->adviceSpec()) {
+    TensorSpec Default =
+        Rule == ActionRule::Argmax
+            ? TensorSpec::create<float>("scores", {kDynamicDim})
+            : TensorSpec::create<int64_t>("action");
+    if (Status S = R->setAdviceSpec(std::move(Default)); !S.isOk())
+      return S;
+  }
+  if (Status S = R->evaluateRaw(); !S.isOk())
+    return S;
+  if (Custom)
+    return Custom(R->advice());
+  return decodeAction(R->advice(), Rule);
+}
+
+// ---- Driver --------------------------------------------------------------
+
+Status Driver::addAgent(std::string Name, Agent A) {
+  if (Agents.count(Name))
+    return Status(ErrorCode::InvalidArgument,
+                  "agent '" + Name + "' is added twice");
+  Agents.emplace(std::move(Name), std::move(A));
+  return Status::ok();
+}
+
+Agent *Driver::agent(std::string_view Name) {
+  auto It = Agents.find(Name);
+  return It == Agents.end() ? nullptr : &It->second;
+}
+
+Expected<Agent *> Driver::pick(const std::string &Name) {
+  if (Name.empty()) {
+    if (Agents.size() == 1)
+      return &Agents.begin()->second;
+    return Status(ErrorCode::InvalidArgument,
+                  Agents.empty() ? std::string("the driver has no agents")
+                                 : "the environment did not choose an agent "
+                                   "(setNextAgent) and there are " +
+                                       std::to_string(Agents.size()));
+  }
+  auto It = Agents.find(Name);
+  if (It != Agents.end())
+    return &It->second;
+  std::string Known;
+  for (const auto &KV : Agents)
+    Known += (Known.empty() ? "'" : ", '") + KV.first + "'";
+  return Status(ErrorCode::InvalidArgument,
+                "the environment chose agent '" + Name +
+                    "', which the driver does not have (agents: " +
+                    (Known.empty() ? std::string("none") : Known) + ")");
+}
+
+Expected<EpisodeResult> Driver::runEpisode(const EpisodeOptions &Options) {
+  if (Agents.empty())
+    return Status(ErrorCode::InvalidArgument, "the driver has no agents");
+  Env->Done = false;
+  Env->Next.clear();
+  if (Status S = Env->reset(); !S.isOk())
+    return S.addContext("environment reset");
+
+  if (!Options.Context.empty()) {
+    std::vector<ModelRunner *> Seen;
+    for (auto &KV : Agents) {
+      ModelRunner *Runner = &KV.second.runner();
+      bool Done = false;
+      for (ModelRunner *P : Seen)
+        Done = Done || P == Runner;
+      if (Done)
+        continue;
+      Seen.push_back(Runner);
+      if (Status S = Runner->switchContext(Options.Context); !S.isOk())
+        return S.addContext("agent '" + KV.first + "': switching context");
+    }
+  }
+
+  EpisodeResult Result;
+  for (size_t Step = 0; !Env->isDone(); ++Step) {
+    if (Step >= Options.MaxSteps)
+      return Status(ErrorCode::Timeout,
+                    "the episode did not end within " +
+                        std::to_string(Options.MaxSteps) + " steps");
+    Expected<Agent *> Picked = pick(Env->nextAgent());
+    if (!Picked)
+      return Picked.takeStatus().addContext("step " + std::to_string(Step));
+    Agent &A = **Picked;
+    // The agent's name as stored in the map (stable for the episode).
+    std::string_view Name;
+    for (const auto &KV : Agents)
+      if (&KV.second == &A)
+        Name = KV.first;
+    auto Where = [&] {
+      return "step " + std::to_string(Step) + ", agent '" +
+             std::string(Name) + "'";
+    };
+
+    if (Status S = Env->observe(A.runner()); !S.isOk())
+      return S.addContext(Where() + ": environment observe");
+    Action Act;
+    Act.Agent = Name;
+    Act.Step = Step;
+    Expected<int64_t> Decision = A.act();
+    if (Decision) {
+      Act.Index = *Decision;
+      Act.Output = &A.output();
+    } else {
+      std::optional<int64_t> Fallback = Env->fallbackAction();
+      if (!Fallback)
+        return Decision.takeStatus().addContext(Where());
+      A.runner().report(Severity::Warning,
+                        Where() + ": model failed, using the environment's "
+                                  "fallback action: " +
+                            Decision.status().toString());
+      Act.Index = *Fallback;
+      Act.FromFallback = true;
+      ++Result.FallbackSteps;
+    }
+    if (Options.OnDecision)
+      Options.OnDecision(Act);
+    if (Status S = Env->step(Act); !S.isOk())
+      return S.addContext(Where() + ": environment step");
+    ++Result.Steps;
+  }
+  return Result;
+}
+
+} // namespace mlbridge::rl
