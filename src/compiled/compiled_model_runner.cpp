@@ -195,7 +195,7 @@ Status CompiledModelRunner::bindInputs(
       const TensorSpec &S = Features[F]->spec();
       if (S.name() != In.Name)
         continue;
-      DType Want;
+      DType Want = DType::Float; // set by dtypeOf; initialised for -O3
       dtypeOf(In.Type, Want);
       if (S.type() != Want)
         return Status(ErrorCode::TypeMismatch,

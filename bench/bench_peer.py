@@ -1,0 +1,104 @@
+"""The Python model of mlbridge-bench (started by the C++ program itself).
+
+One fully connected layer returning a scalar, computed with numpy:
+    y = x . W[:n] + B,  W = linspace(-1, 1, 50000) (float32), B = 0.5
+(the ONNX model made by make_fc_model.py computes the same). A request with
+the feature "f" (one float) is the small-message test: the answer is the
+int64 1 if f > 0 else 0.
+
+    bench_peer.py --mode pipe --serdes bitstream|json|protobuf --dir D [--channels K]
+    bench_peer.py --mode grpc
+
+Prints one JSON line when ready ({"bases": [...]} or {"address": ...},
+plus "pid"), then serves until its stdin reaches EOF (the benchmark closes it,
+or dies), and exits.
+"""
+import argparse
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+
+MAX_N = 50000
+W = np.linspace(-1.0, 1.0, MAX_N, dtype=np.float32)
+B = np.float32(0.5)
+
+
+def has_x(obs):
+    try:
+        obs["x"]
+        return True
+    except KeyError:
+        return False
+
+
+def fc(obs):
+    if has_x(obs):
+        x = np.asarray(obs["x"], dtype=np.float32).reshape(-1)
+        return float(np.dot(x, W[:x.size]) + B)
+    return int(float(np.asarray(obs["f"]).reshape(-1)[0]) > 0)
+
+
+def watch_stdin():
+    # The benchmark owns us: exit as soon as it closes our stdin or dies.
+    try:
+        while sys.stdin.buffer.read(4096):
+            pass
+    finally:
+        os._exit(0)
+
+
+def serve_pipe(args):
+    from mlbridge import PipeCompilerInterface
+    ifaces = [PipeCompilerInterface(base=os.path.join(args.dir, f"ch{i}"),
+                                    serdes=args.serdes, timeout=args.timeout)
+              for i in range(args.channels)]
+
+    def loop(iface):
+        while True:
+            try:
+                iface.serve(fc, sessions=None, timeout=args.timeout)
+            except Exception as e:  # a broken session: keep serving the channel
+                print(f"bench_peer: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+
+    for iface in ifaces:
+        threading.Thread(target=loop, args=(iface,), daemon=True).start()
+    print(json.dumps({"pid": os.getpid(), "bases": [i.base for i in ifaces]}), flush=True)
+    watch_stdin()
+
+
+def serve_grpc(args):
+    from mlbridge.grpc import GrpcCompilerInterface
+    iface = GrpcCompilerInterface(timeout=args.timeout)
+    print(json.dumps({"pid": os.getpid(), "address": iface.address}), flush=True)
+
+    def loop():
+        while True:
+            try:
+                iface.serve(fc, sessions=None, timeout=args.timeout)
+            except Exception as e:
+                print(f"bench_peer: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+
+    threading.Thread(target=loop, daemon=True).start()
+    watch_stdin()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mode", choices=("pipe", "grpc"), required=True)
+    ap.add_argument("--serdes", default="bitstream")
+    ap.add_argument("--dir", default=".")
+    ap.add_argument("--channels", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=600.0)
+    args = ap.parse_args()
+    (serve_pipe if args.mode == "pipe" else serve_grpc)(args)
+
+
+if __name__ == "__main__":
+    main()
