@@ -1,0 +1,183 @@
+"""Where the plugins are, what they speak, and how to run LLVM tools with them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+from ..errors import MLBridgeError
+
+#: LLVM 19's ML inliner features, in the order LLVM (and the inline advisor
+#: plugin) sends them: the inline-cost features, then the call-site and
+#: module features (llvm/Analysis/InlineModelFeatureMaps.h). All int64 [1].
+#: With -mlbridge-inline-include-default a 39th, ``inlining_default``,
+#: follows. The advice is ``inlining_decision`` (int64 [1], 0 or 1).
+INLINER_FEATURES = (
+    "sroa_savings", "sroa_losses", "load_elimination", "call_penalty",
+    "call_argument_setup", "load_relative_intrinsic", "lowered_call_arg_setup",
+    "indirect_call_penalty", "jump_table_penalty", "case_cluster_penalty",
+    "switch_default_dest_penalty", "switch_penalty",
+    "unsimplified_common_instructions", "num_loops", "dead_blocks",
+    "simplified_instructions", "constant_args", "constant_offset_ptr_args",
+    "callsite_cost", "cold_cc_penalty", "last_call_to_static_bonus",
+    "is_multiple_blocks", "nested_inlines", "nested_inline_cost_estimate",
+    "threshold", "callee_basic_block_count", "callsite_height", "node_count",
+    "nr_ctant_params", "cost_estimate", "edge_count", "caller_users",
+    "caller_conditionally_executed_blocks", "caller_basic_block_count",
+    "callee_conditionally_executed_blocks", "callee_users",
+    "is_callee_avail_external", "is_caller_avail_external",
+)
+
+#: The phase-ordering observation ``observation`` (float32 [1, 25]): raw
+#: counts over the module's defined functions. ``code_size`` is the reward's
+#: measure: the sum of TargetTransformInfo's code-size cost of every
+#: instruction. Must match the plugin (checked by the tests through
+#: -mlbridge-po-describe).
+OBSERVATION_NAMES = (
+    "functions", "basic_blocks", "instructions", "loads", "stores", "allocas",
+    "phis", "geps", "casts", "int_arith", "fp_arith", "compares", "selects",
+    "calls", "intrinsics", "cond_branches", "uncond_branches", "switches",
+    "returns", "cfg_edges", "loops", "max_loop_depth", "global_variables",
+    "code_size", "step",
+)
+NUM_OBSERVATIONS = len(OBSERVATION_NAMES)
+
+#: The phase-ordering actions: sub-sequences of LLVM 19's -Oz pipeline (the
+#: exact pipelines are in the plugin and docs/llvm-plugins.md), then STOP.
+ACTIONS = (
+    "early-simplify", "ipo-constprop", "mem2reg-combine", "inline",
+    "scalar-cleanup", "instcombine", "tailcall-reassociate", "loop-rotate-licm",
+    "loop-idiom-delete", "gvn-sccp", "dead-code", "ipo-cleanup",
+    "loop-vectorize-unroll", "late-cleanup", "globaldce-constmerge", "stop",
+)
+NUM_ACTIONS = len(ACTIONS)
+STOP_ACTION = NUM_ACTIONS - 1
+
+LLVM_BIN_DIRS = ("/usr/lib/llvm-19/bin",)
+_REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+class PluginNotFound(MLBridgeError, FileNotFoundError):
+    """The plugins (or an LLVM 19 tool) are not where they were looked for."""
+
+
+@dataclass
+class PluginInfo:
+    """The built plugins, as described by ``lib/llvm-plugins/plugins.json``
+    in the CMake build directory."""
+
+    inline_advisor: Path
+    phase_order: Path
+    runners: Dict[str, bool] = field(default_factory=dict)
+    sanitize: str = ""
+    cxx_compiler: str = ""
+    llvm_bin_dir: str = ""
+    source: Optional[Path] = None
+
+    def has_runner(self, name: str) -> bool:
+        return bool(self.runners.get(name, False))
+
+
+def _candidates(build_dir) -> List[Path]:
+    out = []
+    if build_dir:
+        out.append(Path(build_dir))
+    for var in ("MLBRIDGE_PLUGIN_DIR", "MLBRIDGE_BUILD_DIR"):
+        if os.environ.get(var):
+            out.append(Path(os.environ[var]))
+    out.append(_REPO_ROOT / "build")
+    return out
+
+
+def find_plugins(build_dir=None) -> PluginInfo:
+    """Finds plugins.json under ``build_dir``, ``$MLBRIDGE_PLUGIN_DIR``,
+    ``$MLBRIDGE_BUILD_DIR`` or ``<repo>/build`` (first found wins)."""
+    tried = []
+    for base in _candidates(build_dir):
+        for cand in (base / "plugins.json", base / "lib" / "llvm-plugins" / "plugins.json"):
+            tried.append(str(cand))
+            if cand.is_file():
+                data = json.loads(cand.read_text())
+                info = PluginInfo(
+                    inline_advisor=Path(data["inline_advisor"]),
+                    phase_order=Path(data["phase_order"]),
+                    runners=dict(data.get("runners", {})),
+                    sanitize=data.get("sanitize", ""),
+                    cxx_compiler=data.get("cxx_compiler", ""),
+                    llvm_bin_dir=data.get("llvm_bin_dir", ""),
+                    source=cand)
+                for p in (info.inline_advisor, info.phase_order):
+                    if not p.is_file():
+                        raise PluginNotFound(
+                            f"{cand} names {p}, which does not exist: build the "
+                            f"targets MLBridgeInlineAdvisor and MLBridgePhaseOrder")
+                return info
+    raise PluginNotFound(
+        "the LLVM plugins are not built (no plugins.json in: " + ", ".join(tried) +
+        "); configure with LLVM 19 (llvm-19-dev) and build the target "
+        "mlbridge-llvm-plugins")
+
+
+def find_llvm_tool(name: str) -> str:
+    """Path of an LLVM 19 tool ("opt-19", "clang-19", ...)."""
+    found = shutil.which(name)
+    if found:
+        return found
+    base = name[:-3] if name.endswith("-19") else name
+    for d in LLVM_BIN_DIRS:
+        cand = Path(d) / base
+        if cand.is_file() and os.access(cand, os.X_OK):
+            return str(cand)
+    raise PluginNotFound(f"{name} not found on PATH or in {', '.join(LLVM_BIN_DIRS)} "
+                         f"(Debian: apt-get install llvm-19 clang-19)")
+
+
+def _runtime_library(compiler: str, name: str) -> Optional[str]:
+    try:
+        out = subprocess.run([compiler, f"-print-file-name={name}"], capture_output=True,
+                             text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out and out != name and Path(out).exists():
+        return str(Path(out).resolve())
+    return None
+
+
+def tool_env(info: PluginInfo, base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    """The environment to run opt-19/clang-19 with the plugins.
+
+    A plugin built with AddressSanitizer needs the ASan runtime loaded first
+    in the (uninstrumented) host tool: LD_PRELOAD it, and the UBSan runtime
+    with it. LeakSanitizer is turned off there: the host tool is not ours and
+    LLVM deliberately leaks at exit.
+    """
+    env = dict(os.environ if base is None else base)
+    if "address" in info.sanitize:
+        libs = [_runtime_library(info.cxx_compiler or "c++", "libasan.so")]
+        if "undefined" in info.sanitize:
+            libs.append(_runtime_library(info.cxx_compiler or "c++", "libubsan.so"))
+        libs = [lib for lib in libs if lib]
+        if libs:
+            env["LD_PRELOAD"] = ":".join(libs + [p for p in env.get("LD_PRELOAD", "").split(":") if p])
+        opts = env.get("ASAN_OPTIONS", "")
+        env["ASAN_OPTIONS"] = ":".join(o for o in (opts, "detect_leaks=0") if o)
+    return env
+
+
+def compile_to_ir(source, output, *, clang: Optional[str] = None,
+                  flags: Sequence[str] = (), timeout: float = 60.0) -> Path:
+    """C source -> LLVM IR that optimizations (and the inliner) still apply to:
+    ``clang-19 -O2 -Xclang -disable-llvm-passes -emit-llvm -S`` (``-O0`` would
+    mark every function optnone/noinline)."""
+    clang = clang or find_llvm_tool("clang-19")
+    cmd = [clang, "-O2", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-S",
+           *flags, str(source), "-o", str(output)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if res.returncode != 0:
+        raise MLBridgeError(f"{' '.join(cmd)} failed ({res.returncode}):\n{res.stderr[-2000:]}")
+    return Path(output)

@@ -1,0 +1,376 @@
+"""End to end: the phase-ordering plugin (integrations/llvm/phase_order, pass
+"mlbridge-phase-order") in a real opt-19 / clang-19 on real C programs.
+
+* The plugin's observation and action table are what the Python package
+  documents (-mlbridge-po-describe).
+* Every action runs and the optimized programs still print the reference
+  output.
+* One episode, two agents: the PyTorch policy as a Python agent over pipes
+  (PhaseOrderEnv) and the same policy exported to ONNX in-process
+  (-mlbridge-po-model), and compiled into the plugin: identical action
+  sequences and identical IR. Over gRPC too when built.
+* PhaseOrderEnv is a real gymnasium.Env (gymnasium's env checker); rewards
+  add up to the code-size change; STOP and the step budget end episodes.
+* A missing or failing agent: a warning, the module kept, a successful
+  compile.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import warnings
+from pathlib import Path
+from typing import Dict
+
+import pytest
+
+E2E = Path(__file__).resolve().parent
+REPO = E2E.parents[1]
+PROGRAMS = E2E / "programs" / "plugins"
+MODELS = REPO / "models" / "plugins"
+POLICY_ONNX = MODELS / "phase_order_policy.onnx"
+POLICY_PT = MODELS / "phase_order_policy.pt"
+
+CSMITH_SEEDS = (4, 7, 10)
+RUN_TIMEOUT = 60.0
+
+
+@pytest.fixture(scope="module")
+def plugins(mlbridge_pkg):
+    from mlbridge.llvm_plugins import PluginNotFound, find_plugins
+    try:
+        return find_plugins()
+    except PluginNotFound as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory, clang19, mlbridge_pkg, e2e) -> Dict[str, Dict]:
+    from mlbridge.llvm_plugins import compile_to_ir
+    from mlbridge.llvm_plugins.corpus import csmith_include_dir, csmith_ir, linked_ir
+    e2e.require_llvm_tool("llvm-link-19")
+    if shutil.which("csmith") is None:
+        pytest.fail("csmith not found: run scripts/install-deps.sh "
+                    "(scripts/deps/plugins.apt installs csmith)", pytrace=False)
+    out = tmp_path_factory.mktemp("corpus")
+    progs = {}
+    for name in ("bitops", "interp"):
+        src = PROGRAMS / f"{name}.c"
+        progs[name] = {"ir": compile_to_ir(src, out / f"{name}.ll", clang=clang19),
+                       "sources": [src], "flags": []}
+    mc = sorted((PROGRAMS / "minicalc").glob("*.c"))
+    progs["minicalc"] = {"ir": linked_ir(mc, out / "minicalc.ll", clang=clang19),
+                         "sources": mc, "flags": []}
+    inc = csmith_include_dir()
+    for seed in CSMITH_SEEDS:
+        ir = csmith_ir(seed, out, max_funcs=8, clang=clang19)
+        progs[f"csmith{seed}"] = {"ir": ir, "sources": [ir.with_suffix(".c")],
+                                  "flags": ["-w", f"-I{inc}"]}
+    return progs
+
+
+@pytest.fixture(scope="module")
+def reference_outputs(corpus, clang19, tmp_path_factory, e2e) -> Dict[str, str]:
+    out = tmp_path_factory.mktemp("reference")
+    ref = {}
+    for name, p in corpus.items():
+        exe = out / name
+        e2e.run_checked([clang19, "-O0", *p["flags"], *map(str, p["sources"]), "-o", str(exe)])
+        ref[name] = e2e.run_checked([str(exe)], timeout=RUN_TIMEOUT)
+    return ref
+
+
+@pytest.fixture(scope="module")
+def agent(mlbridge_pkg):
+    assert POLICY_PT.is_file() and POLICY_ONNX.is_file(), \
+        "models/plugins/phase_order_policy.{pt,onnx} missing (models/plugins/train_models.py)"
+    from mlbridge.llvm_plugins import TorchAgent
+    return TorchAgent.load(POLICY_PT)
+
+
+def run_tool(cmd, plugins, timeout=RUN_TIMEOUT, env=None):
+    from mlbridge.llvm_plugins import tool_env
+    return subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=timeout,
+                          env=tool_env(plugins, env), stdin=subprocess.DEVNULL)
+
+
+def run_ir(e2e, clang19, ll: Path, flags, tmp: Path) -> str:
+    exe = tmp / (ll.stem + ".exe")
+    e2e.run_checked([clang19, "-O0", *flags, str(ll), "-o", str(exe)])
+    return e2e.run_checked([str(exe)], timeout=RUN_TIMEOUT)
+
+
+def in_process_episode(plugins, opt19, ll, out, log, runner, extra=()):
+    """One episode with an in-process agent; returns the log entry."""
+    cmd = [opt19, f"-load-pass-plugin={plugins.phase_order}", "-passes=mlbridge-phase-order",
+           f"-mlbridge-po-runner={runner}", f"-mlbridge-po-log={log}", *extra,
+           str(ll), "-S", "-o", str(out)]
+    if runner == "onnx":
+        cmd.insert(3, f"-mlbridge-po-model={POLICY_ONNX}")
+    res = run_tool(cmd, plugins)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == ""
+    return res, json.loads(log.read_text().splitlines()[-1])
+
+
+def python_episode(env, agent, program: int):
+    obs, info = env.reset(options={"program": program})
+    done, total = False, 0.0
+    while not done:
+        obs, reward, terminated, truncated, info = env.step(agent(obs))
+        total += reward
+        done = terminated or truncated
+    return total, info
+
+
+# ---- what the plugin speaks ----------------------------------------------------------------
+
+
+def test_plugin_description_matches_the_python_package(plugins, opt19, tmp_path):
+    from mlbridge.llvm_plugins import ACTIONS, OBSERVATION_NAMES, STOP_ACTION
+    empty = tmp_path / "empty.ll"
+    empty.write_text("")
+    desc = tmp_path / "describe.json"
+    res = run_tool([opt19, f"-load-pass-plugin={plugins.phase_order}",
+                    "-passes=mlbridge-phase-order", "-mlbridge-po-runner=default",
+                    f"-mlbridge-po-describe={desc}", empty, "-o", os.devnull], plugins)
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    d = json.loads(desc.read_text())
+    assert tuple(d["observation"]) == OBSERVATION_NAMES
+    assert tuple(a["name"] for a in d["actions"]) == ACTIONS
+    assert d["stop"] == STOP_ACTION == 15
+    assert all(a["pipeline"] for a in d["actions"][:STOP_ACTION])
+
+
+def test_every_action_runs_and_programs_stay_correct(plugins, opt19, clang19, corpus,
+                                                     reference_outputs, tmp_path, e2e):
+    """A scripted Python agent applies all 15 pass sub-sequences, in order
+    and then in reverse; the IR stays valid (opt verifies it) and the
+    programs print the reference output."""
+    from mlbridge.llvm_plugins import PhaseOrderEnv
+    names = list(corpus)
+    orders = {"forward": list(range(15)), "reverse": list(range(14, -1, -1))}
+    with PhaseOrderEnv([corpus[n]["ir"] for n in names], max_steps=15, plugins=plugins,
+                       opt=opt19, workdir=tmp_path) as env:
+        for i, name in enumerate(names):
+            for tag, order in orders.items():
+                obs, info = env.reset(options={"program": i})
+                for step, action in enumerate(order):
+                    obs, reward, terminated, truncated, info = env.step(action)
+                    assert not terminated
+                    assert truncated == (step == len(order) - 1)
+                # Sizes may grow (inlining, unrolling): only the count is fixed.
+                assert len(env.code_sizes) == 16 and min(env.code_sizes) > 0
+                out = Path(info["output"])
+                kept = tmp_path / f"{name}.{tag}.ll"
+                out.rename(kept)
+                assert run_ir(e2e, clang19, kept, corpus[name]["flags"], tmp_path) == \
+                    reference_outputs[name], f"{name} after the {tag} sequence"
+
+
+# ---- the same episode, Python agent over pipes vs in-process agents ------------------------
+
+
+def test_python_agent_and_in_process_agents_take_identical_actions(
+        plugins, opt19, clang19, corpus, reference_outputs, agent, tmp_path, e2e):
+    from mlbridge.llvm_plugins import STOP_ACTION, PhaseOrderEnv
+    names = list(corpus)
+    distinct = set()
+    with PhaseOrderEnv([corpus[n]["ir"] for n in names], max_steps=10, plugins=plugins,
+                       opt=opt19, workdir=tmp_path / "env") as env:
+        for i, name in enumerate(names):
+            total, info = python_episode(env, agent, i)
+            py_actions, py_sizes = list(env.actions), list(env.code_sizes)
+            py_ir = Path(info["output"]).read_bytes()
+            assert total == py_sizes[0] - py_sizes[-1]
+            distinct.update(py_actions)
+            for runner in ("onnx", "compiled"):
+                out = tmp_path / f"{name}.{runner}.ll"
+                log = tmp_path / f"{runner}.log"
+                res, entry = in_process_episode(plugins, opt19, corpus[name]["ir"], out, log,
+                                                runner)
+                if not plugins.has_runner(runner):
+                    assert f"'{runner}' runner is not built" in res.stderr
+                    continue
+                assert "warning" not in res.stderr, res.stderr
+                assert entry["runner"] == runner
+                assert entry["actions"] == py_actions, (name, runner)
+                assert entry["code_size"] == py_sizes, (name, runner)
+                assert entry["fallback_steps"] == 0 and entry["error"] == ""
+                assert out.read_bytes() == py_ir, f"{name}: {runner} IR differs"
+            out = tmp_path / f"{name}.onnx.ll"
+            assert run_ir(e2e, clang19, out, corpus[name]["flags"], tmp_path) == \
+                reference_outputs[name]
+    # A real policy: several different passes, and it knows when to stop.
+    assert len(distinct - {STOP_ACTION}) >= 3, distinct
+    assert STOP_ACTION in distinct
+
+
+def test_grpc_agent_takes_the_same_actions(plugins, opt19, corpus, agent, tmp_path):
+    """The Python agent over gRPC (mlbridge.grpc) when the plugin has the
+    gRPC runner; otherwise asking for it is a clear diagnostic."""
+    from mlbridge.llvm_plugins import PhaseOrderEnv
+    p = corpus["minicalc"]
+    if not plugins.has_runner("grpc"):
+        res = run_tool([opt19, f"-load-pass-plugin={plugins.phase_order}",
+                        "-passes=mlbridge-phase-order", "-mlbridge-po-server=127.0.0.1:1",
+                        p["ir"], "-S", "-o", tmp_path / "o.ll"], plugins)
+        assert res.returncode == 0 and "'grpc' runner is not built" in res.stderr
+        return
+    seqs = {}
+    for transport in ("pipe", "grpc"):
+        with PhaseOrderEnv([p["ir"]], max_steps=10, plugins=plugins, opt=opt19,
+                           transport=transport, workdir=tmp_path / transport) as env:
+            python_episode(env, agent, 0)
+            seqs[transport] = (list(env.actions), list(env.code_sizes))
+    assert seqs["grpc"] == seqs["pipe"]
+
+
+# ---- the gymnasium environment ------------------------------------------------------------------
+
+
+def test_phase_order_env_passes_gymnasium_env_checker(plugins, opt19, corpus, tmp_path):
+    import gymnasium
+    from gymnasium.utils.env_checker import check_env
+    from mlbridge.llvm_plugins.phase_order import ENV_ID
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        env = gymnasium.make(ENV_ID, programs=[corpus["interp"]["ir"], corpus["csmith7"]["ir"]],
+                             max_steps=4, plugins=plugins, opt=opt19, render_mode="ansi",
+                             workdir=tmp_path)
+        try:
+            check_env(env.unwrapped)
+        finally:
+            env.close()
+    assert not [str(w.message) for w in caught if "gymnasium" in str(w.filename)]
+
+
+def test_episode_semantics_stop_budget_and_rewards(plugins, opt19, corpus, tmp_path, e2e):
+    from mlbridge.llvm_plugins import NUM_OBSERVATIONS, OBSERVATION_NAMES, STOP_ACTION
+    from mlbridge.llvm_plugins import PhaseOrderEnv
+    p = corpus["minicalc"]
+    with PhaseOrderEnv([p["ir"]], max_steps=3, plugins=plugins, opt=opt19,
+                       workdir=tmp_path, render_mode="ansi") as env:
+        # The step budget truncates.
+        obs, info = env.reset(seed=1)
+        assert obs.shape == (NUM_OBSERVATIONS,) and obs.dtype.name == "float32"
+        assert obs[OBSERVATION_NAMES.index("code_size")] == info["code_size"] > 0
+        assert obs[OBSERVATION_NAMES.index("step")] == 0
+        size0, total = info["code_size"], 0.0
+        for k, action in enumerate((2, 0, 4)):
+            obs, r, term, trunc, info = env.step(action)
+            total += r
+            assert obs[OBSERVATION_NAMES.index("step")] == k + 1
+            assert term is False and trunc == (k == 2)
+        assert total == size0 - info["code_size"] > 0
+        assert "mem2reg-combine" in env.render()
+        with pytest.raises(RuntimeError, match="reset"):
+            env.step(0)
+        # STOP at once: terminated, zero reward, the module as it came in.
+        obs, info = env.reset()
+        obs, r, term, trunc, info = env.step(STOP_ACTION)
+        assert (term, trunc, r) == (True, False, 0.0)
+        plain = tmp_path / "roundtrip.ll"
+        e2e.run_checked([opt19, str(p["ir"]), "-S", "-o", str(plain)])
+        assert Path(info["output"]).read_text() == plain.read_text()
+        # An action outside the space is refused before it reaches opt.
+        env.reset()
+        with pytest.raises(ValueError):
+            env.step(16)
+        obs, r, term, trunc, info = env.step(STOP_ACTION)  # the episode goes on
+        assert term
+
+
+# ---- fallback ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args,message", [
+    (["-mlbridge-po-model=/nonexistent/policy.onnx"], "cannot use the agent"),
+    (["-mlbridge-po-channel=/nonexistent/chan"], "no FIFO"),
+    (["-mlbridge-po-runner=banana"], "unknown runner 'banana'"),
+    (["-mlbridge-po-model=" + str(REPO / "models" / "plugins" / "inliner_policy.onnx")],
+     "does not fit the pass"),
+])
+def test_unusable_agent_leaves_the_module_and_warns(plugins, opt19, corpus, tmp_path, e2e,
+                                                    args, message):
+    p = corpus["bitops"]
+    out = tmp_path / "out.ll"
+    res = run_tool([opt19, f"-load-pass-plugin={plugins.phase_order}",
+                    "-passes=mlbridge-phase-order", *args, p["ir"], "-S", "-o", out], plugins)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == ""
+    assert "warning: mlbridge-phase-order:" in res.stderr and message in res.stderr, res.stderr
+    plain = tmp_path / "plain.ll"
+    e2e.run_checked([opt19, str(p["ir"]), "-S", "-o", str(plain)])
+    assert out.read_text() == plain.read_text()
+
+
+def test_agent_that_misbehaves_mid_episode(plugins, opt19, clang19, corpus, reference_outputs,
+                                           tmp_path, e2e):
+    """An illegal action, then an agent that disappears: warnings, the
+    actions applied so far are kept, the compile succeeds."""
+    import mlbridge
+    from mlbridge.llvm_plugins import tool_env
+    p = corpus["interp"]
+    for case in ("illegal", "dies"):
+        out = tmp_path / f"{case}.ll"
+        with mlbridge.PipeCompilerInterface(timeout=30) as iface:
+            proc = subprocess.Popen(
+                [opt19, f"-load-pass-plugin={plugins.phase_order}",
+                 "-passes=mlbridge-phase-order", f"-mlbridge-po-channel={iface.base}",
+                 str(p["ir"]), "-S", "-o", str(out)],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                env=tool_env(plugins))
+            iface.process = proc
+            try:
+                assert iface.evaluate(timeout=20) is not None
+                iface.populate_buffer(2)  # mem2reg-combine
+                assert iface.evaluate(timeout=20) is not None
+                if case == "illegal":
+                    iface.populate_buffer(99)
+                    final = iface.evaluate(timeout=20)  # the done report
+                    assert final is not None and int(final["done"][0]) == 1
+                    iface.populate_buffer(0)
+            finally:
+                iface.close()
+            try:
+                stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                pytest.fail("opt-19 kept waiting for a dead agent")
+        stderr = stderr.decode()
+        assert proc.returncode == 0, stderr
+        assert stdout == b""
+        expected = "action 99 is not one of the 16 actions" if case == "illegal" else \
+            "model failed, using the environment's fallback action"
+        assert "warning: mlbridge-phase-order:" in stderr and expected in stderr, stderr
+        assert run_ir(e2e, clang19, out, p["flags"], tmp_path) == reference_outputs["interp"]
+
+
+# ---- clang ----------------------------------------------------------------------------------------
+
+
+def test_clang_fpass_plugin_make_j2_with_in_process_agent(plugins, clang19, tmp_path, e2e,
+                                                           reference_outputs):
+    """clang-19 -fpass-plugin runs the pass at the end of its pipeline
+    (MLBRIDGE_PO_ENABLE) with the ONNX agent, on a multi-file make -j2."""
+    if shutil.which("make") is None:
+        pytest.fail("make not found (scripts/deps/plugins.apt installs it)", pytrace=False)
+    src = tmp_path / "minicalc"
+    shutil.copytree(PROGRAMS / "minicalc", src)
+    log = tmp_path / "po.log"
+    env = dict(os.environ, MLBRIDGE_PO_ENABLE="1", MLBRIDGE_PO_MODEL=str(POLICY_ONNX),
+               MLBRIDGE_PO_LOG=str(log))
+    res = run_tool(["make", "-j2", "-C", str(src), f"CC={clang19}",
+                    f"CFLAGS=-O1 -fpass-plugin={plugins.phase_order}"], plugins, timeout=240,
+                   env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "warning" not in res.stderr, res.stderr
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    assert sorted(Path(e["module"]).name for e in entries) == \
+        ["main.c", "matrix.c", "rpn.c", "strutil.c", "vec.c"]
+    assert all(e["runner"] == "onnx" and e["actions"] and not e["error"] for e in entries)
+    assert e2e.run_checked([str(src / "minicalc")]) == reference_outputs["minicalc"]
