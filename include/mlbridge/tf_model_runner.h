@@ -1,0 +1,138 @@
+//===- mlbridge/tf_model_runner.h - A model compiled by XLA AOT -*- C++ -*-===//
+//
+// TFModelRunner runs a TensorFlow model that XLA compiled ahead of time into
+// the program (the paper's fastest runner; LLVM's release-mode ML advisors
+// ship their models this way). No TensorFlow, Python or file is needed at
+// run time: the model is machine code and constants linked into the binary.
+//
+// The build compiles the model (cmake/MLBridgeTFAOT.cmake, docs/tf-aot.md):
+//
+//   mlbridge_add_tf_aot_model(inliner_model SAVED_MODEL ${DIR}
+//                             NAME my::InlinerPolicy)
+//   target_link_libraries(my_pass PRIVATE inliner_model)
+//
+// and generates "inliner_model.h", declaring the model's description
+// `const mlbridge::TFAOTModel &my::InlinerPolicyModel();`. Then:
+//
+//   #include "inliner_model.h"
+//   mlbridge::TFModelRunner Runner(my::InlinerPolicyModel(), "decision");
+//   Runner.setFeature("callee_size", std::vector<float>{...});
+//   int64_t D = Runner.evaluateOr<int64_t>(0);
+//
+// Features are the signature's inputs, declared up front with their names,
+// dtypes and shapes (a scalar input is shape [1]); a wrong name, dtype or
+// element count is an error value, as for every runner. The advice is one
+// output chosen by name (default: the first in name order); every output
+// of the last evaluation can be read by name with output().
+//
+// Threads: a runner owns the compiled function's argument, result and
+// scratch buffers, so one runner is used by one thread at a time. Give each
+// thread its own runner -- clone() or another constructor call over the
+// same TFAOTModel -- which shares the code and constants (read-only) and
+// costs a few buffers of the model's size. Runners over one model on
+// different threads run fully in parallel, without locks.
+//
+// This header needs neither TensorFlow's headers nor exceptions or RTTI.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLBRIDGE_TF_MODEL_RUNNER_H
+#define MLBRIDGE_TF_MODEL_RUNNER_H
+
+#include "mlbridge/model_runner.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mlbridge {
+
+/// One input or output of a compiled signature.
+struct TFAOTTensorInfo {
+  const char *Name;    ///< the signature key: feature or output name
+  const char *XlaName; ///< tfcompile's name ("feed_<key>", "fetch_<key>")
+  DType Type;
+  const int64_t *Shape; ///< Rank dims (Rank 0: a scalar)
+  size_t Rank;
+};
+
+/// A model compiled by mlbridge_add_tf_aot_model: its signature and a
+/// type-erased handle on the class XLA generated. The build generates one
+/// per model (`<Class>Model()`); there is no need to fill one by hand.
+/// The function pointers never throw.
+struct TFAOTModel {
+  const char *Name;
+  const TFAOTTensorInfo *Inputs;
+  size_t NumInputs;
+  const TFAOTTensorInfo *Outputs;
+  size_t NumOutputs;
+  /// A new instance with its own buffers; nullptr if allocation failed.
+  void *(*Create)();
+  void (*Destroy)(void *Instance);
+  /// Runs the computation on the argument buffers; false on failure.
+  bool (*Run)(void *Instance);
+  void *(*ArgData)(void *Instance, int Index);
+  const void *(*ResultData)(const void *Instance, int Index);
+  int64_t (*ArgBytes)(const void *Instance, int Index);
+  /// Positional index of tfcompile's feed/fetch name, or -1.
+  int (*ArgIndex)(const void *Instance, const char *XlaName);
+  int (*ResultIndex)(const void *Instance, const char *XlaName);
+};
+
+class TFModelRunner final : public ModelRunner {
+public:
+  /// A runner over Model whose advice is the output called AdviceOutput
+  /// (empty: the first output). Errors: an unknown output name, or a model
+  /// description that does not match its compiled code.
+  static Expected<std::unique_ptr<TFModelRunner>>
+  create(const TFAOTModel &Model, std::string_view AdviceOutput = {},
+         RunnerOptions Options = RunnerOptions());
+
+  /// Same as create(), for code that prefers a plain object: an error is
+  /// reported by every later call instead.
+  explicit TFModelRunner(const TFAOTModel &Model,
+                         std::string_view AdviceOutput = {},
+                         RunnerOptions Options = RunnerOptions());
+  ~TFModelRunner() override;
+
+  const TFAOTModel &model() const { return *Model; }
+
+  /// The model's outputs (specs as in the signature; scalars are [1]).
+  size_t outputCount() const { return OutputSpecs.size(); }
+  const TensorSpec &outputSpec(size_t I) const { return OutputSpecs[I]; }
+  std::optional<size_t> outputIndex(std::string_view Name) const;
+
+  /// Makes the output called Name the advice (setAdviceSpec with its spec).
+  /// Setting an advice spec directly works too: its name selects the output
+  /// and its dtype and element count must match.
+  Status selectOutput(std::string_view Name);
+
+  /// The output called Name as computed by the last successful evaluation.
+  /// The pointer stays valid until the next evaluation or output() call
+  /// for the same name. Error if no evaluation succeeded yet or the name is
+  /// unknown.
+  Expected<const TensorValue *> output(std::string_view Name);
+
+  /// Another runner over the same compiled model with the same advice
+  /// output and options, for another thread.
+  Expected<std::unique_ptr<TFModelRunner>> clone() const;
+
+private:
+  struct Instance;
+
+  Status doEvaluate(const std::vector<const TensorValue *> &Features,
+                    bool FeaturesChanged, const TensorSpec &Spec,
+                    TensorValue &Out) override;
+
+  const TFAOTModel *Model;
+  std::unique_ptr<Instance> Inst;
+  std::vector<TensorSpec> OutputSpecs;
+  std::vector<TensorValue> OutputCache; // filled by output()
+  bool HaveResults = false;
+};
+
+} // namespace mlbridge
+
+#endif // MLBRIDGE_TF_MODEL_RUNNER_H

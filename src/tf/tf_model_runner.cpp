@@ -1,0 +1,233 @@
+#include "mlbridge/tf_model_runner.h"
+
+#include <cstring>
+
+namespace mlbridge {
+
+namespace {
+
+TensorSpec specOf(const TFAOTTensorInfo &T) {
+  // Scalars are [1] in the feature API.
+  std::vector<int64_t> Shape = T.Rank ? std::vector<int64_t>(T.Shape, T.Shape + T.Rank)
+                                      : std::vector<int64_t>(1, 1);
+  return TensorSpec(T.Name, T.Type, std::move(Shape));
+}
+
+std::vector<TensorSpec> inputSpecs(const TFAOTModel &M) {
+  std::vector<TensorSpec> Specs;
+  Specs.reserve(M.NumInputs);
+  for (size_t I = 0; I < M.NumInputs; ++I)
+    Specs.push_back(specOf(M.Inputs[I]));
+  return Specs;
+}
+
+std::string outputNames(const TFAOTModel &M) {
+  std::string S;
+  for (size_t I = 0; I < M.NumOutputs; ++I)
+    S += (I ? ", " : "") + std::string(M.Outputs[I].Name);
+  return S;
+}
+
+// Index of the output called Name; NumOutputs if none.
+size_t findOutput(const TFAOTModel &M, std::string_view Name) {
+  for (size_t I = 0; I < M.NumOutputs; ++I)
+    if (Name == M.Outputs[I].Name)
+      return I;
+  return M.NumOutputs;
+}
+
+Status unknownOutput(const TFAOTModel &M, std::string_view Name) {
+  return Status(ErrorCode::InvalidArgument,
+                "TF-AOT model '" + std::string(M.Name) + "' has no output '" +
+                    std::string(Name) + "' (outputs: " + outputNames(M) +
+                    ")");
+}
+
+std::optional<TensorSpec> adviceOf(const TFAOTModel &M,
+                                   std::string_view Name) {
+  if (M.NumOutputs == 0)
+    return std::nullopt;
+  size_t I = Name.empty() ? 0 : findOutput(M, Name);
+  if (I == M.NumOutputs)
+    return std::nullopt;
+  return specOf(M.Outputs[I]);
+}
+
+} // namespace
+
+/// One instance of the compiled class and where its tensors are.
+struct TFModelRunner::Instance {
+  const TFAOTModel *Model = nullptr;
+  void *Handle = nullptr;
+  std::vector<int> ArgIndex;     // per input (feature order)
+  std::vector<size_t> ArgBytes;  // per input
+  std::vector<int> ResultIndex;  // per output
+  std::vector<size_t> ResultBytes;
+
+  ~Instance() {
+    if (Handle)
+      Model->Destroy(Handle);
+  }
+
+  Status init(const TFAOTModel &M) {
+    Model = &M;
+    Handle = M.Create();
+    if (!Handle)
+      return Status(ErrorCode::Internal,
+                    "TF-AOT model '" + std::string(M.Name) +
+                        "': could not allocate its buffers");
+    for (size_t I = 0; I < M.NumInputs; ++I) {
+      const TFAOTTensorInfo &T = M.Inputs[I];
+      int Index = M.ArgIndex(Handle, T.XlaName);
+      const size_t Bytes = specOf(T).byteSize();
+      if (Index < 0 || M.ArgBytes(Handle, Index) != int64_t(Bytes))
+        return Status(ErrorCode::Internal,
+                      "TF-AOT model '" + std::string(M.Name) + "': input '" +
+                          T.Name +
+                          "' does not match the compiled code (rebuild the "
+                          "model's generated files)");
+      ArgIndex.push_back(Index);
+      ArgBytes.push_back(Bytes);
+    }
+    for (size_t I = 0; I < M.NumOutputs; ++I) {
+      const TFAOTTensorInfo &T = M.Outputs[I];
+      int Index = M.ResultIndex(Handle, T.XlaName);
+      if (Index < 0)
+        return Status(ErrorCode::Internal,
+                      "TF-AOT model '" + std::string(M.Name) +
+                          "': output '" + T.Name +
+                          "' is not in the compiled code");
+      ResultIndex.push_back(Index);
+      ResultBytes.push_back(specOf(T).byteSize());
+    }
+    return Status::ok();
+  }
+};
+
+Expected<std::unique_ptr<TFModelRunner>>
+TFModelRunner::create(const TFAOTModel &Model, std::string_view AdviceOutput,
+                      RunnerOptions Options) {
+  std::unique_ptr<TFModelRunner> R(
+      new TFModelRunner(Model, AdviceOutput, std::move(Options)));
+  if (!R->constructionStatus().isOk())
+    return R->constructionStatus();
+  return R;
+}
+
+TFModelRunner::TFModelRunner(const TFAOTModel &M,
+                             std::string_view AdviceOutput,
+                             RunnerOptions Options)
+    : ModelRunner(inputSpecs(M), adviceOf(M, AdviceOutput),
+                  std::move(Options)),
+      Model(&M), Inst(new Instance) {
+  for (size_t I = 0; I < M.NumOutputs; ++I) {
+    OutputSpecs.push_back(specOf(M.Outputs[I]));
+    OutputCache.emplace_back(OutputSpecs.back());
+  }
+  if (M.NumOutputs == 0) {
+    setConstructionError(Status(ErrorCode::InvalidArgument,
+                                "TF-AOT model '" + std::string(M.Name) +
+                                    "' has no outputs"));
+    return;
+  }
+  if (!AdviceOutput.empty() && findOutput(M, AdviceOutput) == M.NumOutputs) {
+    setConstructionError(unknownOutput(M, AdviceOutput));
+    return;
+  }
+  if (Status S = Inst->init(M); !S.isOk())
+    setConstructionError(std::move(S));
+}
+
+TFModelRunner::~TFModelRunner() = default;
+
+std::optional<size_t> TFModelRunner::outputIndex(std::string_view Name) const {
+  size_t I = findOutput(*Model, Name);
+  if (I == Model->NumOutputs)
+    return std::nullopt;
+  return I;
+}
+
+Status TFModelRunner::selectOutput(std::string_view Name) {
+  std::optional<size_t> I = outputIndex(Name);
+  if (!I)
+    return unknownOutput(*Model, Name);
+  return setAdviceSpec(OutputSpecs[*I]);
+}
+
+Expected<const TensorValue *> TFModelRunner::output(std::string_view Name) {
+  std::optional<size_t> I = outputIndex(Name);
+  if (!I)
+    return unknownOutput(*Model, Name);
+  if (!HaveResults)
+    return Status(ErrorCode::InvalidArgument,
+                  "TF-AOT model '" + std::string(Model->Name) +
+                      "': no successful evaluation yet, so no output '" +
+                      std::string(Name) + "'");
+  TensorValue &V = OutputCache[*I];
+  V.assign(Model->ResultData(Inst->Handle, Inst->ResultIndex[*I]),
+           Inst->ResultBytes[*I]);
+  return &V;
+}
+
+Expected<std::unique_ptr<TFModelRunner>> TFModelRunner::clone() const {
+  std::string_view Advice;
+  if (adviceSpec() && outputIndex(adviceSpec()->name()))
+    Advice = adviceSpec()->name();
+  return create(*Model, Advice, options());
+}
+
+Status TFModelRunner::doEvaluate(
+    const std::vector<const TensorValue *> &Features, bool, const TensorSpec &Spec,
+    TensorValue &Out) {
+  HaveResults = false;
+  const TFAOTModel &M = *Model;
+  // The advice: the output named by the spec, checked before running.
+  const size_t OutI = findOutput(M, Spec.name());
+  if (OutI == M.NumOutputs)
+    return unknownOutput(M, Spec.name());
+  const TensorSpec &OutSpec = OutputSpecs[OutI];
+  if (Spec.type() != OutSpec.type())
+    return Status(ErrorCode::TypeMismatch,
+                  "TF-AOT output '" + OutSpec.name() + "' is " +
+                      std::string(dtypeName(OutSpec.type())) +
+                      ", but the advice spec asks for " +
+                      std::string(dtypeName(Spec.type())));
+  if (!Spec.isDynamic() && Spec.elementCount() != OutSpec.elementCount())
+    return Status(ErrorCode::TypeMismatch,
+                  "TF-AOT output '" + OutSpec.name() + "' has " +
+                      std::to_string(OutSpec.elementCount()) +
+                      " elements, the advice spec " +
+                      std::to_string(Spec.elementCount()));
+
+  // Features come in declaration order, which is the model's input order
+  // (the runner declares them all up front and accepts no other).
+  if (Features.size() != Inst->ArgIndex.size()) {
+    // addFeature() declared something the model has no input for.
+    const std::string Extra = Features.size() > M.NumInputs
+                                  ? Features[M.NumInputs]->spec().name()
+                                  : std::string("?");
+    return Status(ErrorCode::InvalidArgument,
+                  "TF-AOT model '" + std::string(M.Name) +
+                      "' has no input for feature '" + Extra + "'");
+  }
+  for (size_t I = 0; I < Features.size(); ++I) {
+    const TensorValue &F = *Features[I];
+    if (F.byteSize() != Inst->ArgBytes[I])
+      return Status(ErrorCode::Internal,
+                    "TF-AOT runner: feature '" + F.spec().name() +
+                        "' has an unexpected size");
+    std::memcpy(M.ArgData(Inst->Handle, Inst->ArgIndex[I]), F.data(),
+                F.byteSize());
+  }
+  if (!M.Run(Inst->Handle))
+    return Status(ErrorCode::Internal,
+                  "TF-AOT model '" + std::string(M.Name) + "' failed to run");
+  HaveResults = true;
+  if (Spec.isDynamic())
+    Out.reshape(OutSpec.shape());
+  Out.assign(M.ResultData(Inst->Handle, Inst->ResultIndex[OutI]),
+             Inst->ResultBytes[OutI]);
+  return Status::ok();
+}
+
+} // namespace mlbridge
