@@ -20,7 +20,7 @@
 #       [FULL_RUNTIME])            # also link XLA's Eigen-based kernels
 #
 #     Adds the static library <target>: at build time it runs XLA's AOT
-#     compiler on the signature (src/tf/tfaot_compile.py, the same call as
+#     compiler on the signature (tools/tf-aot/tfaot_compile.py, the same call as
 #     `saved_model_cli aot_compile_cpu`) and links the generated object with
 #     the XLA runtime sources shipped in the TensorFlow wheel. Link <target>
 #     and include "<target>.h", which declares
@@ -202,14 +202,14 @@ ${_decl}
   endif()
   add_custom_command(
     OUTPUT "${_archive}" "${_adapter}" "${_class_header}"
-    COMMAND "${MLBRIDGE_TF_PYTHON}" "${_MLBRIDGE_TFAOT_DIR}/../src/tf/tfaot_compile.py"
+    COMMAND "${MLBRIDGE_TF_PYTHON}" "${_MLBRIDGE_TFAOT_DIR}/../tools/tf-aot/tfaot_compile.py"
             --saved-model "${_saved}" --tag-set "${A_TAG_SET}"
             --signature "${A_SIGNATURE}" --cpp-class "${A_NAME}"
             --accessor "${_accessor}" --model-name "${target}"
             --out-dir "${_gen}" --prefix "${_prefix}"
             --target-triple "${A_TARGET_TRIPLE}" --target-cpu "${A_TARGET_CPU}"
             --ar "${CMAKE_AR}" --nm "${CMAKE_NM}" ${_full}
-    DEPENDS "${_MLBRIDGE_TFAOT_DIR}/../src/tf/tfaot_compile.py" ${_saved_files}
+    DEPENDS "${_MLBRIDGE_TFAOT_DIR}/../tools/tf-aot/tfaot_compile.py" ${_saved_files}
             ${A_DEPENDS}
     COMMENT "XLA AOT: compiling TensorFlow model ${target} (${A_NAME})"
     VERBATIM)

@@ -168,7 +168,7 @@ def test_dynamic_shape_is_a_clear_build_error(tmp_path):
     source = Path(os.environ.get("MLBRIDGE_SOURCE_DIR",
                                  Path(__file__).resolve().parents[2]))
     proc = subprocess.run(
-        [CFG["python"], str(source / "src" / "tf" / "tfaot_compile.py"),
+        [CFG["python"], str(source / "tools" / "tf-aot" / "tfaot_compile.py"),
          "--saved-model", str(saved), "--cpp-class", "Dyn", "--accessor",
          "DynModel", "--model-name", "dyn", "--out-dir", str(tmp_path),
          "--prefix", "dyn", "--target-triple", "x86_64-pc-linux-gnu"],

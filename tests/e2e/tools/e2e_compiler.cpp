@@ -6,6 +6,7 @@
 //                        model echoes them back, compare exactly
 //   --scenario requests  --count N requests of {"i": k}; expects 2k back
 //   --scenario rtt       --size N float vector, --count K timed requests
+#include "e2e_report.h"
 #include "mlbridge/pipe_model_runner.h"
 
 #include <algorithm>
@@ -19,7 +20,7 @@
 #include <vector>
 
 using namespace mlbridge;
-using Clock = std::chrono::steady_clock;
+using e2e::Clock;
 
 namespace {
 
@@ -30,34 +31,8 @@ struct Args {
   int Count = 3, Size = 1;
 };
 
-double msSince(Clock::time_point T) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - T).count();
-}
-
-std::string jsonEscape(const std::string &S) {
-  std::string Out;
-  for (char C : S) {
-    if (C == '"' || C == '\\') {
-      Out += '\\';
-      Out += C;
-    } else if (static_cast<unsigned char>(C) < 0x20) {
-      char Buf[8];
-      std::snprintf(Buf, sizeof Buf, "\\u%04x", C);
-      Out += Buf;
-    } else {
-      Out += C;
-    }
-  }
-  return Out;
-}
-
-void printError(const char *Where, const Status &S, double Ms) {
-  std::printf("{\"event\":\"error\",\"where\":\"%s\",\"code\":\"%s\","
-              "\"message\":\"%s\",\"elapsed_ms\":%.1f}\n",
-              Where, errorCodeName(S.code()), jsonEscape(S.message()).c_str(),
-              Ms);
-  std::fflush(stdout);
-}
+using e2e::msSince;
+using e2e::printError;
 
 PipeOptions options(const Args &A) {
   PipeOptions O;

@@ -15,6 +15,7 @@
 //
 // Training mode (--mode training) listens on --address (default
 // 127.0.0.1:0) and prints {"event":"listening","port":P} first.
+#include "e2e_report.h"
 #include "mlbridge/grpc_model_runner.h"
 #include "mlbridge/pipe_model_runner.h"
 #include "mlbridge/protobuf_serdes.h"
@@ -36,7 +37,7 @@
 #include <vector>
 
 using namespace mlbridge;
-using Clock = std::chrono::steady_clock;
+using e2e::Clock;
 
 namespace {
 
@@ -52,34 +53,9 @@ struct Args {
   int LingerMs = 3000;
 };
 
-double msSince(Clock::time_point T) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - T).count();
-}
-
-std::string jsonEscape(const std::string &S) {
-  std::string Out;
-  for (char C : S) {
-    if (C == '"' || C == '\\') {
-      Out += '\\';
-      Out += C;
-    } else if (static_cast<unsigned char>(C) < 0x20) {
-      char Buf[8];
-      std::snprintf(Buf, sizeof Buf, "\\u%04x", C);
-      Out += Buf;
-    } else {
-      Out += C;
-    }
-  }
-  return Out;
-}
-
-void printError(const char *Where, const Status &S, double Ms) {
-  std::printf("{\"event\":\"error\",\"where\":\"%s\",\"code\":\"%s\","
-              "\"message\":\"%s\",\"elapsed_ms\":%.1f}\n",
-              Where, errorCodeName(S.code()), jsonEscape(S.message()).c_str(),
-              Ms);
-  std::fflush(stdout);
-}
+using e2e::jsonEscape;
+using e2e::msSince;
+using e2e::printError;
 
 GrpcOptions options(const Args &A) {
   GrpcOptions O;
