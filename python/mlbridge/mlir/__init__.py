@@ -1,0 +1,178 @@
+"""The MLIR pass plugin (integrations/mlir) from Python: find it, run the
+stock ``mlir-opt-19`` with it, serve its decisions from a Python policy,
+lower the kernels to executables and measure them (docs/mlir.md).
+
+    from mlbridge.mlir import find_plugin, kernel_source, serve_unroll
+
+    info = find_plugin()
+    run = serve_unroll(info, kernel_source("matmul"), "out.mlir",
+                       policy=lambda f: 3 if f["trip_count"] % 8 == 0 else 2)
+    run.features, run.decisions, run.contexts   # one row per innermost loop
+
+The pass asks one decision per innermost affine loop: the index of its unroll
+factor in UNROLL_FACTORS (or one score per factor). Its features are FEATURES
+(int64 [1] each); the advice is ``unroll_action``. Without a model it uses
+DEFAULT_ACTION (factor 4, MLIR's affine-loop-unroll default).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence
+
+from ..errors import MLBridgeError
+from ..llvm_plugins._plugins import PluginNotFound, find_llvm_tool
+
+#: The features of one innermost loop, in the plugin's order.
+FEATURES = ("trip_count", "depth", "outer_trips", "body_ops", "loads", "stores",
+            "float_ops", "int_ops", "iter_args", "step")
+#: The actions: unroll factors.
+UNROLL_FACTORS = (1, 2, 4, 8, 16)
+#: affine-loop-unroll's default factor (4).
+DEFAULT_ACTION = 2
+ADVICE = "unroll_action"
+PASS = "mlbridge-affine-unroll"
+
+_REPO_ROOT = Path(__file__).resolve().parents[3]
+KERNELS_DIR = _REPO_ROOT / "integrations" / "mlir" / "kernels"
+
+#: How a kernel is lowered to LLVM IR (then mlir-translate-19 and clang-19).
+LOWERING = ("--lower-affine", "--expand-strided-metadata", "--lower-affine",
+            "--convert-scf-to-cf", "--finalize-memref-to-llvm",
+            "--convert-math-to-llvm", "--convert-arith-to-llvm", "--convert-func-to-llvm",
+            "--convert-cf-to-llvm", "--convert-index-to-llvm",
+            "--reconcile-unrealized-casts")
+#: clang-19 flags of the lowered kernels.
+CLANG_FLAGS = ("-O2", "-Wno-override-module")
+TIMEOUT = 120.0
+
+
+@dataclass
+class MLIRPluginInfo:
+    """The built plugin, as described by ``lib/mlir-plugins/mlir-plugin.json``."""
+
+    unroll: Path
+    runners: Dict[str, bool] = field(default_factory=dict)
+    llvm_bin_dir: str = ""
+    source: Optional[Path] = None
+
+    def has_runner(self, name: str) -> bool:
+        return bool(self.runners.get(name, False))
+
+
+def find_plugin(build_dir=None) -> MLIRPluginInfo:
+    """Finds mlir-plugin.json under ``build_dir``, ``$MLBRIDGE_BUILD_DIR`` or
+    ``<repo>/build``."""
+    bases = [Path(b) for b in (build_dir, os.environ.get("MLBRIDGE_BUILD_DIR")) if b]
+    bases.append(_REPO_ROOT / "build")
+    for base in bases:
+        cand = base / "lib" / "mlir-plugins" / "mlir-plugin.json"
+        if cand.is_file():
+            data = json.loads(cand.read_text())
+            info = MLIRPluginInfo(Path(data["unroll"]), dict(data.get("runners", {})),
+                                  data.get("llvm_bin_dir", ""), cand)
+            if not info.unroll.is_file():
+                raise PluginNotFound(f"{cand} names {info.unroll}, which does not exist: "
+                                     f"build the target MLBridgeMLIRUnroll")
+            return info
+    raise PluginNotFound("the MLIR plugin is not built (no lib/mlir-plugins/mlir-plugin.json "
+                         "under " + ", ".join(map(str, bases)) + "); install libmlir-19-dev "
+                         "and build the target MLBridgeMLIRUnroll")
+
+
+# ---- kernels -----------------------------------------------------------------------
+
+
+def kernel_names() -> List[str]:
+    """The kernels under integrations/mlir/kernels (common.mlir excluded)."""
+    return sorted(p.stem for p in KERNELS_DIR.glob("*.mlir") if p.stem != "common")
+
+
+def kernel_source(name: str) -> str:
+    """A kernel's complete module text: its file and the shared helpers."""
+    return (KERNELS_DIR / f"{name}.mlir").read_text() + (KERNELS_DIR / "common.mlir").read_text()
+
+
+def _run(cmd: Sequence[str], what: str, timeout: float = TIMEOUT, **kw) -> subprocess.CompletedProcess:
+    res = subprocess.run(list(map(str, cmd)), capture_output=True, text=True,
+                         timeout=timeout, stdin=subprocess.DEVNULL, **kw)
+    if res.returncode != 0:
+        raise MLBridgeError(f"{what} failed ({res.returncode}): {' '.join(map(str, cmd))}\n"
+                            f"{res.stderr[-3000:]}")
+    return res
+
+
+def pass_pipeline(**options: str) -> str:
+    """``builtin.module(mlbridge-affine-unroll{k=v ...})``."""
+    opts = " ".join(f"{k.replace('_', '-')}={v}" for k, v in options.items())
+    return f"builtin.module({PASS}{{{opts}}})" if opts else f"builtin.module({PASS})"
+
+
+def unroll_command(info: MLIRPluginInfo, src: Path, out: Path, **options: str) -> List[str]:
+    """The mlir-opt-19 command running the plugin's pass on ``src``."""
+    return [find_llvm_tool("mlir-opt-19"), f"--load-pass-plugin={info.unroll}",
+            f"--pass-pipeline={pass_pipeline(**options)}", str(src), "-o", str(out)]
+
+
+def build_executable(mlir_file: Path, exe: Path) -> Path:
+    """Lowers an (unrolled) kernel module to LLVM and links it with the C
+    driver: mlir-opt-19 LOWERING, mlir-translate-19, clang-19 CLANG_FLAGS."""
+    exe = Path(exe)
+    lowered = exe.with_suffix(".llvm.mlir")
+    ll = exe.with_suffix(".ll")
+    _run([find_llvm_tool("mlir-opt-19"), *LOWERING, str(mlir_file), "-o", str(lowered)],
+         "lowering")
+    _run([find_llvm_tool("mlir-translate-19"), "--mlir-to-llvmir", str(lowered), "-o", str(ll)],
+         "mlir-translate-19")
+    _run([find_llvm_tool("clang-19"), *CLANG_FLAGS, str(ll), str(KERNELS_DIR / "driver.c"),
+          "-o", str(exe)], "clang-19")
+    return exe
+
+
+def run_output(exe: Path) -> str:
+    """What the kernel prints: one exact (hex) checksum per output."""
+    return _run([str(exe)], str(exe)).stdout
+
+
+_COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
+
+
+def count_instructions(exe: Path, function: str = "kernel") -> int:
+    """Instructions retired inside ``function`` (callgrind --toggle-collect;
+    repeatable, unlike time on a shared machine)."""
+    res = _run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                f"--toggle-collect={function}", str(exe)], "valgrind")
+    m = _COLLECTED.search(res.stderr)
+    if not m:
+        raise MLBridgeError(f"no instruction count in valgrind's output:\n{res.stderr[-2000:]}")
+    return int(m.group(1))
+
+
+# ---- serving the pass from Python ------------------------------------------------------
+
+
+def serve_unroll(info: MLIRPluginInfo, src: Path, out: Path,
+                 policy: Callable[[Dict[str, int]], int], *, transport: str = "pipe",
+                 serdes: str = "bitstream", timeout: float = TIMEOUT,
+                 options: Optional[Dict[str, str]] = None):
+    """Runs the pass on ``src`` with ``policy`` answering every loop (a
+    callable from the feature dict to an action index), over named pipes or
+    gRPC. Returns the run: ``features`` (one row per loop, columns
+    ``feature_names``), ``decisions``, ``contexts`` (the function of each
+    loop), ``stderr``; raises if mlir-opt-19 fails."""
+    from ..llvm_plugins.inliner import serve_inliner
+
+    opts = dict(options or {})
+    if transport == "pipe":
+        opts["format"] = serdes
+    key = "channel" if transport == "pipe" else "server"
+    run = serve_inliner(lambda endpoint: unroll_command(info, src, out, **opts, **{key: endpoint}),
+                        policy, timeout=timeout, serdes=serdes, transport=transport)
+    if run.returncode != 0:
+        raise MLBridgeError(f"mlir-opt-19 failed ({run.returncode}):\n{run.stderr[-3000:]}")
+    return run

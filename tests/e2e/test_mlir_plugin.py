@@ -1,0 +1,228 @@
+"""End to end: the MLIR pass plugin (integrations/mlir) in Debian's stock
+mlir-opt-19, on the kernels of integrations/mlir/kernels.
+
+* It loads with --load-pass-plugin and registers mlbridge-affine-unroll.
+* With the default policy (no model, runner=default) its output is exactly
+  MLIR's own affine-loop-unroll's, on every kernel.
+* Each runner asks the model once per innermost loop and applies the answer:
+  pipe (bitstream and JSON) and gRPC to a Python policy, ONNX Runtime and
+  the compiled-in model (when built) deciding as the same ONNX model does
+  in Python.
+* Kernels compiled with model decisions print the same checksums (exact
+  hex floats) as without the pass.
+* A missing channel / model file, a dead or silent peer, an out-of-range
+  answer: a warning, factor 4 for the rest, mlir-opt-19 succeeds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+MODEL = REPO / "models" / "mlir" / "unroll_policy.onnx"
+#: Kernels whose lowered builds the result checks compile (a few seconds each).
+RESULT_KERNELS = ("matmul", "jacobi2d", "conv2d", "reduce_rows")
+
+
+@pytest.fixture(scope="module")
+def mlir(mlbridge_pkg):
+    import mlbridge.mlir as m
+    from mlbridge.llvm_plugins import PluginNotFound
+    try:
+        return m, m.find_plugin()
+    except PluginNotFound as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def kernels(mlir, tmp_path_factory):
+    m, _ = mlir
+    out = tmp_path_factory.mktemp("kernels")
+    paths = {}
+    for name in m.kernel_names():
+        p = out / f"{name}.mlir"
+        p.write_text(m.kernel_source(name))
+        paths[name] = p
+    assert len(paths) >= 8, f"expected the kernel set, found {sorted(paths)}"
+    return paths
+
+
+def run_opt(cmd, timeout=60.0, env=None):
+    res = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=timeout,
+                         stdin=subprocess.DEVNULL, env=env)
+    return res
+
+
+def log_lines(path: Path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_plugin_loads_and_registers_the_pass(mlir):
+    m, info = mlir
+    res = run_opt([m.find_llvm_tool("mlir-opt-19"), f"--load-pass-plugin={info.unroll}", "--help"])
+    assert res.returncode == 0, res.stderr
+    assert "mlbridge-affine-unroll" in res.stdout
+    # The plugin exports only its entry point and links no MLIR/LLVM library.
+    syms = subprocess.run(["nm", "-D", "--defined-only", str(info.unroll)],
+                          capture_output=True, text=True, check=True).stdout.split()
+    assert "mlirGetPassPluginInfo" in syms
+    assert not [s for s in syms if s.startswith("_Z")], "C++ symbols exported"
+    needed = subprocess.run(["readelf", "-d", str(info.unroll)], capture_output=True,
+                            text=True, check=True).stdout
+    assert "libMLIR" not in needed and "libLLVM" not in needed
+
+
+def test_default_policy_is_affine_loop_unroll(mlir, kernels, tmp_path):
+    m, info = mlir
+    for name, src in kernels.items():
+        ours, ref, log = tmp_path / f"{name}.ours", tmp_path / f"{name}.ref", tmp_path / "log"
+        res = run_opt(m.unroll_command(info, src, ours, runner="default", log=log))
+        assert res.returncode == 0 and res.stdout == "", res.stderr
+        res = run_opt([m.find_llvm_tool("mlir-opt-19"), str(src),
+                       "--pass-pipeline=builtin.module(func.func(affine-loop-unroll))",
+                       "-o", str(ref)])
+        assert res.returncode == 0, res.stderr
+        assert ours.read_text() == ref.read_text(), f"{name}: differs from affine-loop-unroll"
+        assert ours.read_text() != src.read_text(), f"{name}: nothing unrolled"
+    entries = log_lines(tmp_path / "log")
+    assert len(entries) == len(kernels)
+    assert all(e["runner"] == "default" and set(e["factors"]) == {4} for e in entries)
+
+
+def _policy_by_trip(f):
+    # A real decision that depends on the features: small trip counts get
+    # factor 2, divisible ones 8, the rest 1.
+    if 0 < f["trip_count"] <= 8:
+        return 1
+    return 3 if f["trip_count"] % 8 == 0 else 0
+
+
+@pytest.mark.parametrize("transport,serdes", [("pipe", "bitstream"), ("pipe", "json"),
+                                              ("grpc", "protobuf")])
+def test_model_decides_each_loop(mlir, kernels, tmp_path, transport, serdes):
+    m, info = mlir
+    if transport == "grpc" and not info.has_runner("grpc"):
+        pytest.fail("the gRPC runner is not built into the plugin", pytrace=False)
+    src = kernels["matmul"]
+    out, log = tmp_path / "out.mlir", tmp_path / "log"
+    run = m.serve_unroll(info, src, out, _policy_by_trip, transport=transport,
+                         serdes="bitstream" if serdes == "protobuf" else serdes,
+                         options={"log": str(log)})
+    assert run.stdout == ""
+    assert list(run.feature_names) == list(m.FEATURES)
+    entry, = log_lines(log)
+    assert entry["runner"] == transport and entry["fallbacks"] == 0
+    # One request per innermost loop, in the pass's order, answered as told.
+    assert len(entry["factors"]) == len(run.decisions) > 3
+    assert entry["factors"] == [m.UNROLL_FACTORS[d] for d in run.decisions]
+    # matmul: the kernel's loops run 48 times (factor 8), the helpers'
+    # loops have no constant trip count (factor 1).
+    assert set(entry["factors"]) == {1, 8}
+    # The features are the loops': the kernel's innermost loops run 48 times
+    # (j) under 40 x 36 or 40 outer iterations.
+    kernel_rows = run.features[[c == "kernel" for c in run.contexts]]
+    idx = {n: i for i, n in enumerate(run.feature_names)}
+    assert sorted(kernel_rows[:, idx["trip_count"]].tolist()) == [48, 48]
+    assert sorted(kernel_rows[:, idx["outer_trips"]].tolist()) == [40, 40 * 36]
+    assert set(run.contexts) == {"kernel", "fill1", "fill2", "fill3", "check1"}
+
+
+def test_model_decisions_keep_results(mlir, kernels, tmp_path):
+    m, info = mlir
+    for name in RESULT_KERNELS:
+        src = kernels[name]
+        plain = m.run_output(m.build_executable(src, tmp_path / f"{name}-plain"))
+        assert plain.strip(), f"{name} printed nothing"
+        for label, policy in (("f16", lambda f: 4), ("mixed", _policy_by_trip)):
+            out = tmp_path / f"{name}-{label}.mlir"
+            m.serve_unroll(info, src, out, policy)
+            got = m.run_output(m.build_executable(out, tmp_path / f"{name}-{label}"))
+            assert got == plain, f"{name} with {label} unrolling computes other results"
+
+
+def test_missing_channel_falls_back(mlir, kernels, tmp_path):
+    m, info = mlir
+    src = kernels["matmul"]
+    ours, ref, log = tmp_path / "ours", tmp_path / "ref", tmp_path / "log"
+    start = time.monotonic()
+    res = run_opt(m.unroll_command(info, src, ours, channel=tmp_path / "nobody", log=log))
+    assert time.monotonic() - start < 20
+    assert res.returncode == 0 and res.stdout == ""
+    assert "no FIFO" in res.stderr and "using factor 4" in res.stderr
+    run_opt(m.unroll_command(info, src, ref, runner="default"))
+    assert ours.read_text() == ref.read_text()
+    assert log_lines(log)[0]["runner"] == "default"
+
+
+def test_missing_model_file_falls_back(mlir, kernels, tmp_path):
+    m, info = mlir
+    if not info.has_runner("onnx"):
+        pytest.fail("the ONNX runner is not built into the plugin", pytrace=False)
+    src = kernels["matmul"]
+    ours, ref = tmp_path / "ours", tmp_path / "ref"
+    res = run_opt(m.unroll_command(info, src, ours, runner="onnx", model=tmp_path / "no.onnx"))
+    assert res.returncode == 0 and res.stdout == ""
+    assert "cannot use the model" in res.stderr
+    run_opt(m.unroll_command(info, src, ref, runner="default"))
+    assert ours.read_text() == ref.read_text()
+
+
+def _serve_then(mlir, kernels, tmp_path, answer):
+    """Runs the pass over pipes against a peer that answers the first
+    request with `answer(iface)` and then misbehaves; returns (proc result,
+    log entry, output, reference output)."""
+    from mlbridge import PipeCompilerInterface
+    m, info = mlir
+    src = kernels["matmul"]
+    out, ref, log = tmp_path / "out", tmp_path / "ref", tmp_path / "log"
+    with PipeCompilerInterface(timeout=30) as iface:
+        proc = subprocess.Popen(list(map(str, m.unroll_command(
+            info, src, out, channel=iface.base, log=log, timeout_ms=1500))),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, start_new_session=True)
+        iface.process = proc
+        try:
+            assert iface.evaluate() is not None
+            answer(iface)
+            stdout, stderr = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    run_opt(m.unroll_command(info, src, ref, runner="default"))
+    return proc.returncode, stdout, stderr, log_lines(log)[0], out, ref
+
+
+def test_silent_peer_times_out_and_falls_back(mlir, kernels, tmp_path):
+    start = time.monotonic()
+    rc, stdout, stderr, entry, out, ref = _serve_then(mlir, kernels, tmp_path, lambda iface: None)
+    assert time.monotonic() - start < 30
+    assert rc == 0 and stdout == ""
+    assert "timeout" in stderr and "using factor 4 from here on" in stderr
+    assert entry["fallbacks"] == 1 and set(entry["factors"]) == {4}
+    assert out.read_text() == ref.read_text()
+
+
+def test_dead_peer_falls_back(mlir, kernels, tmp_path):
+    rc, stdout, stderr, entry, out, ref = _serve_then(mlir, kernels, tmp_path,
+                                                      lambda iface: iface.close())
+    assert rc == 0 and stdout == ""
+    assert "using factor 4 from here on" in stderr
+    assert entry["fallbacks"] == 1 and out.read_text() == ref.read_text()
+
+
+def test_out_of_range_answer_falls_back(mlir, kernels, tmp_path):
+    def bad(iface):
+        iface.populate_buffer(7)  # no factor has index 7
+
+    rc, stdout, stderr, entry, out, ref = _serve_then(mlir, kernels, tmp_path, bad)
+    assert rc == 0 and stdout == ""
+    assert "action 7 out of range" in stderr
+    assert entry["fallbacks"] == 1 and out.read_text() == ref.read_text()
