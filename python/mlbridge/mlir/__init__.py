@@ -52,6 +52,10 @@ CLANG_FLAGS = ("-O2", "-Wno-override-module")
 TIMEOUT = 120.0
 
 
+class PluginNotBuilt(PluginNotFound):
+    """The build was configured without the MLIR plugin (it says why)."""
+
+
 @dataclass
 class MLIRPluginInfo:
     """The built plugin, as described by ``lib/mlir-plugins/mlir-plugin.json``."""
@@ -74,6 +78,8 @@ def find_plugin(build_dir=None) -> MLIRPluginInfo:
         cand = base / "lib" / "mlir-plugins" / "mlir-plugin.json"
         if cand.is_file():
             data = json.loads(cand.read_text())
+            if not data.get("built", True):
+                raise PluginNotBuilt(f"the build left the MLIR plugin out: {data.get('reason')}")
             info = MLIRPluginInfo(Path(data["unroll"]), dict(data.get("runners", {})),
                                   data.get("llvm_bin_dir", ""), cand)
             if not info.unroll.is_file():
