@@ -142,6 +142,21 @@ std::vector<affine::AffineForOp> innermostLoops(func::FuncOp F) {
   return Loops;
 }
 
+/// MLIR 19's loopUnrollByFactor miscompiles a loop with several iter_args
+/// when it needs a cleanup loop (the trip count is not a multiple of the
+/// factor): the cleanup loop starts every value from the last result of the
+/// unrolled loop (affine-loop-unroll{unroll-factor=16} on kernels/gesummv
+/// changes its results). Such loops get the largest factor of the table that
+/// needs no cleanup loop; factor 4 on our kernels never hits this.
+uint64_t safeFactor(affine::AffineForOp Loop, uint64_t Factor) {
+  if (Loop.getNumIterOperands() < 2)
+    return Factor;
+  std::optional<uint64_t> Trips = affine::getConstantTripCount(Loop);
+  while (Factor > 1 && !(Trips && *Trips % Factor == 0))
+    Factor /= 2; // the table's factors are powers of two
+  return Factor;
+}
+
 #if MLBRIDGE_PLUGINS_HAVE_COMPILED
 mlb::Expected<std::unique_ptr<mlb::ModelRunner>> makeEmbeddedRunner() {
   auto R = mlb::CompiledModelRunner::create<mlbridge_plugins::UnrollPolicy>();
@@ -336,7 +351,8 @@ void AffineUnrollPass::runOnOperation() {
           Runner.reset();
         }
       }
-      const uint64_t Factor = UnrollFactors[static_cast<size_t>(Action)];
+      const uint64_t Factor =
+          safeFactor(Loop, UnrollFactors[static_cast<size_t>(Action)]);
       Factors.push_back(static_cast<int64_t>(Factor));
       // affine-loop-unroll's own call (cleanUpUnroll = false).
       (void)affine::loopUnrollByFactor(Loop, Factor, nullptr, false);

@@ -1,0 +1,98 @@
+"""mlb-loop-pragmas (integrations/c) from Python: find it, run it, serve its
+per-loop questions from a Python policy (docs/c-tool.md).
+
+    from mlbridge.c_tool import find_tool, serve_pragmas
+
+    tool = find_tool()
+    run = serve_pragmas(tool, "in.c", "out.c", policy=lambda f: 2 if f["innermost"] else 0)
+
+The tool asks one question per loop (for, while, do) of the input file:
+FEATURES (int64 [1] each) in, ``pragma_action`` (an index into ACTIONS;
+an ONNX model may answer one score per action) out. Action 0, no pragma,
+is also what every loop gets when the model is absent or fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence
+
+from .errors import MLBridgeError
+from .llvm_plugins._plugins import PluginNotFound
+
+FEATURES = ("depth", "trip_count", "body_stmts", "calls", "array_refs", "float_ops",
+            "innermost", "loop_kind")
+ADVICE = "pragma_action"
+#: What each action puts before the loop (None: nothing).
+ACTIONS = (
+    None,
+    "#pragma clang loop unroll_count(2)",
+    "#pragma clang loop unroll_count(4)",
+    "#pragma clang loop unroll_count(8)",
+    "#pragma clang loop vectorize_width(2) interleave_count(1)",
+    "#pragma clang loop vectorize_width(4) interleave_count(2)",
+    "#pragma clang loop vectorize(disable) unroll(disable)",
+)
+
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class ToolNotBuilt(PluginNotFound):
+    """The build was configured without mlb-loop-pragmas (it says why)."""
+
+
+@dataclass
+class CToolInfo:
+    tool: Path
+    runners: Dict[str, bool] = field(default_factory=dict)
+
+    def has_runner(self, name: str) -> bool:
+        return bool(self.runners.get(name, False))
+
+
+def find_tool(build_dir=None) -> CToolInfo:
+    """Reads lib/c-tool.json under ``build_dir``, ``$MLBRIDGE_BUILD_DIR`` or
+    ``<repo>/build``."""
+    bases = [Path(b) for b in (build_dir, os.environ.get("MLBRIDGE_BUILD_DIR")) if b]
+    bases.append(_REPO_ROOT / "build")
+    for base in bases:
+        cand = base / "lib" / "c-tool.json"
+        if cand.is_file():
+            data = json.loads(cand.read_text())
+            if not data.get("built", True):
+                raise ToolNotBuilt(f"the build left mlb-loop-pragmas out: {data.get('reason')}")
+            info = CToolInfo(Path(data["tool"]), dict(data.get("runners", {})))
+            if not info.tool.is_file():
+                raise PluginNotFound(f"{cand} names {info.tool}, which does not exist: build "
+                                     f"the target mlb-loop-pragmas")
+            return info
+    raise PluginNotFound("mlb-loop-pragmas is not built (no lib/c-tool.json under " +
+                         ", ".join(map(str, bases)) + "); install libclang-19-dev and build "
+                         "the target mlb-loop-pragmas")
+
+
+def command(info: CToolInfo, src, out, *options: str, clang_args: Sequence[str] = ()) -> List[str]:
+    cmd = [str(info.tool), *map(str, options), "-o", str(out), str(src)]
+    return cmd + ["--", *clang_args] if clang_args else cmd
+
+
+def serve_pragmas(info: CToolInfo, src, out, policy: Callable[[Dict[str, int]], int], *,
+                  transport: str = "pipe", serdes: str = "bitstream", timeout: float = 60.0,
+                  options: Sequence[str] = ()):
+    """Runs the tool on ``src`` with ``policy`` (feature dict -> action)
+    answering every loop over a pipe or gRPC; returns the run
+    (``features``, ``decisions``, ``contexts``, ``stderr``)."""
+    from .llvm_plugins.inliner import serve_inliner
+
+    def cmd(endpoint):
+        how = (["--channel", endpoint, "--format", serdes] if transport == "pipe"
+               else ["--server", endpoint])
+        return command(info, src, out, *how, *options)
+
+    run = serve_inliner(cmd, policy, timeout=timeout, serdes=serdes, transport=transport)
+    if run.returncode != 0:
+        raise MLBridgeError(f"mlb-loop-pragmas failed ({run.returncode}):\n{run.stderr[-3000:]}")
+    return run
