@@ -3,14 +3,18 @@
 // mlbridge-bench: the paper's round-trip workload (100 float vectors of
 // 500, 1000, ..., 50,000 elements, each sent to one fully connected layer
 // returning a scalar) through every runner x SerDes, next to floors
-// measured in the same run:
-//   * fifo floor  - a raw C++<->C++ FIFO ping-pong of the same tensor bytes
-//                   (forked child), floor of the pipe runners;
-//   * grpc floor  - a raw C++<->C++ gRPC call (generic stub / callback
-//                   generic service, in-process server on loopback TCP)
-//                   carrying the same bytes, floor of the gRPC runner;
-//   * loop floor  - a hand-written C++ loop doing the same arithmetic,
-//                   floor of the in-process runners.
+// measured in the same run (bench/floors.h): for each transport the faster,
+// per size, of a blocking and a spinning ping-pong of the same tensor bytes
+// between two C++ processes --
+//   * fifo-floor  - two FIFOs, floor of the pipe runners;
+//   * shm-floor   - a shared mapping (memcpy in, sequence number, futex),
+//                   floor of the shared-memory runner;
+//   * grpc-floor  - a raw gRPC unary call (generic stub, callback generic
+//                   service in another process, loopback TCP), floor of the
+//                   gRPC runner;
+// and for the in-process runners the faster of a scalar and an 8-lane
+// hand-written loop doing the same arithmetic (loop-floor). A runner that
+// beats its floor beyond noise makes the run fail: the floor is broken.
 // Also: a small-message test (one float in, one int out), scaling (1, 2, 4,
 // 8 concurrent compiler processes against one Python model) and memory (RSS
 // after N1 and N2 calls). The Python model is bench/bench_peer.py, started
@@ -23,14 +27,14 @@
 // exit (normal, error or SIGINT/SIGTERM).
 //
 //===----------------------------------------------------------------------===//
+#include "bench_util.h"
+#include "floors.h"
+
 #include "mlbridge/model_runner.h"
 #include "mlbridge/pipe_model_runner.h"
 #ifdef MLBRIDGE_BENCH_GRPC
 #include "mlbridge/grpc_model_runner.h"
 #include "mlbridge/protobuf_serdes.h"
-#include <grpcpp/generic/async_generic_service.h>
-#include <grpcpp/generic/generic_stub.h>
-#include <grpcpp/grpcpp.h>
 #endif
 #ifdef MLBRIDGE_BENCH_ONNX
 #include "mlbridge/onnx_model_runner.h"
@@ -52,6 +56,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fstream>
+#include <map>
 #include <functional>
 #include <future>
 #include <memory>
@@ -73,7 +78,7 @@ extern char **environ;
 using namespace mlbridge;
 using Clock = std::chrono::steady_clock;
 
-namespace {
+namespace bench {
 
 // ---- configuration ----------------------------------------------------------
 constexpr int kMaxN = 50000;
@@ -119,6 +124,22 @@ __attribute__((noinline)) float handLoop(const float *X, int N) {
   float S = 0;
   for (int I = 0; I < N; ++I)
     S += X[I] * Wp[I];
+  return S + kBias;
+}
+// The same with eight partial sums, which the compiler turns into SIMD
+// (what a tuned kernel does); the loop floor is the faster of the two.
+__attribute__((noinline)) float handLoop8(const float *X, int N) {
+  const float *Wp = W().data();
+  float Acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int I = 0;
+  for (; I + 8 <= N; I += 8)
+    for (int K = 0; K < 8; ++K)
+      Acc[K] += X[I + K] * Wp[I + K];
+  float S = 0;
+  for (; I < N; ++I)
+    S += X[I] * Wp[I];
+  for (float A : Acc)
+    S += A;
   return S + kBias;
 }
 
@@ -261,7 +282,6 @@ void track(pid_t P) {
   std::lock_guard<std::mutex> G(ChildLock);
   Children.push_back(P);
 }
-// Waits up to Timeout for P; kills it after that. Returns its exit status.
 int reap(pid_t P, std::chrono::milliseconds Timeout) {
   auto End = Clock::now() + Timeout;
   int St = 0;
@@ -283,11 +303,6 @@ int reap(pid_t P, std::chrono::milliseconds Timeout) {
   return St;
 }
 
-struct Spawned {
-  pid_t Pid = -1;
-  int In = -1;  // child's stdin (we write; closing it tells the peer to exit)
-  int Out = -1; // child's stdout
-};
 Spawned spawn(const std::vector<std::string> &Argv) {
   int I[2], O[2];
   if (::pipe2(I, O_CLOEXEC) || ::pipe2(O, O_CLOEXEC))
@@ -310,7 +325,6 @@ Spawned spawn(const std::vector<std::string> &Argv) {
   track(P);
   return {P, I[1], O[0]};
 }
-// One line from Fd within Timeout ("" on timeout or EOF).
 std::string readLine(int Fd, std::chrono::milliseconds Timeout) {
   std::string L;
   auto End = Clock::now() + Timeout;
@@ -455,9 +469,7 @@ float call(ModelRunner &R, const std::vector<float> &X) {
   return *Y;
 }
 
-// ---- floors ---------------------------------------------------------------------
-// Raw FIFO ping-pong with a forked C++ child: 8-byte length + payload out,
-// 4 bytes back.
+// ---- byte helpers ------------------------------------------------------------
 bool readAll(int Fd, void *B, size_t N) {
   char *P = static_cast<char *>(B);
   while (N) {
@@ -484,126 +496,6 @@ bool writeAll(int Fd, const void *B, size_t N) {
   }
   return true;
 }
-
-struct FifoFloor {
-  pid_t Child = -1;
-  int Out = -1, In = -1;
-  std::string Dir;
-  FifoFloor() {
-    Dir = makeTmpDir("mlbridge-bench-fifo");
-    std::string A = Dir + "/a2b", B = Dir + "/b2a";
-    if (::mkfifo(A.c_str(), 0600) || ::mkfifo(B.c_str(), 0600))
-      die("mkfifo");
-    std::fflush(nullptr);
-    Child = ::fork();
-    if (Child == 0) {
-      ::alarm(600); // never outlive a broken parent for long
-      int R = ::open(A.c_str(), O_RDONLY), Wr = ::open(B.c_str(), O_WRONLY);
-      std::vector<char> Buf;
-      uint64_t Len;
-      while (readAll(R, &Len, 8)) {
-        Buf.resize(Len);
-        if (!readAll(R, Buf.data(), Len))
-          break;
-        float Y = 0;
-        if (!writeAll(Wr, &Y, 4))
-          break;
-      }
-      ::_exit(0);
-    }
-    track(Child);
-    Out = ::open(A.c_str(), O_WRONLY);
-    In = ::open(B.c_str(), O_RDONLY);
-    if (Out < 0 || In < 0)
-      die("open fifo");
-  }
-  double once(const std::vector<char> &Payload) {
-    uint64_t Len = Payload.size();
-    double T0 = nowUs();
-    float Y;
-    if (!writeAll(Out, &Len, 8) || !writeAll(Out, Payload.data(), Len) ||
-        !readAll(In, &Y, 4))
-      die("fifo floor: peer gone");
-    return nowUs() - T0;
-  }
-  ~FifoFloor() {
-    ::close(Out);
-    ::close(In);
-    reap(Child, std::chrono::seconds(5));
-    ::unlink((Dir + "/a2b").c_str());
-    ::unlink((Dir + "/b2a").c_str());
-    ::rmdir(Dir.c_str());
-  }
-};
-
-#ifdef MLBRIDGE_BENCH_GRPC
-// Raw gRPC: a generic (bytes in, bytes out) unary call to a C++ callback
-// service that answers 4 bytes. No protobuf, no mlbridge.
-class RawService final : public grpc::CallbackGenericService {
-  grpc::ServerGenericBidiReactor *
-  CreateReactor(grpc::GenericCallbackServerContext *) override {
-    class Reactor final : public grpc::ServerGenericBidiReactor {
-    public:
-      Reactor() { StartRead(&Req); }
-      void OnReadDone(bool Ok) override {
-        if (!Ok) {
-          Finish(grpc::Status::OK);
-          return;
-        }
-        float Y = 0;
-        grpc::Slice S(&Y, 4);
-        Resp = grpc::ByteBuffer(&S, 1);
-        StartWriteAndFinish(&Resp, grpc::WriteOptions(), grpc::Status::OK);
-      }
-      void OnDone() override { delete this; }
-
-    private:
-      grpc::ByteBuffer Req, Resp;
-    };
-    return new Reactor;
-  }
-};
-
-struct GrpcFloor {
-  RawService Svc;
-  std::unique_ptr<grpc::Server> Server;
-  std::unique_ptr<grpc::GenericStub> Stub;
-  GrpcFloor() {
-    int Port = 0;
-    grpc::ServerBuilder B;
-    B.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &Port);
-    B.SetMaxReceiveMessageSize(64 << 20);
-    B.RegisterCallbackGenericService(&Svc);
-    Server = B.BuildAndStart();
-    if (!Server || !Port)
-      die("raw gRPC server did not start");
-    grpc::ChannelArguments A;
-    A.SetMaxSendMessageSize(64 << 20);
-    A.SetMaxReceiveMessageSize(64 << 20);
-    Stub = std::make_unique<grpc::GenericStub>(grpc::CreateCustomChannel(
-        "127.0.0.1:" + std::to_string(Port), grpc::InsecureChannelCredentials(),
-        A));
-  }
-  double once(const std::vector<char> &Payload) {
-    double T0 = nowUs();
-    grpc::Slice S(Payload.data(), Payload.size());
-    grpc::ByteBuffer Req(&S, 1), Resp;
-    grpc::ClientContext Ctx;
-    Ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    std::promise<grpc::Status> Done;
-    Stub->UnaryCall(&Ctx, "/bench.Raw/Call", grpc::StubOptions(), &Req, &Resp,
-                    [&](grpc::Status St) { Done.set_value(St); });
-    grpc::Status St = Done.get_future().get();
-    if (!St.ok())
-      die("raw gRPC call: " + St.error_message());
-    return nowUs() - T0;
-  }
-  ~GrpcFloor() {
-    Server->Shutdown(std::chrono::system_clock::now() +
-                     std::chrono::seconds(2));
-  }
-};
-#endif
 
 // ---- the sweep --------------------------------------------------------------------
 std::vector<int> sizes() {
@@ -643,21 +535,93 @@ Series sweepRunner(ModelRunner &R, const std::string &Name) {
   return S;
 }
 
-template <typename F> Series sweepFloor(F Once, bool Bytes) {
+// One floor measured both ways; Best is the faster median per size.
+struct FloorSeries {
+  std::string Name;
+  Series Best;
+  std::vector<std::pair<std::string, std::vector<double>>> Ways;
+};
+
+Series sweepOnce(const std::function<double(const std::vector<char> &,
+                                            const std::vector<float> &)> &Once) {
   Series S;
   for (int N : sizes()) {
     std::vector<double> T;
     std::vector<char> Payload(size_t(N) * 4, 1);
     std::vector<float> X = input(N);
-    volatile float Sink = 0;
-    Once(Payload, X, Sink); // warm-up
+    Once(Payload, X); // warm-up
     for (int I = 0; I < reps(); ++I)
-      T.push_back(Once(Payload, X, Sink));
-    (void)Bytes;
+      T.push_back(Once(Payload, X));
     S.Median.push_back(median(T));
     S.P90.push_back(pct(T, 0.9));
   }
   return S;
+}
+
+FloorSeries bestOf(std::string Name,
+                   std::vector<std::pair<std::string, Series>> Ways) {
+  FloorSeries F;
+  F.Name = std::move(Name);
+  F.Best = Ways.front().second;
+  for (auto &[Way, S] : Ways) {
+    for (size_t I = 0; I < S.Median.size(); ++I)
+      if (S.Median[I] < F.Best.Median[I]) {
+        F.Best.Median[I] = S.Median[I];
+        F.Best.P90[I] = S.P90[I];
+      }
+    F.Ways.push_back({Way, S.Median});
+  }
+  return F;
+}
+
+FloorSeries transportFloor(
+    std::string Name,
+    const std::function<std::unique_ptr<TransportFloor>(Wait)> &Make) {
+  std::vector<std::pair<std::string, Series>> Ways;
+  for (Wait W : {Wait::Blocking, Wait::Spinning}) {
+    auto F = Make(W);
+    Ways.push_back({waitName(W), sweepOnce([&](const std::vector<char> &P,
+                                               const std::vector<float> &) {
+                      return F->once(P);
+                    })});
+  }
+  return bestOf(std::move(Name), std::move(Ways));
+}
+
+FloorSeries loopFloor() {
+  auto Timed = [](float (*Loop)(const float *, int)) {
+    return sweepOnce([Loop](const std::vector<char> &,
+                            const std::vector<float> &X) {
+      double T0 = nowUs();
+      volatile float Sink = Loop(X.data(), int(X.size()));
+      (void)Sink;
+      return nowUs() - T0;
+    });
+  };
+  return bestOf("loop-floor", {{"scalar", Timed(handLoop)},
+                               {"lanes8", Timed(handLoop8)}});
+}
+
+// A runner faster than its floor means the floor does not measure what it
+// claims (it did once: a FIFO floor above pipe+bitstream). Allowed noise:
+// the median over sizes of runner/floor may not fall below this.
+constexpr double kFloorNoise = 0.85;
+std::vector<std::string> BrokenFloors;
+
+void checkFloor(const std::string &Runner, const Series &R,
+                const FloorSeries &F) {
+  std::vector<double> Ratios;
+  for (size_t I = 0; I < R.Median.size() && I < F.Best.Median.size(); ++I)
+    Ratios.push_back(R.Median[I] / F.Best.Median[I]);
+  double M = median(Ratios);
+  if (M < kFloorNoise) {
+    char B[256];
+    std::snprintf(B, sizeof B,
+                  "%s is %.2fx its floor %s (median over sizes): the floor "
+                  "is broken",
+                  Runner.c_str(), M, F.Name.c_str());
+    BrokenFloors.push_back(B);
+  }
 }
 
 double total(const std::vector<double> &V) {
@@ -900,7 +864,9 @@ void writeOutputs(const std::vector<int> &Sizes) {
               : " (no plot: matplotlib missing?)");
 }
 
-} // namespace
+} // namespace bench
+
+using namespace bench;
 
 int main(int Argc, char **Argv) {
   Cfg.Self = "/proc/self/exe";
@@ -916,6 +882,10 @@ int main(int Argc, char **Argv) {
 #endif
   if (Argc > 1 && std::string(Argv[1]) == "--worker")
     return workerMain(Argc, Argv);
+#ifdef MLBRIDGE_BENCH_GRPC
+  if (Argc > 1 && std::string(Argv[1]) == "--grpc-floor-server")
+    return grpcFloorServerMain();
+#endif
   for (int I = 1; I < Argc; ++I) {
     std::string A = Argv[I];
     auto Next = [&]() -> std::string {
@@ -965,48 +935,36 @@ int main(int Argc, char **Argv) {
   Rows.push_back({"machine", "", "", 0, NAN, NAN, "", NAN,
                   {{"loadavg_1", L1}, {"loadavg_5", L5}, {"loadavg_15", L15}}});
 
-  // Floors first.
-  Series Fifo, Loop, GrpcRaw;
-  {
-    FifoFloor F;
-    Fifo = sweepFloor([&](const std::vector<char> &P, const std::vector<float> &,
-                          volatile float &) { return F.once(P); },
-                      true);
-  }
-  Loop = sweepFloor(
-      [](const std::vector<char> &, const std::vector<float> &X,
-         volatile float &Sink) {
-        double T0 = nowUs();
-        Sink = handLoop(X.data(), int(X.size()));
-        return nowUs() - T0;
-      },
-      false);
-#ifdef MLBRIDGE_BENCH_GRPC
-  {
-    GrpcFloor G;
-    GrpcRaw = sweepFloor([&](const std::vector<char> &P,
-                             const std::vector<float> &,
-                             volatile float &) { return G.once(P); },
-                         true);
-  }
-#endif
-  auto floorRows = [&](const char *Name, const Series &S) {
-    for (size_t I = 0; I < Sizes.size() && I < S.Median.size(); ++I) {
+  // Floors first: per transport the faster of a blocking and a spinning
+  // ping-pong with another C++ process, per size.
+  std::map<std::string, FloorSeries> Floors;
+  auto addFloor = [&](FloorSeries F) {
+    for (size_t I = 0; I < Sizes.size() && I < F.Best.Median.size(); ++I) {
       Row R;
       R.Section = "rtt";
-      R.Runner = Name;
+      R.Runner = F.Name;
       R.Serdes = "raw";
       R.N = Sizes[I];
-      R.MedianUs = S.Median[I];
-      R.P90Us = S.P90[I];
-      R.Floor = Name;
-      R.FloorUs = S.Median[I];
+      R.MedianUs = F.Best.Median[I];
+      R.P90Us = F.Best.P90[I];
+      R.Floor = F.Name;
+      R.FloorUs = F.Best.Median[I];
+      for (auto &[Way, M] : F.Ways)
+        R.Extra.push_back({Way + "_us", M[I]});
       add(R);
     }
+    std::string Name = F.Name;
+    Floors[Name] = std::move(F);
   };
-  floorRows("fifo-floor", Fifo);
-  floorRows("loop-floor", Loop);
-  floorRows("grpc-floor", GrpcRaw);
+  addFloor(transportFloor("fifo-floor", makeFifoFloor));
+  addFloor(transportFloor("shm-floor", [](Wait W) {
+    return makeShmFloor(W, size_t(kMaxN) * 4 + 4096);
+  }));
+#ifdef MLBRIDGE_BENCH_GRPC
+  addFloor(transportFloor(
+      "grpc-floor", [](Wait W) { return makeGrpcFloor(W, Cfg.Self); }));
+#endif
+  addFloor(loopFloor());
 
   // The runners.
   std::vector<RunnerDef> Defs;
@@ -1049,29 +1007,25 @@ int main(int Argc, char **Argv) {
   //                       [](bool) { return makeCompiledRunner(); }, false});
 #endif
 
-  struct Total {
-    std::string Runner, Serdes, Floor;
-    double Ms, FloorMs;
-  };
-  std::vector<Total> Totals;
   say("\nRound-trip time per request (median of %d, microseconds)\n", reps());
-  say("%-22s", "floats");
+  say("%-8s", "floats");
   for (auto &D : Defs)
     say(" %18s", (D.Name + "+" + D.Serdes).c_str());
-  say(" %10s %10s %10s\n", "fifo", "grpc-raw", "loop");
+  for (auto &[Name, F] : Floors)
+    say(" %10s", Name.substr(0, Name.size() - 6).c_str());
+  say("\n");
   std::vector<Series> All;
   for (auto &D : Defs) {
     auto R = D.Make(false);
     All.push_back(sweepRunner(*R, D.Name + "+" + D.Serdes));
+    checkFloor(D.Name + "+" + D.Serdes, All.back(), Floors.at(D.Floor));
   }
   for (size_t I = 0; I < Sizes.size(); ++I) {
     bool Show = Cfg.Quick || Sizes[I] % 5000 == 0 || Sizes[I] == 500;
     if (Show)
-      say("%-22d", Sizes[I]);
+      say("%-8d", Sizes[I]);
     for (size_t D = 0; D < Defs.size(); ++D) {
-      const Series &F = Defs[D].Floor == "fifo-floor"   ? Fifo
-                        : Defs[D].Floor == "grpc-floor" ? GrpcRaw
-                                                        : Loop;
+      const Series &F = Floors.at(Defs[D].Floor).Best;
       Row R;
       R.Section = "rtt";
       R.Runner = Defs[D].Name;
@@ -1080,7 +1034,7 @@ int main(int Argc, char **Argv) {
       R.MedianUs = All[D].Median[I];
       R.P90Us = All[D].P90[I];
       R.Floor = Defs[D].Floor;
-      R.FloorUs = I < F.Median.size() ? F.Median[I] : NAN;
+      R.FloorUs = F.Median[I];
       add(R);
       if (Show) {
         char B[64];
@@ -1089,9 +1043,11 @@ int main(int Argc, char **Argv) {
         say(" %18s", B);
       }
     }
-    if (Show)
-      say(" %10.1f %10.1f %10.2f\n", Fifo.Median[I],
-          I < GrpcRaw.Median.size() ? GrpcRaw.Median[I] : NAN, Loop.Median[I]);
+    if (Show) {
+      for (auto &[Name, F] : Floors)
+        say(" %10.2f", F.Best.Median[I]);
+      say("\n");
+    }
   }
   if (!Cfg.Quick)
     say("(every 10th size shown; all %zu in the CSV/JSON)\n", Sizes.size());
@@ -1117,20 +1073,13 @@ int main(int Argc, char **Argv) {
         (Runner + "+" + Serdes).c_str(), Ms, FloorMs, Ms / FloorMs, Paper,
         Paper / Ms);
   };
-  for (size_t D = 0; D < Defs.size(); ++D) {
-    const Series &F = Defs[D].Floor == "fifo-floor"   ? Fifo
-                      : Defs[D].Floor == "grpc-floor" ? GrpcRaw
-                                                      : Loop;
+  for (size_t D = 0; D < Defs.size(); ++D)
     totalRow(Defs[D].Name, Defs[D].Serdes, Defs[D].Floor,
-             total(All[D].Median) / 1000, total(F.Median) / 1000);
-  }
-  totalRow("fifo-floor", "raw", "fifo-floor", total(Fifo.Median) / 1000,
-           total(Fifo.Median) / 1000);
-  if (!GrpcRaw.Median.empty())
-    totalRow("grpc-floor", "raw", "grpc-floor", total(GrpcRaw.Median) / 1000,
-             total(GrpcRaw.Median) / 1000);
-  totalRow("loop-floor", "raw", "loop-floor", total(Loop.Median) / 1000,
-           total(Loop.Median) / 1000);
+             total(All[D].Median) / 1000,
+             total(Floors.at(Defs[D].Floor).Best.Median) / 1000);
+  for (auto &[Name, F] : Floors)
+    totalRow(Name, "raw", Name, total(F.Best.Median) / 1000,
+             total(F.Best.Median) / 1000);
 
   if (Cfg.Memory) {
     say("\nSmall messages (one float in, one int out; ONNX: one float out) "
@@ -1151,5 +1100,12 @@ int main(int Argc, char **Argv) {
 
   writeOutputs(Sizes);
   killChildren();
+  if (!BrokenFloors.empty()) {
+    for (auto &B : BrokenFloors)
+      std::fprintf(stderr, "mlbridge-bench: BROKEN FLOOR: %s\n", B.c_str());
+    // --quick takes too few samples to tell a broken floor from noise.
+    if (!Cfg.Quick)
+      return 3;
+  }
   return 0;
 }
