@@ -6,8 +6,8 @@
 // The model side (Python's mlbridge.PipeCompilerInterface, or a stock LLVM
 // host script for bitstream) normally creates the FIFOs.
 //
-// The pipes are opened on first use (evaluate or switchContext), or by
-// connect(). Every open, read and write has a deadline; EOF, EPIPE and a
+// A StreamModelRunner: the pipes are opened on first use (evaluate or
+// switchContext), or by connect(). Every open, read and write has a deadline; EOF, EPIPE and a
 // missing FIFO are reported as errors, never waited on forever. The library
 // never raises SIGPIPE in the process: EPIPE is consumed locally.
 //
@@ -18,8 +18,7 @@
 #ifndef MLBRIDGE_PIPE_MODEL_RUNNER_H
 #define MLBRIDGE_PIPE_MODEL_RUNNER_H
 
-#include "mlbridge/model_runner.h"
-#include "mlbridge/serdes.h"
+#include "mlbridge/stream_model_runner.h"
 
 #include <chrono>
 #include <memory>
@@ -43,7 +42,7 @@ struct PipeOptions : RunnerOptions {
   SerDesLimits Limits;
 };
 
-class PipeModelRunner final : public ModelRunner {
+class PipeModelRunner final : public StreamModelRunner {
 public:
   /// Creates a runner for the channel at Base. FeatureSpecs may be empty to
   /// declare features on first setFeature; Advice may be std::nullopt to
@@ -62,31 +61,14 @@ public:
                            PipeOptions Options = PipeOptions());
   ~PipeModelRunner() override;
 
-  /// Opens the FIFO pair now (otherwise done by the first request).
-  Status connect();
-  /// Closes the pipes; the model sees the end of the session. The next
-  /// request opens a new session (with a new header).
-  void disconnect();
-
   const std::string &base() const { return Base; }
 
 private:
-  class Channel;
-
-  Status doEvaluate(const std::vector<const TensorValue *> &Features,
-                    bool FeaturesChanged, const TensorSpec &Spec,
-                    TensorValue &Out) override;
-  Status doSwitchContext(std::string_view Name) override;
+  Status openChannel(std::unique_ptr<MessageChannel> &Out) override;
+  std::string channelName() const override;
 
   std::string Base;
   PipeOptions Opts;
-  std::unique_ptr<SerDes> Codec;
-  std::unique_ptr<Channel> Pipe;
-  std::optional<TensorSpec> LastAdviceSpec; // advice spec in the last header
-  bool HeaderSent = false;
-  std::vector<std::string> PendingContexts; // sent with the next message
-  std::vector<const TensorValue *> HeaderViews; // scratch
-  WireMessage Msg;
 };
 
 } // namespace mlbridge

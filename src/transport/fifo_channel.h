@@ -8,10 +8,8 @@
 #ifndef MLBRIDGE_SRC_TRANSPORT_FIFO_CHANNEL_H
 #define MLBRIDGE_SRC_TRANSPORT_FIFO_CHANNEL_H
 
-#include "mlbridge/byte_stream.h"
-#include "mlbridge/status.h"
+#include "transport/message_channel.h"
 
-#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,10 +18,7 @@
 
 namespace mlbridge {
 
-using Clock = std::chrono::steady_clock;
-using Deadline = Clock::time_point;
-
-class FifoChannel final : public ByteSource {
+class FifoChannel final : public MessageChannel {
 public:
   /// Opens InPath for reading, then OutPath for writing (LLVM's order),
   /// waiting until Until for the FIFOs to exist and the peer to open its
@@ -34,10 +29,9 @@ public:
   ~FifoChannel() override;
 
   /// Writes the whole message (one writev when the pipe has room).
-  Status write(const WireMessage &Msg, Deadline Until);
+  Status write(const WireMessage &Msg, Deadline Until) override;
 
-  /// Deadline for the following reads.
-  void setReadDeadline(Deadline Until) { ReadDeadline = Until; }
+  void setReadDeadline(Deadline Until) override { ReadDeadline = Until; }
   Status readExact(void *Dst, size_t N) override;
   Status readLine(std::string &Line, size_t MaxBytes) override;
 

@@ -1,0 +1,36 @@
+//===- message_channel.h - What a SerDes session needs from a transport ---===//
+//
+// The compiler's end of a byte channel to a model: whole messages out (a
+// gathered WireMessage, written before a deadline), a ByteSource in (the
+// reply, read before the deadline set for it). FIFO pairs and the
+// shared-memory ring implement it; StreamModelRunner speaks any SerDes over
+// any of them.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLBRIDGE_SRC_TRANSPORT_MESSAGE_CHANNEL_H
+#define MLBRIDGE_SRC_TRANSPORT_MESSAGE_CHANNEL_H
+
+#include "mlbridge/byte_stream.h"
+#include "mlbridge/status.h"
+
+#include <chrono>
+
+namespace mlbridge {
+
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+
+class MessageChannel : public ByteSource {
+public:
+  /// Writes the whole message, or fails by Until.
+  virtual Status write(const WireMessage &Msg, Deadline Until) = 0;
+  /// Deadline for the following reads.
+  virtual void setReadDeadline(Deadline Until) = 0;
+  /// Called after a reply was decoded. Transports that frame messages
+  /// report a reply with bytes the decoder did not consume.
+  virtual Status endReply() { return Status::ok(); }
+};
+
+} // namespace mlbridge
+
+#endif // MLBRIDGE_SRC_TRANSPORT_MESSAGE_CHANNEL_H
