@@ -7,6 +7,7 @@ the feature "f" (one float) is the small-message test: the answer is the
 int64 1 if f > 0 else 0.
 
     bench_peer.py --mode pipe --serdes bitstream|json|protobuf --dir D [--channels K]
+    bench_peer.py --mode shm --serdes ... --dir D [--channels K]   (sockets D/ch<i>.sock)
     bench_peer.py --mode grpc
 
 Prints one JSON line when ready ({"bases": [...]} or {"address": ...},
@@ -73,6 +74,25 @@ def serve_pipe(args):
     watch_stdin()
 
 
+def serve_shm(args):
+    from mlbridge import ShmCompilerInterface
+    ifaces = [ShmCompilerInterface(os.path.join(args.dir, f"ch{i}.sock"), serdes=args.serdes,
+                                   timeout=args.timeout)
+              for i in range(args.channels)]
+
+    def loop(iface):
+        while True:
+            try:
+                iface.serve(fc, sessions=None, timeout=args.timeout)
+            except Exception as e:  # a broken session: keep serving the channel
+                print(f"bench_peer: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+
+    for iface in ifaces:
+        threading.Thread(target=loop, args=(iface,), daemon=True).start()
+    print(json.dumps({"pid": os.getpid(), "paths": [i.path for i in ifaces]}), flush=True)
+    watch_stdin()
+
+
 def serve_grpc(args):
     from mlbridge.grpc import GrpcCompilerInterface
     iface = GrpcCompilerInterface(timeout=args.timeout)
@@ -91,13 +111,13 @@ def serve_grpc(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mode", choices=("pipe", "grpc"), required=True)
+    ap.add_argument("--mode", choices=("pipe", "shm", "grpc"), required=True)
     ap.add_argument("--serdes", default="bitstream")
     ap.add_argument("--dir", default=".")
     ap.add_argument("--channels", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=600.0)
     args = ap.parse_args()
-    (serve_pipe if args.mode == "pipe" else serve_grpc)(args)
+    {"pipe": serve_pipe, "shm": serve_shm, "grpc": serve_grpc}[args.mode](args)
 
 
 if __name__ == "__main__":

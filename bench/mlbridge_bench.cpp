@@ -32,6 +32,7 @@
 
 #include "mlbridge/model_runner.h"
 #include "mlbridge/pipe_model_runner.h"
+#include "mlbridge/shm_model_runner.h"
 #ifdef MLBRIDGE_BENCH_GRPC
 #include "mlbridge/grpc_model_runner.h"
 #include "mlbridge/protobuf_serdes.h"
@@ -382,7 +383,8 @@ struct Peer {
       P->Address = field(P->Ready, "address");
     else
       for (int I = 0; I < Channels; ++I)
-        P->Bases.push_back(P->TmpDir + "/ch" + std::to_string(I));
+        P->Bases.push_back(P->TmpDir + "/ch" + std::to_string(I) +
+                           (Mode == "shm" ? ".sock" : ""));
     return P;
   }
   long rss() const { return rssKbOf(S.Pid); }
@@ -392,9 +394,10 @@ struct Peer {
       // killed or failed: nothing else to do
     }
     ::close(S.Out);
-    for (auto &B : Bases) {
+    for (auto &B : Bases) { // what a killed peer may have left
       ::unlink((B + ".in").c_str());
       ::unlink((B + ".out").c_str());
+      ::unlink(B.c_str());
     }
     ::rmdir(TmpDir.c_str());
   }
@@ -428,6 +431,22 @@ std::unique_ptr<ModelRunner> makePipe(const std::string &Base, SerDesKind K,
                  : PipeModelRunner::create(Base, {}, std::nullopt, O);
   if (!R)
     die("pipe runner: " + R.status().toString());
+  return std::move(*R);
+}
+
+std::unique_ptr<ModelRunner> makeShm(const std::string &Path, SerDesKind K,
+                                     bool Small) {
+  ShmOptions O;
+  O.Format = K;
+  O.OpenTimeout = std::chrono::seconds(30);
+  O.ReplyTimeout = std::chrono::seconds(60);
+  O.Diagnostics = sink();
+  auto R = Small ? ShmModelRunner::create(
+                       Path, {TensorSpec::create<float>("f")},
+                       TensorSpec::create<int64_t>("a"), O)
+                 : ShmModelRunner::create(Path, {}, std::nullopt, O);
+  if (!R)
+    die("shm runner: " + R.status().toString());
   return std::move(*R);
 }
 
@@ -655,6 +674,8 @@ int workerMain(int Argc, char **Argv) {
                  : Serdes == "protobuf" ? SerDesKind::Protobuf
                                         : SerDesKind::Bitstream,
                  false);
+  else if (Kind == "shm")
+    R = makeShm(Target, SerDesKind::Bitstream, false);
 #ifdef MLBRIDGE_BENCH_GRPC
   else if (Kind == "grpc")
     R = makeGrpc(Target, false);
@@ -689,14 +710,15 @@ void scaling(const std::string &Kind, const std::string &Serdes) {
   const int N = 1000;
   const int Count = Cfg.Quick ? 50 : 2000;
   double Base1 = NAN;
-  // One model for every K: a pipe peer with 8 channels (one serving thread
-  // each; the first K are used), or one gRPC server.
-  auto P = Peer::start(Kind, Serdes, Kind == "pipe" ? 8 : 1);
+  // One model for every K: a pipe or shm peer with 8 channels (the first K
+  // are used), or one gRPC server.
+  const bool Channels = Kind != "grpc";
+  auto P = Peer::start(Kind, Serdes, Channels ? 8 : 1);
   for (int K : {1, 2, 4, 8}) {
     std::vector<Spawned> Ws;
     for (int I = 0; I < K; ++I)
       Ws.push_back(spawn({Cfg.Self, "--worker", Kind, "--target",
-                          Kind == "pipe" ? P->Bases[I] : P->Address,
+                          Channels ? P->Bases[I] : P->Address,
                           "--serdes", Serdes, "--n", std::to_string(N),
                           "--count", std::to_string(Count)}));
     for (auto &W : Ws)
@@ -726,8 +748,8 @@ void scaling(const std::string &Kind, const std::string &Serdes) {
       Base1 = Rps;
     Row R;
     R.Section = "scaling";
-    R.Runner = Kind == "pipe" ? "pipe" : "grpc";
-    R.Serdes = Kind == "pipe" ? Serdes : "protobuf";
+    R.Runner = Kind;
+    R.Serdes = Serdes;
     R.N = N;
     R.MedianUs = 1e6 / Rps * K; // mean latency per request per process
     R.Extra = {{"procs", double(K)},
@@ -988,6 +1010,16 @@ int main(int Argc, char **Argv) {
                     true});
     DefPeer.push_back(Peers.back().get());
   }
+  Peers.push_back(Peer::start("shm", "bitstream", 1));
+  {
+    std::string Path = Peers.back()->Bases[0];
+    Defs.push_back({"shm", "bitstream", "shm-floor",
+                    [Path](bool Small) {
+                      return makeShm(Path, SerDesKind::Bitstream, Small);
+                    },
+                    true});
+    DefPeer.push_back(Peers.back().get());
+  }
 #ifdef MLBRIDGE_BENCH_GRPC
   Peers.push_back(Peer::start("grpc", "protobuf", 1));
   {
@@ -1093,6 +1125,7 @@ int main(int Argc, char **Argv) {
     say("\nScaling: K compiler processes x 1000-float requests against one "
         "Python model\n");
     scaling("pipe", "bitstream");
+    scaling("shm", "bitstream");
 #ifdef MLBRIDGE_BENCH_GRPC
     scaling("grpc", "protobuf");
 #endif

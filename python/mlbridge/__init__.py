@@ -21,12 +21,14 @@ from .messages import Context, Header, Outcome, SessionState
 from .observation import Observation
 from .pipe import PipeCompilerInterface
 from .reader import BufferReader, FdReader
+from .shm import ShmCompilerInterface
 from .tensor_spec import DYNAMIC, TensorSpec
 
 __version__ = "0.1.0"
 
 __all__ = [
     "PipeCompilerInterface",
+    "ShmCompilerInterface",
     "Observation",
     "TensorSpec",
     "DYNAMIC",

@@ -3,6 +3,7 @@
 #include "capi/capi_internal.h"
 
 #include "mlbridge/pipe_model_runner.h"
+#include "mlbridge/shm_model_runner.h"
 
 #include <cstring>
 #include <string>
@@ -119,6 +120,44 @@ mlb_status mlb_pipe_runner_create(const char *Base, mlb_serdes Serdes,
     O.Diagnostics = stderrDiagnostics();
   Expected<std::unique_ptr<PipeModelRunner>> R =
       PipeModelRunner::create(Base, {}, std::nullopt, std::move(O));
+  if (!R)
+    return fail(R.status());
+  *Out = new mlb_runner{std::move(*R)};
+  return MLB_OK;
+}
+
+void mlb_shm_options_init(mlb_shm_options *Opts) {
+  if (!Opts)
+    return;
+  ShmOptions Defaults;
+  Opts->open_timeout_ms = static_cast<int>(Defaults.OpenTimeout.count());
+  Opts->reply_timeout_ms = static_cast<int>(Defaults.ReplyTimeout.count());
+  Opts->spin_us = static_cast<int>(Defaults.Spin.count());
+  Opts->diagnostics_to_stderr = 0;
+}
+
+mlb_status mlb_shm_runner_create(const char *SocketPath, mlb_serdes Serdes,
+                                 const mlb_shm_options *Opts,
+                                 mlb_runner **Out) {
+  MLB_CHECK_ARG(Out, "output handle");
+  *Out = nullptr;
+  MLB_CHECK_ARG(SocketPath, "shared-memory socket path");
+  if (Serdes != MLB_SERDES_BITSTREAM && Serdes != MLB_SERDES_JSON)
+    return fail(ErrorCode::InvalidArgument, "unknown serdes kind");
+  mlb_shm_options C;
+  mlb_shm_options_init(&C);
+  if (Opts)
+    C = *Opts;
+  ShmOptions O;
+  O.Format = Serdes == MLB_SERDES_JSON ? SerDesKind::Json
+                                       : SerDesKind::Bitstream;
+  O.OpenTimeout = std::chrono::milliseconds(C.open_timeout_ms);
+  O.ReplyTimeout = std::chrono::milliseconds(C.reply_timeout_ms);
+  O.Spin = std::chrono::microseconds(C.spin_us);
+  if (C.diagnostics_to_stderr)
+    O.Diagnostics = stderrDiagnostics();
+  Expected<std::unique_ptr<ShmModelRunner>> R =
+      ShmModelRunner::create(SocketPath, {}, std::nullopt, std::move(O));
   if (!R)
     return fail(R.status());
   *Out = new mlb_runner{std::move(*R)};

@@ -8,6 +8,8 @@
 #include "mlbridge/model_runner.h"
 #include "mlbridge/pipe_model_runner.h"
 #include "mlbridge/serdes.h"
+#include "mlbridge/shm_model_runner.h"
+#include "mlbridge/stream_model_runner.h"
 #include "mlbridge/status.h"
 #include "mlbridge/tensor_spec.h"
 #include "mlbridge/tensor_value.h"

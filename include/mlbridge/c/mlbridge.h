@@ -87,6 +87,24 @@ const char *mlb_status_name(mlb_status status);
 mlb_status mlb_pipe_runner_create(const char *base, mlb_serdes serdes,
                                   const mlb_pipe_options *opts,
                                   mlb_runner **out);
+/** Options of a shared-memory runner; initialise with mlb_shm_options_init. */
+typedef struct mlb_shm_options {
+  int open_timeout_ms;       /**< wait for the model to accept (default 30000) */
+  int reply_timeout_ms;      /**< one request, send + reply (default 30000) */
+  int spin_us;               /**< poll for a reply before sleeping (default 50) */
+  int diagnostics_to_stderr; /**< non-zero: warnings to stderr (default 0) */
+} mlb_shm_options;
+
+/** Fills *opts with the defaults. */
+void mlb_shm_options_init(mlb_shm_options *opts);
+
+/** Creates a runner talking to a model through shared memory: the model
+ *  listens on the Unix socket socket_path (docs/shm.md). Otherwise like
+ *  mlb_pipe_runner_create. */
+mlb_status mlb_shm_runner_create(const char *socket_path, mlb_serdes serdes,
+                                 const mlb_shm_options *opts,
+                                 mlb_runner **out);
+
 /** Closes the channel and frees the runner. NULL is a no-op. */
 void mlb_runner_destroy(mlb_runner *runner);
 

@@ -1,13 +1,17 @@
 // mlbridge-e2e-compiler: the compiler side of the end-to-end tests. It plays
-// a pass talking to a Python model over real FIFOs and prints one JSON
-// object per result on stdout, which tests/e2e/test_pipe_e2e.py checks.
+// a pass talking to a Python model over real FIFOs (--base B) or shared
+// memory (--shm SOCKET) and prints one JSON object per result on stdout,
+// which tests/e2e/test_pipe_e2e.py and test_shm_e2e.py check.
 //
 //   --scenario types     one session per dtype: extreme values out, the
 //                        model echoes them back, compare exactly
-//   --scenario requests  --count N requests of {"i": k}; expects 2k back
+//   --scenario requests  --count N requests of {"i": k}, each in context
+//                        "request<k>"; expects 2k back (--pause-ms P: idle
+//                        P ms before each request after the first)
 //   --scenario rtt       --size N float vector, --count K timed requests
 #include "e2e_report.h"
 #include "mlbridge/pipe_model_runner.h"
+#include "mlbridge/shm_model_runner.h"
 
 #include <algorithm>
 #include <chrono>
@@ -17,6 +21,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace mlbridge;
@@ -25,21 +30,40 @@ using e2e::Clock;
 namespace {
 
 struct Args {
-  std::string Base, Scenario = "requests";
+  std::string Base, Shm, Scenario = "requests";
   SerDesKind Format = SerDesKind::Bitstream;
   int OpenTimeoutMs = 10000, ReplyTimeoutMs = 10000;
   int Count = 3, Size = 1;
+  int PauseMs = 0; // requests: idle time before each request after the first
 };
 
 using e2e::msSince;
 using e2e::printError;
 
-PipeOptions options(const Args &A) {
-  PipeOptions O;
+template <typename Options> Options options(const Args &A) {
+  Options O;
   O.Format = A.Format;
   O.OpenTimeout = std::chrono::milliseconds(A.OpenTimeoutMs);
   O.ReplyTimeout = std::chrono::milliseconds(A.ReplyTimeoutMs);
   return O;
+}
+
+/// A pipe or shared-memory runner, as the arguments ask.
+Expected<std::unique_ptr<StreamModelRunner>>
+makeRunner(const Args &A, std::vector<TensorSpec> Features = {},
+           std::optional<TensorSpec> Advice = std::nullopt) {
+  if (!A.Shm.empty()) {
+    auto R = ShmModelRunner::create(A.Shm, std::move(Features),
+                                    std::move(Advice), options<ShmOptions>(A));
+    if (!R)
+      return R.takeStatus();
+    return std::unique_ptr<StreamModelRunner>(std::move(*R));
+  }
+  auto R = PipeModelRunner::create(A.Base, std::move(Features),
+                                   std::move(Advice), options<PipeOptions>(A));
+  if (!R)
+    return R.takeStatus();
+  return std::unique_ptr<StreamModelRunner>(std::move(*R));
 }
 
 template <typename T> std::vector<T> extremes() {
@@ -63,11 +87,11 @@ template <typename T> bool sameBits(T A, T B) {
 template <typename T> bool echoType(const Args &A) {
   const DType Type = DTypeOf<T>::value;
   const std::string Name(dtypeName(Type));
-  auto Runner = PipeModelRunner::create(
-      A.Base,
+  auto Runner = makeRunner(
+      A,
       {TensorSpec("scalar", Type, {1}), TensorSpec("vector", Type, {4}),
        TensorSpec("label", DType::String, {kDynamicDim})},
-      TensorSpec("echo", Type, {kDynamicDim}), options(A));
+      TensorSpec("echo", Type, {kDynamicDim}));
   if (!Runner) {
     printError(Name.c_str(), Runner.status(), 0);
     return false;
@@ -96,7 +120,7 @@ template <typename T> bool echoType(const Args &A) {
 }
 
 bool echoString(const Args &A) {
-  auto Runner = PipeModelRunner::create(A.Base, {}, std::nullopt, options(A));
+  auto Runner = makeRunner(A);
   if (!Runner)
     return false;
   const std::string Text = "h\xC3\xA9llo \xE2\x9C\x93 \xF0\x9D\x84\x9E \"q\"\n";
@@ -129,13 +153,14 @@ bool scenarioTypes(const Args &A) {
 }
 
 bool scenarioRequests(const Args &A) {
-  auto Runner = PipeModelRunner::create(
-      A.Base, {TensorSpec::create<int64_t>("i")},
-      TensorSpec::create<int64_t>("twice"), options(A));
+  auto Runner = makeRunner(A, {TensorSpec::create<int64_t>("i")},
+                           TensorSpec::create<int64_t>("twice"));
   if (!Runner)
     return false;
   bool Ok = true;
   for (int K = 0; K < A.Count; ++K) {
+    if (K && A.PauseMs)
+      std::this_thread::sleep_for(std::chrono::milliseconds(A.PauseMs));
     auto Start = Clock::now();
     Status S = (*Runner)->switchContext("request" + std::to_string(K));
     *(*Runner)->getTensor<int64_t>(0) = K;
@@ -158,9 +183,8 @@ bool scenarioRequests(const Args &A) {
 }
 
 bool scenarioRtt(const Args &A) {
-  auto Runner = PipeModelRunner::create(
-      A.Base, {TensorSpec::create<float>("x", {A.Size})},
-      TensorSpec::create<float>("y"), options(A));
+  auto Runner = makeRunner(A, {TensorSpec::create<float>("x", {A.Size})},
+                           TensorSpec::create<float>("y"));
   if (!Runner)
     return false;
   float *X = (*Runner)->getTensor<float>(0);
@@ -192,6 +216,8 @@ bool parse(int Argc, char **Argv, Args &A) {
     std::string K = Argv[I], V = Argv[I + 1];
     if (K == "--base")
       A.Base = V;
+    else if (K == "--shm")
+      A.Shm = V;
     else if (K == "--scenario")
       A.Scenario = V;
     else if (K == "--serdes") {
@@ -207,10 +233,12 @@ bool parse(int Argc, char **Argv, Args &A) {
       A.Count = std::stoi(V);
     else if (K == "--size")
       A.Size = std::stoi(V);
+    else if (K == "--pause-ms")
+      A.PauseMs = std::stoi(V);
     else
       return false;
   }
-  return !A.Base.empty() && Argc % 2 == 1;
+  return A.Base.empty() != A.Shm.empty() && Argc % 2 == 1;
 }
 
 } // namespace
@@ -219,9 +247,9 @@ int main(int Argc, char **Argv) {
   Args A;
   if (!parse(Argc, Argv, A)) {
     std::fprintf(stderr,
-                 "usage: mlbridge-e2e-compiler --base B [--serdes S] "
+                 "usage: mlbridge-e2e-compiler --base B|--shm SOCKET [--serdes S] "
                  "[--scenario types|requests|rtt] [--count N] [--size N] "
-                 "[--open-timeout-ms N] [--reply-timeout-ms N]\n");
+                 "[--open-timeout-ms N] [--reply-timeout-ms N] [--pause-ms N]\n");
     return 2;
   }
   bool Ok;

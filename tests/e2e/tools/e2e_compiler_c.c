@@ -1,6 +1,7 @@
 /* mlbridge-e2e-compiler-c: a C program driving the C API against a Python
  * model (tests/e2e/test_pipe_e2e.py). Prints one JSON object per result.
- * usage: mlbridge-e2e-compiler-c <base> <bitstream|json> */
+ * usage: mlbridge-e2e-compiler-c <base> <bitstream|json> [shm]
+ * (with "shm", <base> is the shared-memory model's socket path). */
 #include "mlbridge/c/mlbridge.h"
 
 #include <inttypes.h>
@@ -20,6 +21,8 @@ static void check(const char *what, mlb_status st) {
 int main(int argc, char **argv) {
   mlb_runner *r;
   mlb_pipe_options opts;
+  mlb_shm_options shm_opts;
+  mlb_serdes serdes;
   int ia[3] = {1, 2, 3};
   int64_t la[2] = {4, 5};
   float fa[2] = {0.5f, 1.5f};
@@ -36,16 +39,20 @@ int main(int argc, char **argv) {
   size_t n = 0;
   mlb_status st;
 
-  if (argc != 3)
+  if (argc != 3 && !(argc == 4 && strcmp(argv[3], "shm") == 0))
     return 2;
-  mlb_pipe_options_init(&opts);
-  opts.open_timeout_ms = 10000;
-  opts.reply_timeout_ms = 10000;
-  check("create", mlb_pipe_runner_create(
-                      argv[1],
-                      strcmp(argv[2], "json") == 0 ? MLB_SERDES_JSON
-                                                   : MLB_SERDES_BITSTREAM,
-                      &opts, &r));
+  serdes = strcmp(argv[2], "json") == 0 ? MLB_SERDES_JSON : MLB_SERDES_BITSTREAM;
+  if (argc == 4) {
+    mlb_shm_options_init(&shm_opts);
+    shm_opts.open_timeout_ms = 10000;
+    shm_opts.reply_timeout_ms = 10000;
+    check("create", mlb_shm_runner_create(argv[1], serdes, &shm_opts, &r));
+  } else {
+    mlb_pipe_options_init(&opts);
+    opts.open_timeout_ms = 10000;
+    opts.reply_timeout_ms = 10000;
+    check("create", mlb_pipe_runner_create(argv[1], serdes, &opts, &r));
+  }
   if (failures)
     return 1;
 

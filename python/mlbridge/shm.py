@@ -1,0 +1,571 @@
+"""ShmCompilerInterface: the model side of a shared-memory channel (docs/shm.md).
+
+The interface listens on a Unix socket. A compiler (``mlbridge::ShmModelRunner``)
+connects; the interface answers with a fresh memory file holding two byte
+rings -- requests to the model, replies to the compiler -- and two eventfds
+that wake the other side. Each connection is one session; its end (or the
+compiler's death) is the socket's hang-up.
+
+Observations are decoded in place: a bitstream observation's arrays are
+read-only numpy views of the shared memory, valid until the observation is
+answered (``populate_buffer``); copy what you keep longer.
+
+Waiting for a request spins for ``spin_us`` microseconds, then sleeps on the
+eventfd and the socket, so an idle channel costs no CPU and a dead compiler
+ends the session at once.
+
+Threads: one thread at a time per interface.
+"""
+
+import array
+import logging
+import mmap
+import os
+import platform
+import select
+import shutil
+import socket
+import stat
+import struct
+import tempfile
+import time
+import weakref
+
+from . import serdes as _serdes
+from ._spin import SpinBudget, full_fence
+from .errors import MessageTooLarge, MLBridgeError, PeerClosed, ProtocolError, TimeoutError
+from .messages import (DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_MESSAGE_BYTES, Header,
+                       Observation, SessionState)
+
+__all__ = ["ShmCompilerInterface", "DEFAULT_CAPACITY"]
+
+_log = logging.getLogger("mlbridge.shm")
+
+# docs/shm.md §2. Word indices into the control block (8-byte words).
+_MAGIC = 0x31304D4853424C4D  # "MLBSHM01"
+_VERSION = 1
+_CONTROL_BYTES = 4096
+_REQ_HEAD, _REQ_TAIL, _REP_HEAD, _REP_TAIL = 8, 16, 24, 32
+_MODEL_SLEEPING, _COMPILER_SLEEPING = 40, 48
+_WRAP = (1 << 64) - 1
+_HELLO = struct.Struct("<QIIQ")
+_U64 = struct.Struct("<Q")
+_ONE = _U64.pack(1)
+
+DEFAULT_CAPACITY = 64 << 20  # per ring; the memory file is sparse until used
+_MIN_CAPACITY = 4096
+_DEFAULT = object()
+# With a compiler process to watch, sleeps are cut into slices this long.
+_ALIVE_SLICE_MS = 20
+
+
+def _pad8(n):
+    return (n + 7) & ~7
+
+
+class _Session:
+    """One connected compiler: the mapping, both rings and the wake-ups.
+
+    Implements the reader interface the decoders use (``read_line``,
+    ``read_exact``, ``deadline``) over the request ring, and ``write`` of
+    one reply record into the reply ring.
+    """
+
+    def __init__(self, conn, capacity, spin, alive):
+        self.conn = conn
+        self.capacity = capacity
+        self.spinner = SpinBudget(spin)
+        self.alive = alive
+        self.deadline = None
+        self.mm = None
+        self.wake_self = self.wake_peer = -1
+        size = _CONTROL_BYTES + 2 * capacity
+        memfd = os.memfd_create("mlbridge-shm", os.MFD_CLOEXEC)
+        try:
+            os.ftruncate(memfd, size)
+            self.mm = mmap.mmap(memfd, size)
+            self.wake_self = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
+            self.wake_peer = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
+            _U64.pack_into(self.mm, 0, _MAGIC)
+            struct.pack_into("<I", self.mm, 8, _VERSION)
+            _U64.pack_into(self.mm, 16, capacity)
+            conn.sendmsg([_HELLO.pack(_MAGIC, _VERSION, 0, capacity)],
+                         [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                           array.array("i", [memfd, self.wake_self, self.wake_peer]))])
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            os.close(memfd)
+        self.ctl = memoryview(self.mm)[:_CONTROL_BYTES].cast("Q")
+        self.view = memoryview(self.mm).toreadonly()
+        self.req_base = _CONTROL_BYTES
+        self.rep_base = _CONTROL_BYTES + capacity
+        # Request ring: [pos, end) unread bytes of the current record, which
+        # starts at ring position `read` and is followed by `next`.
+        self.read = self.next = 0
+        self.pos = self.end = 0
+        self.rep_head = 0
+        self.poll = select.poll()
+        self.poll.register(self.wake_self, select.POLLIN)
+        self.poll.register(conn.fileno(), select.POLLIN)
+
+    def close(self):
+        for fd in (self.wake_self, self.wake_peer):
+            if fd >= 0:
+                os.close(fd)
+        self.wake_self = self.wake_peer = -1
+        for name in ("ctl", "view"):
+            v = getattr(self, name, None)
+            if v is not None:
+                v.release()
+                setattr(self, name, None)
+        if self.mm is not None:
+            try:
+                self.mm.close()
+            except BufferError:  # observations still hold views; GC unmaps later
+                pass
+            self.mm = None
+        self.conn.close()
+
+    # ---- waiting ------------------------------------------------------------------
+    def _wait(self, deadline, what, partial):
+        """Until the compiler published bytes past ``next``."""
+        ctl = self.ctl
+        target = self.next
+        if ctl[_REQ_HEAD] != target:
+            return
+        start = time.monotonic()
+        spin = self.spinner.next()
+        if spin:
+            spin_end = start + spin
+            while True:
+                if ctl[_REQ_HEAD] != target:
+                    self.spinner.update(True, time.monotonic() - start)
+                    return
+                if time.monotonic() >= spin_end:
+                    break
+        # About to sleep: whatever was read is free for the compiler again.
+        self.release()
+        # Announce the sleep, then look once more: the compiler checks the
+        # flag after publishing, so one of the two sees the other.
+        ctl[_MODEL_SLEEPING] = 1
+        full_fence()
+        try:
+            self._sleep(deadline, what, partial, target)
+        finally:
+            ctl[_MODEL_SLEEPING] = 0
+            self.spinner.update(False, time.monotonic() - start)
+
+    def _sleep(self, deadline, what, partial, target):
+        ctl = self.ctl
+        conn_fd = self.conn.fileno()
+        while ctl[_REQ_HEAD] == target:
+            if deadline is None:
+                ms = -1
+            else:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(f"no {what} from the compiler before the deadline")
+                ms = max(1, int(remaining * 1000))
+            if self.alive is not None:
+                ms = _ALIVE_SLICE_MS if ms < 0 else min(ms, _ALIVE_SLICE_MS)
+            hung_up = False
+            for fd, _ in self.poll.poll(ms):
+                if fd == conn_fd:
+                    hung_up = True
+                else:
+                    try:
+                        os.eventfd_read(self.wake_self)
+                    except BlockingIOError:
+                        pass
+            if ctl[_REQ_HEAD] != target:
+                return
+            if hung_up or (self.alive is not None and not self.alive()):
+                raise PeerClosed("the compiler closed the channel" if not partial else
+                                 f"the compiler closed the channel inside a message "
+                                 f"({partial} bytes of {what})", clean=not partial)
+
+    def _next_record(self, deadline, what, partial):
+        """Make the next request record current."""
+        cap = self.capacity
+        while True:
+            self.read = self.next
+            self._wait(deadline, what, partial)
+            head = self.ctl[_REQ_HEAD]
+            off = self.read % cap
+            length = _U64.unpack_from(self.mm, self.req_base + off)[0]
+            avail = head - self.read
+            if length == _WRAP and avail >= cap - off:
+                self.next = self.read + cap - off
+                continue
+            if avail > cap or length > cap - off - 8 or 8 + _pad8(length) > avail:
+                raise ProtocolError("corrupt record in the request ring")
+            self.pos = self.req_base + off + 8
+            self.end = self.pos + length
+            self.next = self.read + 8 + _pad8(length)
+            return
+
+    def release(self):
+        """Let the compiler reuse everything before the current record (and
+        the current one once it is fully read)."""
+        if self.ctl is not None:
+            self.ctl[_REQ_TAIL] = self.next if self.pos >= self.end else self.read
+
+    # ---- the reader interface of the decoders -----------------------------------------
+    def read_line(self, max_bytes, deadline=_DEFAULT):
+        if deadline is _DEFAULT:
+            deadline = self.deadline
+        if self.pos >= self.end:
+            self._next_record(deadline, "a line", 0)
+        i = self.mm.find(b"\n", self.pos, min(self.end, self.pos + max_bytes + 1))
+        if i >= 0:
+            line = self.mm[self.pos:i]
+            self.pos = i + 1
+            return line
+        if self.end - self.pos > max_bytes:
+            raise MessageTooLarge(f"line exceeds the {max_bytes}-byte limit")
+        # A line split across records (never written so by mlbridge).
+        parts = bytearray(self.mm[self.pos:self.end])
+        self.pos = self.end
+        while True:
+            self._next_record(deadline, "a line", len(parts))
+            i = self.mm.find(b"\n", self.pos, self.end)
+            stop = self.end if i < 0 else i
+            if len(parts) + stop - self.pos > max_bytes:
+                raise MessageTooLarge(f"line exceeds the {max_bytes}-byte limit")
+            parts += self.mm[self.pos:stop]
+            self.pos = stop if i < 0 else i + 1
+            if i >= 0:
+                return bytes(parts)
+
+    def read_exact(self, n, deadline=_DEFAULT):
+        """``n`` bytes: a read-only view of the shared memory when they lie in
+        one record (always, for what mlbridge writes), else a copy."""
+        if deadline is _DEFAULT:
+            deadline = self.deadline
+        if self.pos >= self.end and n:
+            self._next_record(deadline, f"{n} bytes", 0)
+        if self.end - self.pos >= n:
+            v = self.view[self.pos:self.pos + n]
+            self.pos += n
+            return v
+        out = bytearray(n)
+        got = 0
+        while True:
+            k = min(n - got, self.end - self.pos)
+            out[got:got + k] = self.view[self.pos:self.pos + k]
+            got += k
+            self.pos += k
+            if got == n:
+                return out
+            self._next_record(deadline, f"{n} bytes", got)
+
+    # ---- replies ----------------------------------------------------------------------
+    def write(self, data, deadline):
+        n = len(data)
+        cap = self.capacity
+        if n > cap - 8:
+            raise MessageTooLarge(f"reply of {n} bytes exceeds the ring capacity "
+                                  f"({cap - 8} bytes)")
+        need = 8 + _pad8(n)
+        head = self.rep_head
+        off = head % cap
+        skip = cap - off if off + need > cap else 0
+        ctl = self.ctl
+        conn_fd = self.conn.fileno()
+        while head + skip + need - ctl[_REP_TAIL] > cap:  # rare: unread replies
+            if time.monotonic() > deadline:
+                raise TimeoutError("the compiler did not read its replies in time")
+            for fd, _ in self.poll.poll(1):
+                if fd == conn_fd:
+                    raise PeerClosed("the compiler closed the channel")
+                try:
+                    os.eventfd_read(self.wake_self)
+                except BlockingIOError:
+                    pass
+        base = self.rep_base
+        if skip:
+            _U64.pack_into(self.mm, base + off, _WRAP)
+            head += skip
+            off = 0
+        _U64.pack_into(self.mm, base + off, n)
+        self.mm[base + off + 8:base + off + 8 + n] = data
+        head += need
+        self.rep_head = head
+        ctl[_REP_HEAD] = head  # published after the bytes (x86-64 store order)
+        full_fence()
+        if ctl[_COMPILER_SLEEPING]:
+            os.write(self.wake_peer, _ONE)
+
+
+class ShmCompilerInterface:
+    """Serve compilers connecting to the Unix socket ``path``.
+
+    ``path=None`` creates a private directory (0700) holding
+    ``channel.sock`` (0600); give the compiler ``iface.path``. ``serdes``:
+    "bitstream" (zero-copy observations), "json" or "protobuf".
+    ``timeout``: default seconds for evaluate() and for writing a reply.
+    ``capacity``: bytes of each ring (largest message + 8). ``spin_us``:
+    how long a wait polls the ring before sleeping. ``process``: optional
+    ``subprocess.Popen`` of the compiler, watched while waiting.
+    ``max_message_bytes``/``max_header_bytes``: limits of protocol §4.
+
+    Use as a context manager, or call close(); both remove what was created.
+    """
+
+    def __init__(self, path=None, serdes="bitstream", *, timeout=60.0,
+                 capacity=DEFAULT_CAPACITY, spin_us=50,
+                 max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
+                 max_header_bytes=DEFAULT_MAX_HEADER_BYTES, process=None):
+        if platform.machine() not in ("x86_64", "AMD64"):
+            # The rings rely on x86-64's store order from Python code.
+            raise MLBridgeError(f"the shared-memory channel needs x86-64 on the model "
+                                f"side (this is {platform.machine()}); use pipes")
+        self._codec = _serdes.get(serdes)
+        if timeout is None or not timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        capacity = int(capacity)
+        if capacity < _MIN_CAPACITY or capacity % 8:
+            raise ValueError(f"capacity must be a multiple of 8 and at least "
+                             f"{_MIN_CAPACITY}, got {capacity}")
+        if spin_us < 0:
+            raise ValueError(f"spin_us must not be negative, got {spin_us}")
+        self.timeout = float(timeout)
+        self.capacity = capacity
+        self.spin = spin_us / 1e6
+        self._process = process
+        self._state = SessionState(max_message_bytes, max_header_bytes)
+        self._session = None
+        self._pending = None
+        self._closed = False
+        self._dir = None
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
+        self._finalizer = weakref.finalize(self, ShmCompilerInterface._cleanup,
+                                           self._listener, None, None)
+        try:
+            if path is None:
+                self._dir = tempfile.mkdtemp(prefix="mlbridge-shm-")
+                os.chmod(self._dir, 0o700)
+                path = os.path.join(self._dir, "channel.sock")
+            self._path = os.fspath(path)
+            old_umask = os.umask(0o177)  # the socket is created 0600
+            try:
+                self._listener.bind(self._path)
+            except OSError as e:
+                raise MLBridgeError(f"cannot listen at {self._path}: {e.strerror}") from None
+            finally:
+                os.umask(old_umask)
+            self._listener.listen(8)
+            self._listener.setblocking(False)
+            self._finalizer.detach()
+            self._finalizer = weakref.finalize(self, ShmCompilerInterface._cleanup,
+                                               self._listener, self._path, self._dir)
+        except BaseException:
+            self._finalizer()
+            raise
+
+    @staticmethod
+    def _cleanup(listener, path, directory):
+        listener.close()
+        if path is not None:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)
+
+    # ---- properties ---------------------------------------------------------------
+    @property
+    def path(self):
+        """The socket path to give the compiler."""
+        return self._path
+
+    @property
+    def serdes(self):
+        return self._codec.NAME
+
+    @property
+    def feature_specs(self):
+        return self._state.feature_specs
+
+    @property
+    def advice_spec(self):
+        return self._state.advice_spec
+
+    @property
+    def context(self):
+        return self._state.context
+
+    @property
+    def session_open(self):
+        """True while a compiler is connected."""
+        return self._session is not None
+
+    @property
+    def pending(self):
+        """The observation awaiting populate_buffer(), or None."""
+        return self._pending
+
+    @property
+    def process(self):
+        return self._process
+
+    @process.setter
+    def process(self, process):
+        self._process = process
+        if self._session is not None:
+            self._session.alive = self._alive_check()
+
+    def _alive_check(self):
+        proc = self._process
+        return None if proc is None else (lambda: proc.poll() is None)
+
+    def _process_exited(self):
+        return self._process is not None and self._process.poll() is not None
+
+    # ---- lifecycle ------------------------------------------------------------------
+    def close(self):
+        """End the session and remove the socket (and directory) created."""
+        self._closed = True
+        self._drop_session()
+        self._finalizer()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def _drop_session(self):
+        session, self._session = self._session, None
+        self._pending = None
+        if session is not None:
+            session.close()
+
+    def _accept(self, deadline):
+        """The next compiler's connection; None if the watched process exited."""
+        poller = select.poll()
+        poller.register(self._listener.fileno(), select.POLLIN)
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+                break
+            except BlockingIOError:
+                pass
+            if self._process_exited():
+                return None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no compiler connected to {self._path} before the deadline")
+            poller.poll(min(max(1, int(remaining * 1000)), _ALIVE_SLICE_MS))
+        conn.setblocking(True)
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        if struct.unpack("3i", creds)[1] != os.getuid():
+            conn.close()
+            raise MLBridgeError(f"a process of another user connected to {self._path}")
+        return conn
+
+    # ---- requests ----------------------------------------------------------------------
+    def evaluate(self, timeout=None):
+        """Wait for the next observation and return it (None when the
+        compiler ends the session). Same contract as
+        PipeCompilerInterface.evaluate."""
+        if self._closed:
+            raise MLBridgeError("the interface is closed")
+        if self._pending is not None:
+            raise MLBridgeError(f"observation {self._pending.index} has not been answered; "
+                                f"call populate_buffer() first")
+        seconds = self.timeout if timeout is None else float(timeout)
+        deadline = time.monotonic() + seconds
+        state = self._state
+        if self._session is None:
+            conn = self._accept(deadline)
+            if conn is None:
+                return None
+            self._session = _Session(conn, self.capacity, self.spin, self._alive_check())
+            state.reset()
+            _log.debug("session opened on %s", self._path)
+        session = self._session
+        session.deadline = deadline
+        decode = self._codec.decode_message
+        try:
+            while True:
+                msg = decode(session, state)
+                if type(msg) is Observation:
+                    if state.advice_spec is None:
+                        raise ProtocolError("observation without an advice spec")
+                    self._pending = msg
+                    return msg
+                if type(msg) is Header and not msg.continues:
+                    state.context = None
+        except PeerClosed as e:
+            _log.debug("session ended: %s", e)
+            self._drop_session()
+            return None
+        except TimeoutError:
+            if state.in_message:
+                self._drop_session()
+            raise TimeoutError(f"no message from the compiler on {self._path} within "
+                               f"{seconds:g} s") from None
+        except BaseException:  # ProtocolError, MessageTooLarge, KeyboardInterrupt
+            self._drop_session()
+            raise
+
+    def populate_buffer(self, advice):
+        """Send the advice for the pending observation (checked against
+        ``advice_spec`` first: TypeError/ValueError leave it pending)."""
+        obs = self._pending
+        if obs is None:
+            raise MLBridgeError("no pending observation; call evaluate() first")
+        self._send(self._codec.encode_advice(obs.advice_spec, advice))
+
+    def send_error(self, message):
+        """Answer the pending observation with an error (JSON only)."""
+        if self._pending is None:
+            raise MLBridgeError("no pending observation; call evaluate() first")
+        encode_error = getattr(self._codec, "encode_error", None)
+        if encode_error is None:
+            raise MLBridgeError(f"the {self.serdes} format has no error channel")
+        self._send(encode_error(message))
+
+    def _send(self, data):
+        session = self._session
+        try:
+            session.release()
+            session.write(data, time.monotonic() + self.timeout)
+        except (TimeoutError, PeerClosed, OSError):
+            self._drop_session()
+            raise
+        self._pending = None
+
+    def serve(self, policy, *, sessions=None, timeout=None):
+        """Answer requests with ``policy(observation) -> advice`` until
+        ``sessions`` sessions have ended (None: no limit) or a wait times
+        out (returning if a session has ended, raising TimeoutError
+        otherwise). Returns the number of requests answered."""
+        answered = ended = 0
+        while sessions is None or ended < sessions:
+            try:
+                obs = self.evaluate(timeout)
+            except TimeoutError:
+                if ended:
+                    return answered
+                raise
+            if obs is None:
+                ended += 1
+                if self._process_exited():
+                    break
+                continue
+            try:
+                self.populate_buffer(policy(obs))
+            except PeerClosed:
+                ended += 1
+                continue
+            except BaseException:
+                self._drop_session()
+                raise
+            answered += 1
+        return answered

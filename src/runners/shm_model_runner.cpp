@@ -1,0 +1,53 @@
+#include "mlbridge/shm_model_runner.h"
+
+#include "transport/shm_channel.h"
+
+namespace mlbridge {
+
+Expected<std::unique_ptr<ShmModelRunner>>
+ShmModelRunner::create(std::string SocketPath,
+                       std::vector<TensorSpec> FeatureSpecs,
+                       std::optional<TensorSpec> Advice, ShmOptions Options) {
+  auto R = std::make_unique<ShmModelRunner>(
+      std::move(SocketPath), std::move(FeatureSpecs), std::move(Advice),
+      std::move(Options));
+  if (!R->constructionStatus().isOk())
+    return R->constructionStatus();
+  return R;
+}
+
+ShmModelRunner::ShmModelRunner(std::string SocketPath,
+                               std::vector<TensorSpec> FeatureSpecs,
+                               std::optional<TensorSpec> Advice,
+                               ShmOptions Options)
+    : StreamModelRunner(std::move(FeatureSpecs), std::move(Advice), Options,
+                        Options.Format, Options.ReplyTimeout, Options.Limits),
+      Path(std::move(SocketPath)), Opts(std::move(Options)) {
+  if (Path.empty())
+    setConstructionError(
+        Status(ErrorCode::InvalidArgument, "empty shared-memory socket path"));
+  else if (Opts.OpenTimeout.count() <= 0)
+    setConstructionError(
+        Status(ErrorCode::InvalidArgument, "the open timeout must be positive"));
+  else if (Opts.Spin.count() < 0)
+    setConstructionError(
+        Status(ErrorCode::InvalidArgument, "the spin time must not be negative"));
+}
+
+ShmModelRunner::~ShmModelRunner() { disconnect(); }
+
+Status ShmModelRunner::openChannel(std::unique_ptr<MessageChannel> &Out) {
+  std::unique_ptr<ShmChannel> C;
+  if (Status S = ShmChannel::connect(Path, Clock::now() + Opts.OpenTimeout,
+                                     Opts.Spin, C);
+      !S.isOk())
+    return S;
+  Out = std::move(C);
+  return Status::ok();
+}
+
+std::string ShmModelRunner::channelName() const {
+  return "shared-memory channel '" + Path + "'";
+}
+
+} // namespace mlbridge

@@ -1,0 +1,425 @@
+#include "transport/shm_channel.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <thread>
+
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+namespace mlbridge {
+
+namespace {
+
+// The layout of docs/shm.md §2: a 4 KiB control block, then the request
+// ring (compiler -> model), then the reply ring (model -> compiler).
+constexpr uint64_t kMagic = 0x31304d4853424c4dULL; // "MLBSHM01"
+constexpr uint32_t kVersion = 1;
+constexpr size_t kControlBytes = 4096;
+constexpr size_t kRequestHead = 64, kRequestTail = 128;
+constexpr size_t kReplyHead = 192, kReplyTail = 256;
+// Set by a side while it sleeps (or is about to) on its eventfd; the other
+// side writes the eventfd only then.
+constexpr size_t kModelSleeping = 320, kCompilerSleeping = 384;
+// A sleeping wait rechecks the ring this often even without a wake-up: a
+// safety net should a wake-up ever be lost (it costs no measurable CPU).
+constexpr int kSleepSliceMs = 50;
+constexpr uint64_t kWrapMarker = UINT64_MAX;
+constexpr uint64_t kMinCapacity = 4096;
+constexpr uint64_t kMaxCapacity = uint64_t(1) << 40;
+
+/// The hello datagram the model sends with its three descriptors.
+struct Hello {
+  uint64_t Magic;
+  uint32_t Version;
+  uint32_t Flags;
+  uint64_t Capacity;
+};
+
+std::string errnoText(int E) { return std::strerror(E); }
+
+uint64_t *word(char *Region, size_t Offset) {
+  return reinterpret_cast<uint64_t *>(Region + Offset);
+}
+uint64_t loadAcquire(char *Region, size_t Offset) {
+  return __atomic_load_n(word(Region, Offset), __ATOMIC_ACQUIRE);
+}
+void storeRelease(char *Region, size_t Offset, uint64_t V) {
+  __atomic_store_n(word(Region, Offset), V, __ATOMIC_RELEASE);
+}
+// Store then load with a full barrier between them (the sleeping-flag
+// handshake: a store of one side must be seen before its next load).
+void storeFenced(char *Region, size_t Offset, uint64_t V) {
+  __atomic_store_n(word(Region, Offset), V, __ATOMIC_SEQ_CST);
+}
+uint64_t loadFenced(char *Region, size_t Offset) {
+  return __atomic_load_n(word(Region, Offset), __ATOMIC_SEQ_CST);
+}
+
+uint64_t roundUp8(uint64_t N) { return (N + 7) & ~uint64_t(7); }
+
+int millisUntil(Deadline Until) {
+  auto Left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  Until - Clock::now())
+                  .count();
+  if (Left <= 0)
+    return 0;
+  return static_cast<int>(std::min<long long>(Left + 1, INT_MAX));
+}
+
+void closeAll(const int *Fds, size_t N) {
+  for (size_t I = 0; I < N; ++I)
+    if (Fds[I] >= 0)
+      ::close(Fds[I]);
+}
+
+/// Receives the hello and its descriptors, waiting until Until.
+Status receiveHello(int Sock, const std::string &Path, Deadline Until,
+                    Hello &H, int (&Fds)[3]) {
+  for (;;) {
+    struct pollfd P = {Sock, POLLIN, 0};
+    int Ms = millisUntil(Until);
+    if (Ms == 0)
+      return Status(ErrorCode::Timeout,
+                    "the model at '" + Path +
+                        "' did not accept the connection before the deadline "
+                        "(busy with another session?)");
+    int R = ::poll(&P, 1, Ms);
+    if (R < 0 && errno != EINTR)
+      return Status(ErrorCode::IOError, "poll: " + errnoText(errno));
+    if (R <= 0)
+      continue;
+    alignas(struct cmsghdr) char Control[CMSG_SPACE(sizeof(int) * 3)];
+    struct iovec Iov = {&H, sizeof H};
+    struct msghdr M = {};
+    M.msg_iov = &Iov;
+    M.msg_iovlen = 1;
+    M.msg_control = Control;
+    M.msg_controllen = sizeof Control;
+    ssize_t N = ::recvmsg(Sock, &M, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (N < 0 && (errno == EINTR || errno == EAGAIN))
+      continue;
+    if (N < 0)
+      return Status(ErrorCode::IOError,
+                    "reading the model's hello on '" + Path +
+                        "': " + errnoText(errno));
+    if (N == 0)
+      return Status(ErrorCode::PeerClosed,
+                    "the model closed '" + Path + "' before its hello");
+    size_t Got = 0;
+    for (struct cmsghdr *C = CMSG_FIRSTHDR(&M); C; C = CMSG_NXTHDR(&M, C))
+      if (C->cmsg_level == SOL_SOCKET && C->cmsg_type == SCM_RIGHTS) {
+        size_t K = (C->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t I = 0; I < K; ++I) {
+          int Fd;
+          std::memcpy(&Fd, CMSG_DATA(C) + I * sizeof(int), sizeof Fd);
+          if (Got < 3)
+            Fds[Got++] = Fd;
+          else
+            ::close(Fd);
+        }
+      }
+    if (size_t(N) != sizeof H || Got != 3 || (M.msg_flags & MSG_CTRUNC))
+      return Status(ErrorCode::Malformed,
+                    "the peer at '" + Path +
+                        "' is not an mlbridge shared-memory model (bad hello)");
+    return Status::ok();
+  }
+}
+
+} // namespace
+
+Status ShmChannel::connect(const std::string &Path, Deadline Until,
+                           std::chrono::microseconds Spin,
+                           std::unique_ptr<ShmChannel> &Out) {
+  struct sockaddr_un Addr = {};
+  Addr.sun_family = AF_UNIX;
+  if (Path.empty() || Path.size() >= sizeof Addr.sun_path)
+    return Status(ErrorCode::InvalidArgument,
+                  "shared-memory socket path must have 1.." +
+                      std::to_string(sizeof Addr.sun_path - 1) + " bytes: '" +
+                      Path + "'");
+  std::memcpy(Addr.sun_path, Path.c_str(), Path.size());
+
+  const auto Start = Clock::now();
+  std::chrono::microseconds Step(1000);
+  int Sock = -1;
+  for (;;) {
+    Sock = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (Sock < 0)
+      return Status(ErrorCode::IOError, "socket: " + errnoText(errno));
+    if (::connect(Sock, reinterpret_cast<struct sockaddr *>(&Addr),
+                  sizeof Addr) == 0)
+      break;
+    int E = errno;
+    ::close(Sock);
+    if (E != ENOENT && E != ECONNREFUSED && E != EAGAIN && E != EINTR)
+      return Status(ErrorCode::IOError,
+                    "cannot connect to '" + Path + "': " + errnoText(E));
+    if (Clock::now() >= Until) {
+      auto Waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+          Clock::now() - Start);
+      return Status(ErrorCode::NotFound,
+                    "no model listening at '" + Path + "' (waited " +
+                        std::to_string(Waited.count()) +
+                        " ms); start the model side first");
+    }
+    auto Left = std::chrono::duration_cast<std::chrono::microseconds>(
+        Until - Clock::now());
+    std::this_thread::sleep_for(std::min(Step, std::max(Left, {})));
+    Step = std::min(Step * 2, std::chrono::microseconds(20000));
+  }
+
+  // Only a process of our own user may serve us.
+  struct ucred Cred = {};
+  socklen_t CredLen = sizeof Cred;
+  if (::getsockopt(Sock, SOL_SOCKET, SO_PEERCRED, &Cred, &CredLen) != 0 ||
+      Cred.uid != ::getuid()) {
+    ::close(Sock);
+    return Status(ErrorCode::IOError, "the process listening at '" + Path +
+                                          "' belongs to another user");
+  }
+
+  Hello H = {};
+  int Fds[3] = {-1, -1, -1};
+  if (Status S = receiveHello(Sock, Path, Until, H, Fds); !S.isOk()) {
+    closeAll(Fds, 3);
+    ::close(Sock);
+    return S;
+  }
+  auto Fail = [&](ErrorCode C, const std::string &Why) {
+    closeAll(Fds, 3);
+    ::close(Sock);
+    return Status(C, "shared-memory channel '" + Path + "': " + Why);
+  };
+  if (H.Magic != kMagic || H.Version != kVersion)
+    return Fail(ErrorCode::Malformed,
+                "unsupported hello (version " + std::to_string(H.Version) + ")");
+  if (H.Capacity < kMinCapacity || H.Capacity > kMaxCapacity ||
+      H.Capacity % 8 != 0)
+    return Fail(ErrorCode::Malformed,
+                "invalid ring capacity " + std::to_string(H.Capacity));
+  const size_t RegionBytes = kControlBytes + 2 * size_t(H.Capacity);
+  struct stat St;
+  if (::fstat(Fds[0], &St) != 0 || uint64_t(St.st_size) != RegionBytes)
+    return Fail(ErrorCode::Malformed,
+                "the memory file does not have the announced size");
+  void *P = ::mmap(nullptr, RegionBytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+                   Fds[0], 0);
+  if (P == MAP_FAILED)
+    return Fail(ErrorCode::IOError, "mmap: " + errnoText(errno));
+  ::close(Fds[0]);
+  char *Region = static_cast<char *>(P);
+  if (loadAcquire(Region, 0) != kMagic ||
+      loadAcquire(Region, 16) != H.Capacity ||
+      loadAcquire(Region, kRequestHead) || loadAcquire(Region, kRequestTail) ||
+      loadAcquire(Region, kReplyHead) || loadAcquire(Region, kReplyTail) ||
+      loadAcquire(Region, kCompilerSleeping)) {
+    ::munmap(P, RegionBytes);
+    Fds[0] = -1;
+    return Fail(ErrorCode::Malformed,
+                "the control block is not a fresh one matching the hello");
+  }
+  Out.reset(new ShmChannel(Path, Sock, Fds[1], Fds[2], Region, RegionBytes,
+                           H.Capacity, Spin));
+  return Status::ok();
+}
+
+ShmChannel::ShmChannel(std::string Path, int Socket, int WakeModel,
+                       int WakeSelf, char *Region, size_t RegionBytes,
+                       uint64_t Capacity, std::chrono::microseconds Spin)
+    : Path(std::move(Path)), Socket(Socket), WakeModel(WakeModel),
+      WakeSelf(WakeSelf), Region(Region), RegionBytes(RegionBytes),
+      Capacity(Capacity), Spinner(Spin) {}
+
+ShmChannel::~ShmChannel() {
+  ::close(Socket); // the model sees the hang-up: end of session
+  ::close(WakeModel);
+  ::close(WakeSelf);
+  ::munmap(Region, RegionBytes);
+}
+
+Status ShmChannel::peerGone() const {
+  return Status(ErrorCode::PeerClosed,
+                "the model closed the shared-memory channel '" + Path +
+                    "' (process exited?)");
+}
+
+Status ShmChannel::write(const WireMessage &Msg, Deadline Until) {
+  const uint64_t Bytes = Msg.totalSize();
+  if (Bytes > maxMessageBytes())
+    return Status(ErrorCode::TooLarge,
+                  "message of " + std::to_string(Bytes) +
+                      " bytes exceeds the shared-memory ring of '" + Path +
+                      "' (" + std::to_string(maxMessageBytes()) +
+                      " bytes); give the model side a larger capacity");
+  const uint64_t Need = 8 + roundUp8(Bytes);
+  uint64_t Head = loadAcquire(Region, kRequestHead);
+  uint64_t Offset = Head % Capacity;
+  const uint64_t Skip = Offset + Need > Capacity ? Capacity - Offset : 0;
+  // Room: the model frees what it has read when it answers, so waiting is
+  // rare (a backlog of contexts); poll its progress and its liveness.
+  while (Head + Skip + Need - loadAcquire(Region, kRequestTail) > Capacity) {
+    int Ms = millisUntil(Until);
+    if (Ms == 0)
+      return Status(ErrorCode::Timeout,
+                    "the model stopped reading '" + Path +
+                        "' (write deadline passed)");
+    struct pollfd P = {Socket, POLLIN, 0};
+    if (::poll(&P, 1, 1) > 0)
+      return peerGone();
+  }
+  char *Ring = Region + kControlBytes;
+  if (Skip) {
+    std::memcpy(Ring + Offset, &kWrapMarker, 8);
+    Head += Skip;
+    Offset = 0;
+  }
+  std::memcpy(Ring + Offset, &Bytes, 8);
+  char *To = Ring + Offset + 8;
+  Msg.ranges(Ranges);
+  for (const ByteRange &R : Ranges) {
+    std::memcpy(To, R.Data, R.Size);
+    To += R.Size;
+  }
+  storeFenced(Region, kRequestHead, Head + Need);
+  if (!loadFenced(Region, kModelSleeping))
+    return Status::ok(); // the model is polling the ring: no syscall
+  const uint64_t One = 1;
+  if (::write(WakeModel, &One, 8) != 8 && errno != EAGAIN)
+    return Status(ErrorCode::IOError, "waking the model: " + errnoText(errno));
+  return Status::ok();
+}
+
+Status ShmChannel::awaitReply() {
+  if (loadAcquire(Region, kReplyHead) != Read)
+    return Status::ok();
+  const auto Start = Clock::now();
+  const auto SpinEnd = Start + Spinner.next();
+  for (unsigned I = 1;; ++I) {
+    if (loadAcquire(Region, kReplyHead) != Read) {
+      Spinner.update(true, std::chrono::duration_cast<SpinBudget::Micros>(
+                                Clock::now() - Start));
+      return Status::ok();
+    }
+    cpuRelax();
+    if (I % 64 == 0 && Clock::now() >= SpinEnd)
+      break;
+  }
+  // Sleep: announce it, then look once more (the model checks the flag
+  // after publishing, so one of the two sees the other).
+  storeFenced(Region, kCompilerSleeping, 1);
+  Status Result = Status::ok();
+  for (;;) {
+    if (loadFenced(Region, kReplyHead) != Read)
+      break;
+    struct pollfd P[2] = {{WakeSelf, POLLIN, 0}, {Socket, POLLIN, 0}};
+    int Ms = millisUntil(ReadDeadline);
+    if (Ms == 0) {
+      Result = Status(ErrorCode::Timeout, "no reply from the model on '" +
+                                              Path + "' before the deadline");
+      break;
+    }
+    int R = ::poll(P, 2, std::min(Ms, kSleepSliceMs));
+    if (R < 0 && errno != EINTR) {
+      Result = Status(ErrorCode::IOError, "poll: " + errnoText(errno));
+      break;
+    }
+    if (R > 0 && (P[0].revents & POLLIN)) {
+      uint64_t Count;
+      (void)!::read(WakeSelf, &Count, 8); // reset; the ring tells what came
+    }
+    if (loadAcquire(Region, kReplyHead) != Read)
+      break;
+    if (R > 0 && P[1].revents) {
+      Result = peerGone();
+      break;
+    }
+  }
+  storeRelease(Region, kCompilerSleeping, 0);
+  Spinner.update(false, std::chrono::duration_cast<SpinBudget::Micros>(
+                             Clock::now() - Start));
+  return Result;
+}
+
+Status ShmChannel::nextRecord() {
+  const char *Ring = Region + kControlBytes + Capacity;
+  for (;;) {
+    if (Status S = awaitReply(); !S.isOk())
+      return S;
+    const uint64_t Head = loadAcquire(Region, kReplyHead);
+    const uint64_t Offset = Read % Capacity;
+    uint64_t Length;
+    std::memcpy(&Length, Ring + Offset, 8);
+    if (Length == kWrapMarker && Head - Read >= Capacity - Offset) {
+      Read += Capacity - Offset;
+      continue;
+    }
+    if (Head - Read > Capacity || Length > Capacity - Offset - 8 ||
+        8 + roundUp8(Length) > Head - Read)
+      return Status(ErrorCode::Malformed,
+                    "corrupt record in the reply ring of '" + Path + "'");
+    InRecord = true;
+    RecordBytes = Length;
+    Pos = Ring + Offset + 8;
+    End = Pos + Length;
+    return Status::ok();
+  }
+}
+
+Status ShmChannel::readExact(void *Dst, size_t N) {
+  if (!InRecord)
+    if (Status S = nextRecord(); !S.isOk())
+      return S;
+  if (size_t(End - Pos) < N)
+    return Status(ErrorCode::Malformed,
+                  "the model's reply (" + std::to_string(RecordBytes) +
+                      " bytes) is shorter than the advice needs");
+  std::memcpy(Dst, Pos, N);
+  Pos += N;
+  return Status::ok();
+}
+
+Status ShmChannel::readLine(std::string &Line, size_t MaxBytes) {
+  if (!InRecord)
+    if (Status S = nextRecord(); !S.isOk())
+      return S;
+  const size_t Avail = size_t(End - Pos);
+  const char *NL =
+      static_cast<const char *>(std::memchr(Pos, '\n', std::min(Avail, MaxBytes + 1)));
+  if (!NL)
+    return Avail > MaxBytes
+               ? Status(ErrorCode::TooLarge, "line from the model exceeds " +
+                                                 std::to_string(MaxBytes) +
+                                                 " bytes")
+               : Status(ErrorCode::Malformed,
+                        "the model's reply ends inside a line");
+  Line.assign(Pos, NL);
+  Pos = NL + 1;
+  return Status::ok();
+}
+
+Status ShmChannel::endReply() {
+  if (!InRecord)
+    return Status::ok();
+  const uint64_t Unread = uint64_t(End - Pos);
+  InRecord = false;
+  Read += 8 + roundUp8(RecordBytes);
+  storeRelease(Region, kReplyTail, Read);
+  if (Unread)
+    return Status(ErrorCode::Malformed,
+                  "the model's reply has " + std::to_string(Unread) +
+                      " bytes more than the advice");
+  if (loadAcquire(Region, kReplyHead) != Read)
+    return Status(ErrorCode::Malformed,
+                  "the model sent more than one reply to one request");
+  return Status::ok();
+}
+
+} // namespace mlbridge
