@@ -228,3 +228,71 @@ def test_out_of_range_answer_falls_back(mlir, kernels, tmp_path):
     assert rc == 0 and stdout == ""
     assert "action 7 out of range" in stderr
     assert entry["fallbacks"] == 1 and out.read_text() == ref.read_text()
+
+
+def _python_decisions(features, feature_names):
+    """The committed policy evaluated by onnxruntime in Python."""
+    import onnxruntime as ort
+    sess = ort.InferenceSession(str(MODEL), providers=["CPUExecutionProvider"])
+    out = []
+    for row in features.tolist():
+        feeds = {n: np.asarray([v], np.float32) for n, v in zip(feature_names, row)}
+        out.append(int(np.argmax(sess.run(None, feeds)[0])))
+    return out
+
+
+@pytest.mark.parametrize("runner", ["onnx", "compiled"])
+def test_deployed_model_decides_as_in_python(mlir, kernels, tmp_path, runner):
+    m, info = mlir
+    if not info.has_runner(runner):
+        pytest.fail(f"the {runner} runner is not built into the plugin", pytrace=False)
+    assert MODEL.is_file(), f"{MODEL} missing (models/mlir/train_unroll_policy.py)"
+    factors_seen = set()
+    for name in ("matmul", "dot_norm", "heat3d", "syrk"):
+        src = kernels[name]
+        # The features, as the pass sends them, from a pipe run.
+        probe = m.serve_unroll(info, src, tmp_path / "probe.mlir", lambda f: m.DEFAULT_ACTION)
+        expected = [m.UNROLL_FACTORS[a] for a in _python_decisions(probe.features,
+                                                                     probe.feature_names)]
+        out, log = tmp_path / f"{name}.mlir", tmp_path / f"{name}.log"
+        opts = {"runner": runner, "log": log}
+        if runner == "onnx":
+            opts["model"] = MODEL
+        res = run_opt(m.unroll_command(info, src, out, **opts))
+        assert res.returncode == 0 and res.stdout == "" and res.stderr == "", res.stderr
+        entry, = log_lines(log)
+        assert entry["runner"] == runner and entry["fallbacks"] == 0
+        assert entry["factors"] == expected
+        factors_seen |= set(expected)
+        if name in RESULT_KERNELS + ("dot_norm",):
+            plain = m.run_output(m.build_executable(src, tmp_path / f"{name}-plain"))
+            assert m.run_output(m.build_executable(out, tmp_path / f"{name}-{runner}")) == plain
+    assert len(factors_seen) > 1, "the policy should not answer one factor everywhere"
+
+
+def test_gym_environment_measures_episodes(mlir):
+    import gymnasium as gym
+    import mlbridge.mlir.env  # noqa: F401  (registers the environment)
+    m, _ = mlir
+    env = gym.make("mlbridge/MLIRUnroll-v0", kernels=["prefix_sum"])
+    try:
+        obs, info = env.reset(seed=0)
+        assert info["kernel"] == "prefix_sum" and info["loops"] == 2
+        assert obs.shape == (len(m.FEATURES),) and obs[0] == 49  # trip count of j = 1..49
+        total, done, steps = 0.0, False, 0
+        while not done:
+            obs, reward, done, truncated, step_info = env.step(0)  # factor 1 everywhere
+            total += reward
+            steps += 1
+        assert steps == 2 and not truncated
+        assert step_info["factors"] == [1, 1]
+        base, got = step_info["default_instructions"], step_info["instructions"]
+        assert base > 0 and got > 0 and got != base
+        assert total == pytest.approx((base - got) / base)
+        # The default actions give reward 0 exactly (counts are repeatable).
+        env.reset(options={"kernel": "prefix_sum"})
+        env.step(m.DEFAULT_ACTION)
+        *_, reward, done, _, _ = env.step(m.DEFAULT_ACTION)
+        assert done and reward == 0.0
+    finally:
+        env.close()

@@ -1,0 +1,420 @@
+#!/usr/bin/env python3
+"""Per-decision cost of each model runner inside three compilers, in one run:
+the LLVM inline advisor plugin (opt-19), the MLIR unroll plugin
+(mlir-opt-19) and the C tool mlb-loop-pragmas (libclang), each asking its
+model through pipe+bitstream, pipe+JSON, gRPC, in-process ONNX Runtime and
+the model compiled into it (docs/performance.md, "Runners in three
+compilers").
+
+    .venv/bin/python bench/compiler_runners.py --build-dir build
+    .venv/bin/python bench/compiler_runners.py --build-dir build --quick   # seconds
+
+Method. Each compiler gets one generated input with many decisions (C
+functions with call sites for the inliner, MLIR functions with affine loop
+nests, C functions with loops). Per compiler, every configuration runs the
+tool on that input once per round, round-robin over the configurations,
+--repeat rounds. Measured: CPU time of the tool process plus this process
+(which hosts the Python model for pipe/gRPC: the model side's cost is part
+of the price of a process boundary), best of the rounds. Per-decision cost
+= (CPU of the configuration - CPU of the same tool with the runner
+"default", i.e. no model) / decisions. Every runner evaluates the same
+model (pipe/gRPC: the same ONNX file in Python with onnxruntime), so they
+make the same decisions and their differences are the runners' own. The
+C API has no compiled-model runner: that cell is "n/a".
+
+Output: a table on stdout, --json FILE (all numbers), --plot FILE (bars).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "python"))
+
+from mlbridge.llvm_plugins import INLINER_FEATURES, compile_to_ir, find_llvm_tool, find_plugins, tool_env  # noqa: E402
+
+INLINER_MODEL = REPO / "models" / "plugins" / "inliner_policy.onnx"
+UNROLL_MODEL = REPO / "models" / "mlir" / "unroll_policy.onnx"
+RUNNERS = ("pipe+bitstream", "pipe+json", "grpc", "onnx", "compiled")
+
+
+class PythonModel:
+    """An ONNX model evaluated by onnxruntime in a thread of this process,
+    serving a compiler over pipes or gRPC (what a trainer would run)."""
+
+    def __init__(self, model: Path, features, decide, transport: str, serdes: str):
+        import onnxruntime as ort
+        self.sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+        self.features, self.decide = list(features), decide
+        self.shapes = {i.name: [d if isinstance(d, int) else 1 for d in i.shape]
+                       for i in self.sess.get_inputs()}
+        if transport == "pipe":
+            from mlbridge import PipeCompilerInterface
+            self.iface = PipeCompilerInterface(serdes=serdes, timeout=600)
+            self.endpoint = self.iface.base
+        else:
+            from mlbridge.grpc import GrpcCompilerInterface
+            self.iface = GrpcCompilerInterface("127.0.0.1:0", timeout=600)
+            self.endpoint = self.iface.address
+        self.stop = False
+        self.error = None
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+        self.thread.start()
+
+    def loop(self):
+        from mlbridge import TimeoutError as MlbTimeout
+        while not self.stop:
+            try:
+                obs = self.iface.evaluate(timeout=0.5)
+            except MlbTimeout:
+                continue
+            except Exception as exc:  # reported by close()
+                if not self.stop:
+                    self.error = exc
+                return
+            if obs is None:
+                continue
+            feeds = {n: np.asarray(obs[n], dtype=np.float32).reshape(self.shapes[n])
+                     for n in self.features if n in self.shapes}
+            self.iface.populate_buffer(self.decide(self.sess.run(None, feeds)[0]))
+
+    def close(self):
+        self.stop = True
+        self.thread.join(timeout=5)
+        self.iface.close()
+        if self.error:
+            raise self.error
+
+
+def argmax(scores) -> int:
+    return int(np.argmax(np.asarray(scores).reshape(-1)))
+
+
+# ---- the three compilers ------------------------------------------------------------
+
+
+class Compiler:
+    """One integration: how to run it with a runner, and how many decisions
+    it made (from its log)."""
+
+    name = ""
+    model: Path = None
+    features = ()
+
+    def decide(self, out):
+        return argmax(out)
+
+    def runners(self):
+        return RUNNERS
+
+
+class LLVMInliner(Compiler):
+    name = "LLVM inliner plugin (opt-19)"
+    model = INLINER_MODEL
+    features = INLINER_FEATURES
+
+    def __init__(self, tmp: Path, n: int):
+        self.info = find_plugins()
+        src = tmp / "calls.c"
+        # n call sites of small static functions (the inliner asks per site).
+        lines = ["static int g[64];"]
+        for i in range(n):
+            lines.append(f"static int leaf{i}(int x) {{ g[{i % 64}] += x; return x * {i % 7 + 2} + g[{(i * 5) % 64}]; }}")
+        for i in range(0, n, 8):
+            calls = " + ".join(f"leaf{j}(a + {j})" for j in range(i, min(i + 8, n)))
+            lines.append(f"int caller{i}(int a) {{ return {calls}; }}")
+        src.write_text("\n".join(lines) + "\n")
+        self.ir = compile_to_ir(src, tmp / "calls.ll", flags=["-Oz"])
+        self.out = tmp / "calls.opt.ll"
+        self.log = tmp / "inliner.log"
+
+    def decide(self, out):
+        return int(np.asarray(out).reshape(-1)[0])
+
+    def runners(self):
+        have = [r for r in RUNNERS if r != "compiled" or self.info.has_runner("compiled")]
+        return [r for r in have if r != "grpc" or self.info.has_runner("grpc")]
+
+    def command(self, runner, endpoint):
+        env = tool_env(self.info)
+        for k in [k for k in env if k.startswith("MLBRIDGE_INLINE_")]:
+            del env[k]
+        env["MLBRIDGE_INLINE_LOG"] = str(self.log)
+        if runner == "default":
+            env["MLBRIDGE_INLINE_RUNNER"] = "default"
+        elif runner == "onnx":
+            env["MLBRIDGE_INLINE_MODEL"] = str(self.model)
+        elif runner == "compiled":
+            env["MLBRIDGE_INLINE_RUNNER"] = "compiled"
+        elif runner == "grpc":
+            env["MLBRIDGE_INLINE_SERVER"] = endpoint
+        else:
+            env["MLBRIDGE_INLINE_CHANNEL"] = endpoint
+            env["MLBRIDGE_INLINE_FORMAT"] = runner.split("+")[1]
+        cmd = [find_llvm_tool("opt-19"), f"-load-pass-plugin={self.info.inline_advisor}",
+               "-passes=default<Oz>", str(self.ir), "-S", "-o", str(self.out)]
+        return cmd, env
+
+    def decisions(self):
+        entries = [json.loads(x) for x in self.log.read_text().splitlines()]
+        if any(e["fallbacks"] for e in entries):
+            raise SystemExit(f"{self.name}: the model failed: {entries}")
+        return sum(e["model_decisions"] for e in entries)
+
+
+class MLIRUnroll(Compiler):
+    name = "MLIR unroll plugin (mlir-opt-19)"
+    model = UNROLL_MODEL
+
+    def __init__(self, tmp: Path, n: int):
+        import mlbridge.mlir as m
+        self.m = m
+        self.info = m.find_plugin()
+        self.features = m.FEATURES
+        funcs = []
+        for i in range(n):
+            rows, cols = 4 + i % 5, 8 + (i * 3) % 40
+            funcs.append(f"""func.func @f{i}(%A: memref<{rows}x{cols}xf64>, %s: f64) {{
+  affine.for %i = 0 to {rows} {{
+    affine.for %j = 0 to {cols} {{
+      %x = affine.load %A[%i, %j] : memref<{rows}x{cols}xf64>
+      %y = arith.mulf %x, %s : f64
+      affine.store %y, %A[%i, %j] : memref<{rows}x{cols}xf64>
+    }}
+  }}
+  return
+}}""")
+        self.src = tmp / "loops.mlir"
+        self.src.write_text("\n".join(funcs) + "\n")
+        self.out = tmp / "loops.out.mlir"
+        self.log = tmp / "mlir.log"
+
+    def runners(self):
+        return [r for r in RUNNERS if r.split("+")[0] in ("pipe",) or self.info.has_runner(r)]
+
+    def command(self, runner, endpoint):
+        opts = {"log": str(self.log)}
+        if runner in ("default", "compiled"):
+            opts["runner"] = runner
+        elif runner == "onnx":
+            opts.update(runner="onnx", model=str(self.model))
+        elif runner == "grpc":
+            opts["server"] = endpoint
+        else:
+            opts.update(channel=endpoint, format=runner.split("+")[1])
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MLBRIDGE_MLIR_")}
+        return self.m.unroll_command(self.info, self.src, self.out, **opts), env
+
+    def decisions(self):
+        entries = [json.loads(x) for x in self.log.read_text().splitlines()]
+        if any(e["fallbacks"] for e in entries) or entries[0]["runner"] == "default":
+            raise SystemExit(f"{self.name}: the model was not used: {entries}")
+        return sum(len(e["factors"]) for e in entries)
+
+
+class CTool(Compiler):
+    name = "C tool mlb-loop-pragmas (libclang)"
+
+    def __init__(self, tmp: Path, n: int):
+        import mlbridge.c_tool as ct
+        self.ct = ct
+        self.info = ct.find_tool()
+        self.features = ct.FEATURES
+        self.model = tmp / "pragma_policy.onnx"
+        make_pragma_model(self.model, ct)
+        lines = ["double v[256];"]
+        for i in range(n):
+            lines.append(f"double f{i}(int n) {{ double s = 0; for (int k = 0; k < {8 + i % 50}; ++k) "
+                         f"s += v[k] * {i % 9 + 1}; return s; }}")
+        self.src = tmp / "loops.c"
+        self.src.write_text("\n".join(lines) + "\n")
+        self.out = tmp / "loops.out.c"
+        self.log = tmp / "ctool.log"
+
+    def runners(self):
+        return [r for r in RUNNERS if r != "compiled" and
+                (r.startswith("pipe") or self.info.has_runner(r))]
+
+    def command(self, runner, endpoint):
+        opts = ["--log", str(self.log)]
+        if runner == "default":
+            opts += ["--runner", "none"]
+        elif runner == "onnx":
+            opts += ["--model", str(self.model)]
+        elif runner == "grpc":
+            opts += ["--server", endpoint]
+        else:
+            opts += ["--channel", endpoint, "--format", runner.split("+")[1]]
+        return self.ct.command(self.info, self.src, self.out, *opts), None
+
+    def decisions(self):
+        entries = [json.loads(x) for x in self.log.read_text().splitlines()]
+        if any(e["fallbacks"] for e in entries) or entries[0]["runner"] == "none":
+            raise SystemExit(f"{self.name}: the model was not used: {entries}")
+        return sum(e["asked"] for e in entries)
+
+
+def make_pragma_model(path: Path, ct):
+    """The C tool's model for this benchmark: an MLP of the MLIR policy's
+    size (8 -> 16 -> 7), fixed random weights."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(17)
+    nf, na = len(ct.FEATURES), len(ct.ACTIONS)
+    inits = [numpy_helper.from_array(np.array([1, nf], np.int64), "shape"),
+             numpy_helper.from_array(rng.normal(size=(nf, 16)).astype(np.float32) / 8, "w1"),
+             numpy_helper.from_array(np.zeros(16, np.float32), "b1"),
+             numpy_helper.from_array(rng.normal(size=(16, na)).astype(np.float32), "w2"),
+             numpy_helper.from_array(np.zeros(na, np.float32), "b2")]
+    nodes = [helper.make_node("Concat", list(ct.FEATURES), ["flat"], axis=0),
+             helper.make_node("Reshape", ["flat", "shape"], ["row"]),
+             helper.make_node("Gemm", ["row", "w1", "b1"], ["h"]),
+             helper.make_node("Relu", ["h"], ["hr"]),
+             helper.make_node("Gemm", ["hr", "w2", "b2"], [ct.ADVICE])]
+    graph = helper.make_graph(
+        nodes, "bench_pragma_policy",
+        [helper.make_tensor_value_info(f, TensorProto.FLOAT, [1]) for f in ct.FEATURES],
+        [helper.make_tensor_value_info(ct.ADVICE, TensorProto.FLOAT, [1, na])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+
+
+# ---- measuring ---------------------------------------------------------------------
+
+
+def _cpu(who):
+    r = resource.getrusage(who)
+    return r.ru_utime + r.ru_stime
+
+
+def run_once(comp: Compiler, runner: str):
+    """(CPU seconds, wall seconds, decisions) of one run of the tool."""
+    server = None
+    if runner in ("grpc",) or runner.startswith("pipe"):
+        transport = "grpc" if runner == "grpc" else "pipe"
+        serdes = runner.split("+")[1] if "+" in runner else "bitstream"
+        server = PythonModel(comp.model, comp.features, comp.decide, transport, serdes)
+    comp.log.unlink(missing_ok=True)
+    cmd, env = comp.command(runner, server.endpoint if server else None)
+    c0, s0 = _cpu(resource.RUSAGE_CHILDREN), _cpu(resource.RUSAGE_SELF)
+    t0 = time.perf_counter()
+    try:
+        res = subprocess.run(list(map(str, cmd)), env=env, capture_output=True, text=True,
+                             timeout=600, stdin=subprocess.DEVNULL)
+    finally:
+        wall = time.perf_counter() - t0
+        cpu = (_cpu(resource.RUSAGE_CHILDREN) - c0) + (_cpu(resource.RUSAGE_SELF) - s0)
+        if server:
+            server.close()
+    if res.returncode != 0:
+        raise SystemExit(f"{comp.name}, {runner}: failed ({res.returncode}):\n{res.stderr[-3000:]}")
+    return cpu, wall, (comp.decisions() if runner != "default" else 0)
+
+
+def measure(comp: Compiler, repeat: int):
+    configs = ["default", *comp.runners()]
+    cpu = {c: [] for c in configs}
+    wall = {c: [] for c in configs}
+    decisions = {}
+    for _ in range(repeat):
+        for c in configs:
+            t, w, d = run_once(comp, c)
+            cpu[c].append(t)
+            wall[c].append(w)
+            decisions[c] = d
+    base = min(cpu["default"])
+    rows = []
+    for c in configs[1:]:
+        d = decisions[c]
+        rows.append({"compiler": comp.name, "runner": c, "decisions": d,
+                     "cpu_s": min(cpu[c]), "wall_s": min(wall[c]),
+                     "default_cpu_s": base,
+                     "us_per_decision": 1e6 * (min(cpu[c]) - base) / d if d else None})
+    return rows
+
+
+def print_table(rows, compilers):
+    print(f"\nper-decision cost (us): CPU of tool + Python model over the tool with no model, "
+          f"per decision (best of rounds)")
+    header = f"{'runner':16s}" + "".join(f"{c.name.split(' (')[0]:>34s}" for c in compilers)
+    print(header)
+    for r in RUNNERS:
+        cells = []
+        for c in compilers:
+            hit = [x for x in rows if x["compiler"] == c.name and x["runner"] == r]
+            cells.append(f"{hit[0]['us_per_decision']:34.1f}" if hit else f"{'n/a':>34s}")
+        print(f"{r:16s}" + "".join(cells))
+    print("decisions per run: " + ", ".join(
+        f"{c.name.split(' (')[0]}: {next(x['decisions'] for x in rows if x['compiler'] == c.name)}"
+        for c in compilers))
+
+
+def plot(rows, compilers, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 4))
+    width = 0.8 / len(compilers)
+    for k, c in enumerate(compilers):
+        vals = []
+        for r in RUNNERS:
+            hit = [x for x in rows if x["compiler"] == c.name and x["runner"] == r]
+            vals.append(max(hit[0]["us_per_decision"], 0.1) if hit else np.nan)
+        ax.bar(np.arange(len(RUNNERS)) + k * width, vals, width, label=c.name.split(" (")[0])
+    ax.set_xticks(np.arange(len(RUNNERS)) + width * (len(compilers) - 1) / 2)
+    ax.set_xticklabels(RUNNERS)
+    ax.set_yscale("log")
+    ax.set_ylabel("µs per decision (CPU, log scale)")
+    ax.set_title("Model runner cost inside three compilers")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build-dir", default=None)
+    ap.add_argument("--decisions", type=int, default=400, help="decisions per compiler run")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="40 decisions, one round (a smoke run)")
+    ap.add_argument("--json", help="write all numbers here")
+    ap.add_argument("--plot", help="write the bar chart here (needs matplotlib)")
+    args = ap.parse_args(argv)
+    if args.build_dir:
+        os.environ["MLBRIDGE_BUILD_DIR"] = str(Path(args.build_dir).resolve())
+    n, repeat = (40, 1) if args.quick else (args.decisions, args.repeat)
+    with tempfile.TemporaryDirectory(prefix="mlbridge-bench-compilers-") as tmpd:
+        tmp = Path(tmpd)
+        compilers = []
+        for cls, sub in ((LLVMInliner, "llvm"), (MLIRUnroll, "mlir"), (CTool, "c")):
+            (tmp / sub).mkdir()
+            compilers.append(cls(tmp / sub, n))
+        load0 = os.getloadavg()[0]
+        rows = []
+        for c in compilers:
+            rows += measure(c, repeat)
+        load1 = os.getloadavg()[0]
+    print_table(rows, compilers)
+    print(f"load average {load0:.1f} at the start, {load1:.1f} at the end; {repeat} rounds")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rounds": repeat, "load_start": load0,
+                                               "load_end": load1, "rows": rows}, indent=1))
+    if args.plot:
+        plot(rows, compilers, args.plot)
+
+
+if __name__ == "__main__":
+    main()
