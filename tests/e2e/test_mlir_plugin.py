@@ -17,7 +17,6 @@ mlir-opt-19, on the kernels of integrations/mlir/kernels.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 from pathlib import Path
