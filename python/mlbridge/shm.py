@@ -271,10 +271,13 @@ class _Session:
         need = 8 + _pad8(n)
         head = self.rep_head
         off = head % cap
-        skip = cap - off if off + need > cap else 0
         ctl = self.ctl
+        # Wrap also when the compiler has read everything and the record fits
+        # before the marker: replies reuse the same pages (flat RSS).
+        empty = ctl[_REP_TAIL] == head
+        skip = cap - off if off + need > cap or (empty and need <= off) else 0
         conn_fd = self.conn.fileno()
-        while head + skip + need - ctl[_REP_TAIL] > cap:  # rare: unread replies
+        while not empty and head + skip + need - ctl[_REP_TAIL] > cap:  # rare
             if time.monotonic() > deadline:
                 raise TimeoutError("the compiler did not read its replies in time")
             for fd, _ in self.poll.poll(1):

@@ -262,10 +262,18 @@ Status ShmChannel::write(const WireMessage &Msg, Deadline Until) {
   const uint64_t Need = 8 + roundUp8(Bytes);
   uint64_t Head = loadAcquire(Region, kRequestHead);
   uint64_t Offset = Head % Capacity;
-  const uint64_t Skip = Offset + Need > Capacity ? Capacity - Offset : 0;
+  // Wrap when the record does not fit before the end -- and when the model
+  // has read everything and the record fits before the marker, so requests
+  // keep reusing the same pages instead of walking through the whole ring
+  // (the process's RSS stays flat).
+  const bool Empty = loadAcquire(Region, kRequestTail) == Head;
+  const uint64_t Skip = Offset + Need > Capacity || (Empty && Need <= Offset)
+                            ? Capacity - Offset
+                            : 0;
   // Room: the model frees what it has read when it answers, so waiting is
   // rare (a backlog of contexts); poll its progress and its liveness.
-  while (Head + Skip + Need - loadAcquire(Region, kRequestTail) > Capacity) {
+  while (!Empty &&
+         Head + Skip + Need - loadAcquire(Region, kRequestTail) > Capacity) {
     int Ms = millisUntil(Until);
     if (Ms == 0)
       return Status(ErrorCode::Timeout,

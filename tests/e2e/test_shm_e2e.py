@@ -245,3 +245,14 @@ def test_idle_channel_uses_no_cpu():
     assert lines[-1] == {"event": "done", "ok": True}, err
     assert model_cpu < 0.1, f"the waiting model used {model_cpu:.3f} s of CPU in 1 s"
     assert compiler_cpu < 0.1, f"the waiting compiler used {compiler_cpu:.3f} s of CPU in 1 s"
+
+
+def test_records_wrap_around_a_small_ring():
+    """4 KiB rings and 1.2 KB requests: records keep crossing the end of the
+    ring (wrap markers) and restarting at its beginning."""
+    with ShmCompilerInterface(serdes="bitstream", timeout=20, capacity=4096) as iface:
+        proc = start_compiler(iface.path, "bitstream", "rtt", "--size", 300, "--count", 60)
+        iface.process = proc
+        served = iface.serve(lambda o: float(o["x"][0]), sessions=1, timeout=20)
+        lines, err = events(proc)
+    assert served == 80 and lines[-1] == {"event": "done", "ok": True}, err
