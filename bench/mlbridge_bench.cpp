@@ -40,9 +40,10 @@
 #ifdef MLBRIDGE_BENCH_ONNX
 #include "mlbridge/onnx_model_runner.h"
 #endif
-// Hook for the compiled-model runner (issue 9): when it lands, define
-// MLBRIDGE_BENCH_COMPILED in bench/CMakeLists.txt, link the compiled FC
-// model, and fill in makeCompiledRunner() below.
+#ifdef MLBRIDGE_BENCH_COMPILED
+#include "compiled_fc_models.h" // generated: Fc<n> classes, FOR_EACH macro
+#include "mlbridge/compiled_model_runner.h"
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -94,7 +95,7 @@ struct Config {
   std::string OutDir = "bench-results";
   std::string Python = MLBRIDGE_BENCH_PYTHON;
   std::string BenchDir = MLBRIDGE_BENCH_SOURCE_DIR;
-  std::string OnnxModel = MLBRIDGE_BENCH_ONNX_MODEL;
+  std::string FcDir = MLBRIDGE_BENCH_FC_DIR; // fc_<n>.onnx
   std::string Self;
 };
 Config Cfg;
@@ -406,9 +407,12 @@ struct Peer {
 // ---- runners ------------------------------------------------------------------
 struct RunnerDef {
   std::string Name, Serdes, Floor;
-  // Makes a runner for the sweep (Small = false) or the small-message test.
-  std::function<std::unique_ptr<ModelRunner>(bool Small)> Make;
+  // Makes a runner: N = 1 for the small-message test; for the sweep N = 0
+  // (one runner for every size) or, with PerSize, the vector size.
+  std::function<std::unique_ptr<ModelRunner>(int N)> Make;
   bool SmallIsInt = true; // small test answers an int (Python peer)
+  bool PerSize = false;   // in-process models have fixed shapes
+  std::vector<int> OnlySizes = {}; // measured sizes (empty: all)
 };
 
 DiagnosticSink sink() {
@@ -467,13 +471,40 @@ std::unique_ptr<ModelRunner> makeGrpc(const std::string &Addr, bool Small) {
 #endif
 
 #ifdef MLBRIDGE_BENCH_ONNX
-std::unique_ptr<ModelRunner> makeOnnx() {
+std::string fcModel(int N) {
+  return Cfg.FcDir + "/fc_" + std::to_string(N) + ".onnx";
+}
+
+std::unique_ptr<ModelRunner> makeOnnx(int N) {
   OnnxOptions O;
   O.Diagnostics = sink();
-  auto R = OnnxModelRunner::create(Cfg.OnnxModel, O);
+  auto R = OnnxModelRunner::create(fcModel(N), O);
   if (!R)
-    die("ONNX runner (" + Cfg.OnnxModel + "): " + R.status().toString());
+    die("ONNX runner (" + fcModel(N) + "): " + R.status().toString());
   return std::move(*R);
+}
+#endif
+
+#ifdef MLBRIDGE_BENCH_COMPILED
+std::vector<int> compiledSizes() {
+  std::vector<int> S;
+#define MLBRIDGE_BENCH_SIZE(n) S.push_back(n);
+  MLBRIDGE_BENCH_FOR_EACH_COMPILED(MLBRIDGE_BENCH_SIZE)
+#undef MLBRIDGE_BENCH_SIZE
+  return S;
+}
+
+std::unique_ptr<ModelRunner> makeCompiled(int N) {
+#define MLBRIDGE_BENCH_CASE(n)                                                 \
+  if (N == n) {                                                                \
+    auto R = CompiledModelRunner::create<bench_fc::Fc##n>();                   \
+    if (!R)                                                                    \
+      die("compiled runner (n = " #n "): " + R.status().toString());          \
+    return std::move(*R);                                                      \
+  }
+  MLBRIDGE_BENCH_FOR_EACH_COMPILED(MLBRIDGE_BENCH_CASE)
+#undef MLBRIDGE_BENCH_CASE
+  die("no compiled model for n = " + std::to_string(N));
 }
 #endif
 
@@ -531,10 +562,21 @@ struct Series {
   std::vector<double> Median, P90;
 };
 
-Series sweepRunner(ModelRunner &R, const std::string &Name) {
+Series sweepRunner(const RunnerDef &D) {
+  const std::string Name = D.Name + "+" + D.Serdes;
+  std::unique_ptr<ModelRunner> Shared = D.PerSize ? nullptr : D.Make(0);
   Series S;
   int Bad = 0;
   for (int N : sizes()) {
+    if (!D.OnlySizes.empty() &&
+        std::find(D.OnlySizes.begin(), D.OnlySizes.end(), N) ==
+            D.OnlySizes.end()) {
+      S.Median.push_back(NAN);
+      S.P90.push_back(NAN);
+      continue;
+    }
+    std::unique_ptr<ModelRunner> Own = D.PerSize ? D.Make(N) : nullptr;
+    ModelRunner &R = D.PerSize ? *Own : *Shared;
     std::vector<float> X = input(N);
     float Want = handLoop(X.data(), N);
     call(R, X); // warm-up (and the header of a new shape)
@@ -631,7 +673,8 @@ void checkFloor(const std::string &Runner, const Series &R,
                 const FloorSeries &F) {
   std::vector<double> Ratios;
   for (size_t I = 0; I < R.Median.size() && I < F.Best.Median.size(); ++I)
-    Ratios.push_back(R.Median[I] / F.Best.Median[I]);
+    if (!std::isnan(R.Median[I]))
+      Ratios.push_back(R.Median[I] / F.Best.Median[I]);
   double M = median(Ratios);
   if (M < kFloorNoise) {
     char B[256];
@@ -765,7 +808,7 @@ void scaling(const std::string &Kind, const std::string &Serdes) {
 void smallAndMemory(const RunnerDef &D, Peer *P) {
   const long N1 = Cfg.Quick ? 100 : 1000;
   const long N2 = Cfg.Quick ? 1000 : 100000;
-  auto R = D.Make(true);
+  auto R = D.Make(1);
   // Allocated and touched before the first RSS reading, so the timings
   // themselves do not show up as growth.
   std::vector<double> T(size_t(N2), 0.0);
@@ -839,7 +882,7 @@ void usage() {
   std::fprintf(stderr,
                "usage: mlbridge-bench [--quick] [--json] [--out-dir DIR] "
                "[--reps N] [--skip-scaling] [--skip-memory] [--python PY] "
-               "[--onnx-model FILE]\n");
+               "[--fc-dir DIR]\n");
 }
 
 double paperMs(const std::string &Runner, const std::string &Serdes) {
@@ -931,8 +974,8 @@ int main(int Argc, char **Argv) {
       Cfg.Reps = std::atoi(Next().c_str());
     else if (A == "--python")
       Cfg.Python = Next();
-    else if (A == "--onnx-model")
-      Cfg.OnnxModel = Next();
+    else if (A == "--fc-dir")
+      Cfg.FcDir = Next();
     else {
       usage();
       return A == "--help" || A == "-h" ? 0 : 2;
@@ -1006,7 +1049,7 @@ int main(int Argc, char **Argv) {
     std::string Base = Peers.back()->Bases[0];
     SerDesKind K = PK.Kind;
     Defs.push_back({"pipe", PK.Name, "fifo-floor",
-                    [Base, K](bool Small) { return makePipe(Base, K, Small); },
+                    [Base, K](int N) { return makePipe(Base, K, N == 1); },
                     true});
     DefPeer.push_back(Peers.back().get());
   }
@@ -1014,8 +1057,8 @@ int main(int Argc, char **Argv) {
   {
     std::string Path = Peers.back()->Bases[0];
     Defs.push_back({"shm", "bitstream", "shm-floor",
-                    [Path](bool Small) {
-                      return makeShm(Path, SerDesKind::Bitstream, Small);
+                    [Path](int N) {
+                      return makeShm(Path, SerDesKind::Bitstream, N == 1);
                     },
                     true});
     DefPeer.push_back(Peers.back().get());
@@ -1025,18 +1068,18 @@ int main(int Argc, char **Argv) {
   {
     std::string Addr = Peers.back()->Address;
     Defs.push_back({"grpc", "protobuf", "grpc-floor",
-                    [Addr](bool Small) { return makeGrpc(Addr, Small); }, true});
+                    [Addr](int N) { return makeGrpc(Addr, N == 1); }, true});
     DefPeer.push_back(Peers.back().get());
   }
 #endif
 #ifdef MLBRIDGE_BENCH_ONNX
-  Defs.push_back({"onnx", "in-process", "loop-floor",
-                  [](bool) { return makeOnnx(); }, false});
+  Defs.push_back({"onnx", "in-process", "loop-floor", makeOnnx, false, true});
   DefPeer.push_back(nullptr);
 #endif
 #ifdef MLBRIDGE_BENCH_COMPILED
-  // Hook: Defs.push_back({"compiled", "in-process", "loop-floor",
-  //                       [](bool) { return makeCompiledRunner(); }, false});
+  Defs.push_back({"compiled", "in-process", "loop-floor", makeCompiled, false,
+                  true, compiledSizes()});
+  DefPeer.push_back(nullptr);
 #endif
 
   say("\nRound-trip time per request (median of %d, microseconds)\n", reps());
@@ -1048,8 +1091,7 @@ int main(int Argc, char **Argv) {
   say("\n");
   std::vector<Series> All;
   for (auto &D : Defs) {
-    auto R = D.Make(false);
-    All.push_back(sweepRunner(*R, D.Name + "+" + D.Serdes));
+    All.push_back(sweepRunner(D));
     checkFloor(D.Name + "+" + D.Serdes, All.back(), Floors.at(D.Floor));
   }
   for (size_t I = 0; I < Sizes.size(); ++I) {
@@ -1067,11 +1109,14 @@ int main(int Argc, char **Argv) {
       R.P90Us = All[D].P90[I];
       R.Floor = Defs[D].Floor;
       R.FloorUs = F.Median[I];
-      add(R);
+      const bool Measured = !std::isnan(R.MedianUs);
+      if (Measured)
+        add(R);
       if (Show) {
-        char B[64];
-        std::snprintf(B, sizeof B, "%.1f (x%.1f)", R.MedianUs,
-                      R.MedianUs / R.FloorUs);
+        char B[64] = "-";
+        if (Measured)
+          std::snprintf(B, sizeof B, "%.1f (x%.1f)", R.MedianUs,
+                        R.MedianUs / R.FloorUs);
         say(" %18s", B);
       }
     }
@@ -1105,10 +1150,17 @@ int main(int Argc, char **Argv) {
         (Runner + "+" + Serdes).c_str(), Ms, FloorMs, Ms / FloorMs, Paper,
         Paper / Ms);
   };
-  for (size_t D = 0; D < Defs.size(); ++D)
-    totalRow(Defs[D].Name, Defs[D].Serdes, Defs[D].Floor,
-             total(All[D].Median) / 1000,
-             total(Floors.at(Defs[D].Floor).Best.Median) / 1000);
+  for (size_t D = 0; D < Defs.size(); ++D) {
+    // Over the sizes this runner was measured at (all, except compiled).
+    const std::vector<double> &F = Floors.at(Defs[D].Floor).Best.Median;
+    double Ms = 0, FloorMs = 0;
+    for (size_t I = 0; I < All[D].Median.size(); ++I)
+      if (!std::isnan(All[D].Median[I])) {
+        Ms += All[D].Median[I] / 1000;
+        FloorMs += F[I] / 1000;
+      }
+    totalRow(Defs[D].Name, Defs[D].Serdes, Defs[D].Floor, Ms, FloorMs);
+  }
   for (auto &[Name, F] : Floors)
     totalRow(Name, "raw", Name, total(F.Best.Median) / 1000,
              total(F.Best.Median) / 1000);
