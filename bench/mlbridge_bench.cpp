@@ -22,6 +22,7 @@
 //
 //   mlbridge-bench [--quick] [--json] [--out-dir DIR] [--reps N]
 //                  [--skip-scaling] [--skip-memory] [--python PY]
+//                  [--fc-dir DIR] [--only RUNNER]
 //
 // Never hangs: every wait on a child has a deadline; children are killed on
 // exit (normal, error or SIGINT/SIGTERM).
@@ -97,6 +98,7 @@ struct Config {
   std::string BenchDir = MLBRIDGE_BENCH_SOURCE_DIR;
   std::string FcDir = MLBRIDGE_BENCH_FC_DIR; // fc_<n>.onnx
   std::string Self;
+  std::string Only; // --only: runners whose "name+serdes" contains this
 };
 Config Cfg;
 
@@ -882,7 +884,7 @@ void usage() {
   std::fprintf(stderr,
                "usage: mlbridge-bench [--quick] [--json] [--out-dir DIR] "
                "[--reps N] [--skip-scaling] [--skip-memory] [--python PY] "
-               "[--fc-dir DIR]\n");
+               "[--fc-dir DIR] [--only RUNNER]\n");
 }
 
 double paperMs(const std::string &Runner, const std::string &Serdes) {
@@ -976,6 +978,8 @@ int main(int Argc, char **Argv) {
       Cfg.Python = Next();
     else if (A == "--fc-dir")
       Cfg.FcDir = Next();
+    else if (A == "--only")
+      Cfg.Only = Next();
     else {
       usage();
       return A == "--help" || A == "-h" ? 0 : 2;
@@ -1081,6 +1085,12 @@ int main(int Argc, char **Argv) {
                   true, compiledSizes()});
   DefPeer.push_back(nullptr);
 #endif
+
+  for (size_t D = Defs.size(); D-- > 0;)
+    if ((Defs[D].Name + "+" + Defs[D].Serdes).find(Cfg.Only) == std::string::npos) {
+      Defs.erase(Defs.begin() + long(D));
+      DefPeer.erase(DefPeer.begin() + long(D));
+    }
 
   say("\nRound-trip time per request (median of %d, microseconds)\n", reps());
   say("%-8s", "floats");

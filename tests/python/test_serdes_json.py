@@ -8,11 +8,23 @@ import pytest
 from cases import NUMERIC, STRINGS, decode_all, extremes, same, scalar
 from mlbridge import (BufferReader, Context, Header, MessageTooLarge, ModelError, PeerClosed,
                       ProtocolError, TensorSpec)
+from mlbridge.serdes import _common
 from mlbridge.serdes import json as js
 
 A = TensorSpec("a", "int64_t", [1])
 B = TensorSpec("b", "float", [2, 3])
 ADVICE = TensorSpec("inlining_decision", "int64_t", [1])
+
+
+@pytest.fixture(autouse=True, params=["orjson", "stdlib"])
+def json_parser(request, monkeypatch):
+    """Every test runs with both parsers: orjson (the fast path, pinned in
+    python/requirements/base.txt) and the standard library (the fallback);
+    they must accept and reject the same messages, with the same values."""
+    if request.param == "orjson":
+        assert _common._orjson is not None, "orjson is not installed"
+    else:
+        monkeypatch.setattr(_common, "_orjson", None)
 
 
 def _stream_with(feature_specs, features_json, advice=ADVICE):

@@ -4,11 +4,16 @@ message line."""
 
 import json
 
+try:  # a parser in C, 3-5x faster than json.loads on long arrays of numbers
+    import orjson as _orjson
+except ImportError:  # the standard library alone gives the same results
+    _orjson = None
+
 from ..errors import MessageTooLarge, ProtocolError
 from ..messages import DEFAULT_MAX_MESSAGE_BYTES, Context, Header
 from ..tensor_spec import TensorSpec, llvm_json_quote
 
-__all__ = ["parse_line", "parse_header", "parse_context", "encode_header_line",
+__all__ = ["parse_line", "decode_line", "parse_header", "parse_context", "encode_header_line",
            "encode_context_line", "check_index", "check_encode_index", "snippet",
            "DEFAULT_MAX_MESSAGE_BYTES"]
 
@@ -24,8 +29,21 @@ def snippet(data, limit=80):
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def parse_line(line):
-    """One message line -> dict, or ProtocolError saying what is wrong."""
+def parse_line(line, exact=False):
+    """One message line -> dict, or ProtocolError saying what is wrong.
+
+    orjson parses when it is installed and accepts the line; otherwise, or
+    with ``exact``, the standard library does (NaN/Infinity, lone surrogate
+    escapes and integers beyond 64 bits, which orjson rejects or turns into
+    floats, and every error message)."""
+    if _orjson is not None and not exact:
+        try:
+            obj = _orjson.loads(line)
+        except _orjson.JSONDecodeError:
+            pass
+        else:
+            if isinstance(obj, dict):
+                return obj
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -43,6 +61,20 @@ def parse_line(line):
     if not isinstance(obj, dict):
         raise ProtocolError(f"message must be a JSON object: {snippet(line)}")
     return obj
+
+
+def decode_line(line, handle):
+    """``handle(parse_line(line))``. A ProtocolError after the fast parser is
+    checked again with the exact one: orjson reads an integer beyond 64 bits
+    as a float, so only the standard library's typing may reject a message
+    (and say why). Both parsers accept the same messages with the same
+    values otherwise."""
+    try:
+        return handle(parse_line(line))
+    except ProtocolError:
+        if _orjson is None:
+            raise
+    return handle(parse_line(line, exact=True))
 
 
 def check_index(value, key):

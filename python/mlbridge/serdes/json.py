@@ -20,9 +20,9 @@ from .. import dtypes
 from ..errors import MessageTooLarge, ModelError, ProtocolError
 from ..messages import DEFAULT_MAX_MESSAGE_BYTES, Observation
 from ..values import coerce
-from ._common import (check_encode_index, check_index, encode_context_line,
-                      encode_header_line, parse_context, parse_header,
-                      parse_line, snippet)
+from ._common import (check_encode_index, check_index, decode_line,
+                      encode_context_line, encode_header_line, parse_context,
+                      parse_header, snippet)
 
 __all__ = ["NAME", "encode_header", "encode_context", "encode_observation",
            "decode_advice", "decode_message", "encode_advice", "encode_error"]
@@ -196,13 +196,16 @@ def decode_advice(reader, spec, max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES):
     (or ``str``); raises ModelError with the model's message for
     ``{"error":...}``."""
     line = reader.read_line(max_message_bytes)
-    obj = parse_line(line)
-    if "error" in obj:
-        message = obj["error"]
-        raise ModelError(message if isinstance(message, str) else _json_token(message))
-    if "advice" not in obj:
-        raise ProtocolError(f'reply has neither "advice" nor "error": {snippet(line)}')
-    return _from_json_value(spec, obj["advice"], f"advice {spec.describe()}", True)
+
+    def advice(obj):
+        if "error" in obj:
+            message = obj["error"]
+            raise ModelError(message if isinstance(message, str) else _json_token(message))
+        if "advice" not in obj:
+            raise ProtocolError(f'reply has neither "advice" nor "error": {snippet(line)}')
+        return _from_json_value(spec, obj["advice"], f"advice {spec.describe()}", True)
+
+    return decode_line(line, advice)
 
 
 # ---- model side -------------------------------------------------------------------
@@ -212,7 +215,10 @@ def decode_message(reader, state):
     state.in_message = False
     limit = max(state.max_header_bytes, state.max_message_bytes)
     line = reader.read_line(limit)
-    obj = parse_line(line)
+    return decode_line(line, lambda obj: _message(obj, line, state))
+
+
+def _message(obj, line, state):
     if "observation" in obj:
         return _observation(obj, state)
     if "features" in obj:
