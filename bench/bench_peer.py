@@ -7,7 +7,7 @@ the feature "f" (one float) is the small-message test: the answer is the
 int64 1 if f > 0 else 0.
 
     bench_peer.py --mode pipe --serdes bitstream|json|protobuf --dir D [--channels K]
-    bench_peer.py --mode shm --serdes ... --dir D [--channels K]   (sockets D/ch<i>.sock)
+    bench_peer.py --mode shm --serdes ... --dir D   (socket D/ch0.sock, one event loop)
     bench_peer.py --mode grpc
 
 Prints one JSON line when ready ({"bases": [...]} or {"address": ...},
@@ -75,22 +75,17 @@ def serve_pipe(args):
 
 
 def serve_shm(args):
+    # One interface whose event loop serves every connected compiler.
     from mlbridge import ShmCompilerInterface
-    ifaces = [ShmCompilerInterface(os.path.join(args.dir, f"ch{i}.sock"), serdes=args.serdes,
-                                   timeout=args.timeout)
-              for i in range(args.channels)]
-
-    def loop(iface):
-        while True:
-            try:
-                iface.serve(fc, sessions=None, timeout=args.timeout)
-            except Exception as e:  # a broken session: keep serving the channel
-                print(f"bench_peer: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
-
-    for iface in ifaces:
-        threading.Thread(target=loop, args=(iface,), daemon=True).start()
-    print(json.dumps({"pid": os.getpid(), "paths": [i.path for i in ifaces]}), flush=True)
-    watch_stdin()
+    iface = ShmCompilerInterface(os.path.join(args.dir, "ch0.sock"), serdes=args.serdes,
+                                 timeout=args.timeout)
+    threading.Thread(target=watch_stdin, daemon=True).start()
+    print(json.dumps({"pid": os.getpid(), "path": iface.path}), flush=True)
+    while True:
+        try:
+            iface.serve(fc, sessions=None, timeout=args.timeout)
+        except Exception as e:  # a broken session: keep serving
+            print(f"bench_peer: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
 
 
 def serve_grpc(args):

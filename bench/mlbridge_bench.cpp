@@ -385,9 +385,9 @@ struct Peer {
     if (Mode == "grpc")
       P->Address = field(P->Ready, "address");
     else
-      for (int I = 0; I < Channels; ++I)
-        P->Bases.push_back(P->TmpDir + "/ch" + std::to_string(I) +
-                           (Mode == "shm" ? ".sock" : ""));
+      for (int I = 0; I < Channels; ++I) // shm: one socket, one event loop
+        P->Bases.push_back(Mode == "shm" ? P->TmpDir + "/ch0.sock"
+                                         : P->TmpDir + "/ch" + std::to_string(I));
     return P;
   }
   long rss() const { return rssKbOf(S.Pid); }
@@ -755,8 +755,9 @@ void scaling(const std::string &Kind, const std::string &Serdes) {
   const int N = 1000;
   const int Count = Cfg.Quick ? 50 : 2000;
   double Base1 = NAN;
-  // One model for every K: a pipe or shm peer with 8 channels (the first K
-  // are used), or one gRPC server.
+  // One model for every K: a pipe peer with 8 channels (the first K are
+  // used; one serving thread each), one shm socket served by one event
+  // loop, or one gRPC server.
   const bool Channels = Kind != "grpc";
   auto P = Peer::start(Kind, Serdes, Channels ? 8 : 1);
   for (int K : {1, 2, 4, 8}) {

@@ -23,6 +23,7 @@ import mmap
 import os
 import platform
 import select
+import selectors
 import shutil
 import socket
 import stat
@@ -57,6 +58,8 @@ _MIN_CAPACITY = 4096
 _DEFAULT = object()
 # With a compiler process to watch, sleeps are cut into slices this long.
 _ALIVE_SLICE_MS = 20
+# A busy event loop looks for new connections at least this often (seconds).
+_ACCEPT_EVERY = 0.001
 
 
 def _pad8(n):
@@ -77,6 +80,8 @@ class _Session:
         self.spinner = SpinBudget(spin)
         self.alive = alive
         self.deadline = None
+        self.state = None         # decoding state, when served by the event loop
+        self.nonblocking = False  # the event loop never waits inside a message
         self.mm = None
         self.wake_self = self.wake_peer = -1
         size = _CONTROL_BYTES + 2 * capacity
@@ -129,12 +134,18 @@ class _Session:
         self.conn.close()
 
     # ---- waiting ------------------------------------------------------------------
+    def has_request(self):
+        """True when unread request bytes are there (no waiting)."""
+        return self.pos < self.end or self.ctl[_REQ_HEAD] != self.next
+
     def _wait(self, deadline, what, partial):
         """Until the compiler published bytes past ``next``."""
         ctl = self.ctl
         target = self.next
         if ctl[_REQ_HEAD] != target:
             return
+        if self.nonblocking:  # mlbridge writes whole messages in one record
+            raise ProtocolError(f"a message ends inside {what} (split across ring records)")
         start = time.monotonic()
         spin = self.spinner.next()
         if spin:
@@ -340,6 +351,7 @@ class ShmCompilerInterface:
         self._process = process
         self._state = SessionState(max_message_bytes, max_header_bytes)
         self._session = None
+        self._parked = []  # connected sessions a finished serve() left to continue
         self._pending = None
         self._closed = False
         self._dir = None
@@ -447,6 +459,16 @@ class ShmCompilerInterface:
         self._pending = None
         if session is not None:
             session.close()
+        if self._closed:
+            parked, self._parked = self._parked, []
+            for p in parked:
+                p.close()
+
+    def _new_session(self, conn, state):
+        session = _Session(conn, self.capacity, self.spin, self._alive_check())
+        session.state = state
+        _log.debug("session opened on %s", self._path)
+        return session
 
     def _accept(self, deadline):
         """The next compiler's connection; None if the watched process exited."""
@@ -484,13 +506,16 @@ class ShmCompilerInterface:
         seconds = self.timeout if timeout is None else float(timeout)
         deadline = time.monotonic() + seconds
         state = self._state
+        if self._session is None and self._parked:  # left by serve()
+            self._session = self._parked.pop(0)
+            self._state = state = self._session.state
+            self._session.nonblocking = False
         if self._session is None:
             conn = self._accept(deadline)
             if conn is None:
                 return None
-            self._session = _Session(conn, self.capacity, self.spin, self._alive_check())
             state.reset()
-            _log.debug("session opened on %s", self._path)
+            self._session = self._new_session(conn, state)
         session = self._session
         session.deadline = deadline
         decode = self._codec.decode_message
@@ -546,29 +571,198 @@ class ShmCompilerInterface:
 
     def serve(self, policy, *, sessions=None, timeout=None):
         """Answer requests with ``policy(observation) -> advice`` until
-        ``sessions`` sessions have ended (None: no limit) or a wait times
-        out (returning if a session has ended, raising TimeoutError
-        otherwise). Returns the number of requests answered."""
-        answered = ended = 0
-        while sessions is None or ended < sessions:
+        ``sessions`` sessions have ended (None: no limit) or no request
+        came for ``timeout`` seconds (returning if a session has ended,
+        raising TimeoutError otherwise). Returns the number of requests
+        answered.
+
+        Compilers connected at the same time are served together by one
+        event loop in this thread: every ring is polled for a bounded time,
+        then one ``select`` waits on all their eventfds and sockets. Each
+        compiler's requests are answered in order, replies never cross.
+        Sessions still connected when the loop returns are continued by
+        the next serve() or evaluate(). A policy exception (or an invalid
+        advice) closes that compiler's session and propagates.
+        """
+        if self._closed:
+            raise MLBridgeError("the interface is closed")
+        if self._pending is not None:
+            raise MLBridgeError(f"observation {self._pending.index} has not been answered; "
+                                f"call populate_buffer() first")
+        seconds = self.timeout if timeout is None else float(timeout)
+        active = self._parked
+        self._parked = []
+        if self._session is not None:
+            self._session.state = self._state
+            active.insert(0, self._session)
+            self._session = None
+        loop = _EventLoop(self, active)
+        try:
+            return loop.run(policy, sessions, seconds)
+        finally:
+            self._parked = [s for s in loop.sessions if s.conn.fileno() >= 0]
+            for session in self._parked:
+                session.nonblocking = False
+            loop.close()
+
+
+class _EventLoop:
+    """ShmCompilerInterface.serve(): many sessions, one thread."""
+
+    def __init__(self, iface, sessions):
+        self.iface = iface
+        self.sessions = []
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(iface._listener, selectors.EVENT_READ, None)
+        self.spinner = SpinBudget(iface.spin)
+        for session in sessions:
+            self.add(session)
+
+    def add(self, session):
+        session.nonblocking = True
+        self.sessions.append(session)
+        self.selector.register(session.wake_self, selectors.EVENT_READ, session)
+        self.selector.register(session.conn, selectors.EVENT_READ, session)
+
+    def drop(self, session):
+        self.sessions.remove(session)
+        self.selector.unregister(session.wake_self)
+        self.selector.unregister(session.conn)
+        session.close()
+
+    def close(self):
+        for session in self.sessions:
+            self.selector.unregister(session.wake_self)
+            self.selector.unregister(session.conn)
+        self.selector.close()
+
+    def accept(self):
+        iface = self.iface
+        while True:
             try:
-                obs = self.evaluate(timeout)
-            except TimeoutError:
-                if ended:
-                    return answered
-                raise
-            if obs is None:
-                ended += 1
-                if self._process_exited():
+                conn, _ = iface._listener.accept()
+            except BlockingIOError:
+                return
+            creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            if struct.unpack("3i", creds)[1] != os.getuid():
+                conn.close()
+                _log.warning("refused a process of another user on %s", iface._path)
+                continue
+            conn.setblocking(True)
+            state = SessionState(iface._state.max_message_bytes, iface._state.max_header_bytes)
+            try:
+                session = iface._new_session(conn, state)
+            except OSError as e:  # it gave up waiting for us
+                _log.debug("a compiler left before its session began: %s", e)
+                conn.close()
+                continue
+            self.add(session)
+
+    def serve_ready(self, policy):
+        """Answer every request already in a ring; the number answered."""
+        iface = self.iface
+        decode = iface._codec.decode_message
+        encode = iface._codec.encode_advice
+        answered = 0
+        for session in list(self.sessions):
+            while session.has_request():
+                state = session.state
+                try:
+                    msg = decode(session, state)
+                    if type(msg) is not Observation:
+                        if type(msg) is Header and not msg.continues:
+                            state.context = None
+                        continue
+                    if state.advice_spec is None:
+                        raise ProtocolError("observation without an advice spec")
+                    reply = encode(msg.advice_spec, policy(msg))
+                    session.release()
+                    session.write(reply, time.monotonic() + iface.timeout)
+                except (PeerClosed, TimeoutError, OSError) as e:
+                    _log.debug("session ended: %s", e)
+                    self.drop(session)
+                    self.ended += 1
                     break
-                continue
-            try:
-                self.populate_buffer(policy(obs))
-            except PeerClosed:
-                ended += 1
-                continue
-            except BaseException:
-                self._drop_session()
-                raise
-            answered += 1
+                except BaseException:
+                    self.drop(session)
+                    raise
+                answered += 1
+            else:
+                session.release()  # all read: a waiting writer may go on
         return answered
+
+    def run(self, policy, sessions, seconds):
+        iface = self.iface
+        self.ended = 0
+        answered = 0
+        deadline = time.monotonic() + seconds
+        slept_at = None  # when the spin gave up: how long did the wait last?
+        accepted_at = time.monotonic()
+        while sessions is None or self.ended < sessions:
+            n = self.serve_ready(policy)
+            if n and time.monotonic() - accepted_at > _ACCEPT_EVERY:
+                self.accept()  # busy: new compilers must not wait for a lull
+                accepted_at = time.monotonic()
+            if n:
+                answered += n
+                deadline = time.monotonic()
+                if slept_at is not None:
+                    self.spinner.update(False, deadline - slept_at)
+                    slept_at = None
+                deadline += seconds
+                continue
+            if slept_at is None:
+                if self.spin_for_request():
+                    continue
+                slept_at = time.monotonic()
+            # Sleep on every eventfd, socket and the listener at once.
+            for session in self.sessions:
+                session.ctl[_MODEL_SLEEPING] = 1
+            full_fence()
+            try:
+                if any(session.has_request() for session in self.sessions):
+                    continue
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    if self.ended:
+                        break
+                    raise TimeoutError(f"no request from a compiler on {iface._path} within "
+                                       f"{seconds:g} s")
+                wait = remaining if iface._process is None else min(remaining, 0.02)
+                events = self.selector.select(wait)
+            finally:
+                for session in self.sessions:
+                    session.ctl[_MODEL_SLEEPING] = 0
+            for key, _ in events:
+                session = key.data
+                if session is None:
+                    self.accept()
+                    deadline = time.monotonic() + seconds
+                elif key.fileobj is session.conn:
+                    if session in self.sessions and not session.has_request():
+                        self.drop(session)  # hang-up: the compiler ended
+                        self.ended += 1
+                else:
+                    try:
+                        os.eventfd_read(session.wake_self)
+                    except BlockingIOError:
+                        pass
+            if iface._process_exited() and not any(s.has_request() for s in self.sessions):
+                break
+        return answered
+
+    def spin_for_request(self):
+        """Polls every ring for the spin budget; True if a request came."""
+        budget = self.spinner.next()
+        if not budget or not self.sessions:
+            return False
+        start = time.monotonic()
+        end = start + budget
+        sessions = self.sessions
+        while True:
+            for session in sessions:
+                if session.has_request():
+                    self.spinner.update(True, time.monotonic() - start)
+                    return True
+            if time.monotonic() >= end:
+                return False

@@ -256,3 +256,35 @@ def test_records_wrap_around_a_small_ring():
         served = iface.serve(lambda o: float(o["x"][0]), sessions=1, timeout=20)
         lines, err = events(proc)
     assert served == 80 and lines[-1] == {"event": "done", "ok": True}, err
+
+
+def test_one_event_loop_serves_eight_compilers_at_once():
+    """Eight compiler processes connected together, each with its own
+    request values: every one gets exactly its own answers (no crossed
+    replies), and serve() answers them all from one thread."""
+    with ShmCompilerInterface(serdes="bitstream", timeout=30) as iface:
+        procs = [start_compiler(iface.path, "bitstream", "requests", "--count", 200,
+                                "--first", 1000 * p) for p in range(8)]
+        threads_before = threading.active_count()
+        served = iface.serve(lambda obs: 2 * int(obs["i"][0]), sessions=8, timeout=30)
+        assert threading.active_count() == threads_before
+        results = [events(p) for p in procs]
+    assert served == 8 * 200
+    for p, (lines, err) in enumerate(results):
+        values = [(e["i"], e["value"]) for e in lines if e["event"] == "advice"]
+        assert values == [(1000 * p + k, 2 * (1000 * p + k)) for k in range(200)], err
+        assert lines[-1] == {"event": "done", "ok": True}, err
+
+
+def test_serve_leaves_other_sessions_to_the_next_call():
+    with ShmCompilerInterface(serdes="bitstream", timeout=30) as iface:
+        first = start_compiler(iface.path, "bitstream", "requests", "--count", 2)
+        second = start_compiler(iface.path, "bitstream", "requests", "--count", 2,
+                                "--pause-ms", 300, "--first", 100)
+        assert iface.serve(lambda obs: 2 * int(obs["i"][0]), sessions=1, timeout=30) >= 2
+        obs = iface.evaluate()  # the second compiler, continued
+        iface.populate_buffer(2 * int(obs["i"][0]))
+        iface.serve(lambda obs: 2 * int(obs["i"][0]), sessions=1, timeout=30)
+        for proc in (first, second):
+            lines, err = events(proc)
+            assert lines[-1] == {"event": "done", "ok": True}, err

@@ -7,7 +7,8 @@
 //                        model echoes them back, compare exactly
 //   --scenario requests  --count N requests of {"i": k}, each in context
 //                        "request<k>"; expects 2k back (--pause-ms P: idle
-//                        P ms before each request after the first)
+//                        P ms before each request after the first;
+//                        --first F: send i = F + k instead)
 //   --scenario rtt       --size N float vector, --count K timed requests
 #include "e2e_report.h"
 #include "mlbridge/pipe_model_runner.h"
@@ -35,6 +36,7 @@ struct Args {
   int OpenTimeoutMs = 10000, ReplyTimeoutMs = 10000;
   int Count = 3, Size = 1;
   int PauseMs = 0; // requests: idle time before each request after the first
+  int First = 0;   // requests: the first i
 };
 
 using e2e::msSince;
@@ -163,7 +165,8 @@ bool scenarioRequests(const Args &A) {
       std::this_thread::sleep_for(std::chrono::milliseconds(A.PauseMs));
     auto Start = Clock::now();
     Status S = (*Runner)->switchContext("request" + std::to_string(K));
-    *(*Runner)->getTensor<int64_t>(0) = K;
+    const int64_t I = A.First + K;
+    *(*Runner)->getTensor<int64_t>(0) = I;
     Expected<int64_t> R =
         S.isOk() ? (*Runner)->evaluate<int64_t>() : Expected<int64_t>(S);
     if (!R) {
@@ -174,10 +177,11 @@ bool scenarioRequests(const Args &A) {
       printError("evaluate-again", Again.status(), msSince(Start));
       return false;
     }
-    std::printf("{\"event\":\"advice\",\"i\":%d,\"value\":%" PRId64 "}\n", K,
-                *R);
+    std::printf("{\"event\":\"advice\",\"i\":%" PRId64 ",\"value\":%" PRId64
+                "}\n",
+                I, *R);
     std::fflush(stdout);
-    Ok &= *R == 2 * K;
+    Ok &= *R == 2 * I;
   }
   return Ok;
 }
@@ -235,6 +239,8 @@ bool parse(int Argc, char **Argv, Args &A) {
       A.Size = std::stoi(V);
     else if (K == "--pause-ms")
       A.PauseMs = std::stoi(V);
+    else if (K == "--first")
+      A.First = std::stoi(V);
     else
       return false;
   }
@@ -249,7 +255,8 @@ int main(int Argc, char **Argv) {
     std::fprintf(stderr,
                  "usage: mlbridge-e2e-compiler --base B|--shm SOCKET [--serdes S] "
                  "[--scenario types|requests|rtt] [--count N] [--size N] "
-                 "[--open-timeout-ms N] [--reply-timeout-ms N] [--pause-ms N]\n");
+                 "[--open-timeout-ms N] [--reply-timeout-ms N] [--pause-ms N] "
+                 "[--first N]\n");
     return 2;
   }
   bool Ok;
