@@ -626,7 +626,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, TOOL ": out of memory\n");
     rc = 1;
   } else {
-    qsort(w.edits, w.edit_count, sizeof *w.edits, by_offset);
+    if (w.edit_count) qsort(w.edits, w.edit_count, sizeof *w.edits, by_offset);
     if (!write_output(&w, s.output)) {
       fprintf(stderr, TOOL ": cannot write '%s': %s\n", s.output, strerror(errno));
       rc = 1;
