@@ -11,6 +11,12 @@
 // missing FIFO are reported as errors, never waited on forever. The library
 // never raises SIGPIPE in the process: EPIPE is consumed locally.
 //
+// Sessions: each opening of the channel is a session with a random id,
+// sent in its header; the model frames every reply with it (protocol
+// §5.1), so a late reply meant for an earlier session is skipped and a
+// second reply to one request is an error, never an answer. Only one
+// compiler at a time may hold a channel: a second gets an error.
+//
 // Threads: one thread at a time per runner. Use one runner (one channel)
 // per compiler thread.
 //
@@ -40,6 +46,11 @@ struct PipeOptions : RunnerOptions {
   bool CreateFifos = false;
   /// Limits applied to replies.
   SerDesLimits Limits;
+  /// Offer a session id in the header and require framed replies
+  /// (protocol §5.1). Every ML-Compiler-Bridge model side supports it;
+  /// turn it off only for a model host that does not (e.g. LLVM's own
+  /// interactive_host.py), which receives LLVM's exact bytes then.
+  bool SessionIds = true;
 };
 
 class PipeModelRunner final : public StreamModelRunner {
@@ -66,6 +77,7 @@ public:
 private:
   Status openChannel(std::unique_ptr<MessageChannel> &Out) override;
   std::string channelName() const override;
+  bool offersSessionIds() const override { return Opts.SessionIds; }
 
   std::string Base;
   PipeOptions Opts;

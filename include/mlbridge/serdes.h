@@ -40,6 +40,9 @@ Expected<SerDesKind> serdesKindFromName(std::string_view Name);
 struct SerDesLimits {
   size_t MaxMessageBytes = size_t(256) << 20; ///< Any one message or tensor.
   size_t MaxHeaderBytes = size_t(16) << 20;   ///< A header / JSON line.
+  /// Feature specs in one header: bounds the time and memory a header
+  /// costs to parse, whatever its byte size.
+  size_t MaxFeatures = 16384;
 };
 
 /// A message from the compiler, as seen by the model side.
@@ -50,6 +53,9 @@ struct CompilerMessage {
   std::vector<TensorSpec> FeatureSpecs;
   TensorSpec AdviceSpec;
   bool ContinuesSession = false;
+  // The compiler's session id (protocol §5.1), 0 when it offered none: the
+  // model side then frames every reply of the session with it.
+  uint64_t SessionId = 0;
   // Context: the context name.
   std::string Context;
   // Observation: its index and one value per feature spec, in header order.
@@ -68,10 +74,17 @@ public:
   /// Session header: features (concrete shapes) and the advice spec (may
   /// be dynamic). ContinuesSession marks a header that updates the specs
   /// within the current session (protocol §2.3); without it a header
-  /// starts a new session, as in LLVM.
+  /// starts a new session, as in LLVM. A non-zero SessionId offers the
+  /// session echo of protocol §5.1 (never sent to LLVM).
   virtual void encodeHeader(const std::vector<const TensorValue *> &Features,
                             const TensorSpec &Advice, bool ContinuesSession,
-                            WireMessage &Out) = 0;
+                            uint64_t SessionId, WireMessage &Out) = 0;
+  /// A header without a session id, byte-identical to LLVM's.
+  void encodeHeader(const std::vector<const TensorValue *> &Features,
+                    const TensorSpec &Advice, bool ContinuesSession,
+                    WireMessage &Out) {
+    encodeHeader(Features, Advice, ContinuesSession, /*SessionId=*/0, Out);
+  }
   virtual void encodeContext(std::string_view Name, WireMessage &Out) = 0;
   /// One observation. Bitstream borrows the feature buffers (no copy).
   virtual Status

@@ -20,6 +20,7 @@
 #include "mlbridge/serdes.h"
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,19 @@
 namespace mlbridge {
 
 class MessageChannel; // a transport's end of the channel (internal)
+
+/// The frame before every reply of a session whose header offered a
+/// session id (docs/protocol.md §5.1): 24 bytes, little-endian u64s. C++
+/// model hosts write it with encode().
+struct ReplyFrame {
+  static constexpr size_t Bytes = 24;
+  uint64_t Session = 0; ///< the header's session id, echoed
+  uint64_t Request = 0; ///< replies sent before this one in the session
+  uint64_t Length = 0;  ///< bytes of the reply that follows
+
+  void encode(char (&Out)[Bytes]) const;
+  static ReplyFrame decode(const char (&In)[Bytes]);
+};
 
 class StreamModelRunner : public ModelRunner {
 public:
@@ -51,6 +65,10 @@ protected:
   virtual Status openChannel(std::unique_ptr<MessageChannel> &Out) = 0;
   /// Names the channel in error messages, e.g. "pipe '/tmp/ch'".
   virtual std::string channelName() const = 0;
+  /// True to offer a session id in each session's header and require
+  /// framed replies (protocol §5.1): for transports where a late reply to
+  /// an earlier session could reach this one.
+  virtual bool offersSessionIds() const { return false; }
 
 private:
   Status doEvaluate(const std::vector<const TensorValue *> &Features,
@@ -59,11 +77,15 @@ private:
   Status doSwitchContext(std::string_view Name) override;
   /// Drops the channel after an error that leaves the stream unusable.
   void breakChannel(const Status &Reason);
+  /// Reads the reply to the request just sent (its frame checked, if any).
+  Status readReply(const TensorSpec &Spec, TensorValue &Out);
 
   std::chrono::milliseconds ReplyTimeout;
   SerDesLimits Limits;
   std::unique_ptr<SerDes> Codec;
   std::unique_ptr<MessageChannel> Channel;
+  uint64_t SessionId = 0; // 0: replies are not framed
+  uint64_t Requests = 0;  // replies read in this session
   std::unordered_map<std::string, int64_t> NextIndex; // per context
   std::string Context;
   std::optional<TensorSpec> LastAdviceSpec; // advice spec in the last header

@@ -12,10 +12,12 @@ from .observation import Observation
 from .tensor_spec import TensorSpec
 
 __all__ = ["Header", "Context", "Outcome", "Observation", "SessionState",
-           "DEFAULT_MAX_MESSAGE_BYTES", "DEFAULT_MAX_HEADER_BYTES"]
+           "DEFAULT_MAX_MESSAGE_BYTES", "DEFAULT_MAX_HEADER_BYTES", "DEFAULT_MAX_FEATURES"]
 
 DEFAULT_MAX_MESSAGE_BYTES = 256 << 20
 DEFAULT_MAX_HEADER_BYTES = 16 << 20
+# Feature specs in one header: bounds the time and memory a header costs.
+DEFAULT_MAX_FEATURES = 16384
 
 
 @dataclass(frozen=True)
@@ -24,12 +26,14 @@ class Header:
 
     ``continues`` is True for a spec update within the current session
     (protocol §2.3, ``"continue":true``); otherwise the header starts a new
-    session, as every LLVM header does."""
+    session, as every LLVM header does. ``session`` is the compiler's
+    session id (protocol §5.1), 0 when it offered none (LLVM never does)."""
 
     feature_specs: Tuple[TensorSpec, ...]
     advice_spec: TensorSpec
     score_spec: Optional[TensorSpec] = None
     continues: bool = False
+    session: int = 0
 
 
 @dataclass(frozen=True)
@@ -53,15 +57,20 @@ class SessionState:
     Holds the specs of the last header, the current context and the size
     limits (protocol §4). ``in_message`` is True while a decoder has
     consumed part of a message; a timeout then leaves the stream unusable.
+    ``session`` (0: none) and ``requests`` (replies sent) frame the replies
+    of a session that asked for it (protocol §5.1).
     """
 
     __slots__ = ("feature_specs", "advice_spec", "score_spec", "context",
-                 "max_message_bytes", "max_header_bytes", "in_message", "cache")
+                 "max_message_bytes", "max_header_bytes", "max_features", "in_message",
+                 "cache", "session", "requests")
 
     def __init__(self, max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
-                 max_header_bytes=DEFAULT_MAX_HEADER_BYTES):
+                 max_header_bytes=DEFAULT_MAX_HEADER_BYTES,
+                 max_features=DEFAULT_MAX_FEATURES):
         self.max_message_bytes = int(max_message_bytes)
         self.max_header_bytes = int(max_header_bytes)
+        self.max_features = int(max_features)
         self.reset()
 
     def reset(self):
@@ -72,3 +81,5 @@ class SessionState:
         self.context = None
         self.in_message = False
         self.cache = None  # SerDes-private data derived from the header
+        self.session = 0
+        self.requests = 0

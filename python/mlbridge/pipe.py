@@ -38,21 +38,56 @@ _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _PIPE_SIZE = 1 << 20
 _OPEN_BACKOFF_MIN = 0.001
 _OPEN_BACKOFF_MAX = 0.02
+# The reply frame of protocol §5.1: session id, request number, length.
+_FRAME = struct.Struct("<QQQ")
+
+
+def _check_private_fifo(st, path):
+    """Refuse anything but a FIFO of ours that no other user may open: they
+    could read the compiler's features or answer in the model's place."""
+    if stat.S_ISLNK(st.st_mode):
+        raise MLBridgeError(f"{path} is a symbolic link; refusing to follow it "
+                            f"(give the FIFO's own path)")
+    if not stat.S_ISFIFO(st.st_mode):
+        raise MLBridgeError(f"{path} exists and is not a FIFO")
+    if st.st_uid != os.geteuid():
+        raise MLBridgeError(f"FIFO {path} belongs to user {st.st_uid}, not to this "
+                            f"process; refusing it (another user could read the "
+                            f"features or answer in the model's place)")
+    if st.st_mode & 0o077:
+        raise MLBridgeError(f"FIFO {path} has mode {stat.S_IMODE(st.st_mode):04o}; "
+                            f"refusing it (other users could read or write it): it "
+                            f"must be mode 0600")
 
 
 def _make_fifo(path):
-    """Create ``path`` as a 0600 FIFO; True if created, False if one exists."""
+    """Create ``path`` as a 0600 FIFO; True if created, False if a private
+    FIFO of ours exists (anything else is refused with MLBridgeError)."""
     try:
         os.mkfifo(path, 0o600)
     except FileExistsError:
-        st = os.stat(path)
-        if not stat.S_ISFIFO(st.st_mode):
-            raise MLBridgeError(f"{path} exists and is not a FIFO") from None
+        try:
+            st = os.lstat(path)
+        except OSError as e:
+            raise MLBridgeError(f"cannot inspect {path}: {e.strerror}") from None
+        _check_private_fifo(st, path)
         return False
     except OSError as e:
         raise MLBridgeError(f"cannot create FIFO {path}: {e.strerror}") from None
     os.chmod(path, 0o600)  # mkfifo's mode is filtered by the umask
     return True
+
+
+def _open_fifo(path, flags):
+    """Open one of our FIFOs, checking the file actually opened (the path
+    may have been replaced since it was created or checked)."""
+    fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+    try:
+        _check_private_fifo(os.fstat(fd), path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 class _Resources:
@@ -276,8 +311,8 @@ class PipeCompilerInterface:
                 finally:
                     os.close(drain)
             old = self._reader.fd
-            new = os.open(self._out_path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError as e:
+            new = _open_fifo(self._out_path, os.O_RDONLY)
+        except (OSError, MLBridgeError) as e:
             _log.debug("cannot keep the channel open (%s); reopening", e)
             self._drop_session()
             return
@@ -311,9 +346,12 @@ class PipeCompilerInterface:
         delay = _OPEN_BACKOFF_MIN
         while True:
             try:
-                wfd = os.open(self._in_path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+                wfd = _open_fifo(self._in_path, os.O_WRONLY)
                 break
             except OSError as e:
+                if e.errno == errno.ELOOP:
+                    raise MLBridgeError(f"{self._in_path} is now a symbolic link; "
+                                        f"refusing to follow it") from None
                 if e.errno == errno.ENOENT:
                     raise MLBridgeError(f"FIFO {self._in_path} no longer exists") from None
                 if e.errno != errno.ENXIO:  # ENXIO: no reader yet
@@ -327,10 +365,13 @@ class PipeCompilerInterface:
             delay = min(delay * 2, _OPEN_BACKOFF_MAX)
         self._res.fds.append(wfd)
         try:
-            rfd = os.open(self._out_path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            rfd = _open_fifo(self._out_path, os.O_RDONLY)
         except OSError as e:
             self._drop_session()
             raise MLBridgeError(f"cannot open {self._out_path}: {e.strerror}") from None
+        except MLBridgeError:
+            self._drop_session()
+            raise
         self._res.fds.append(rfd)
         for fd in (wfd, rfd):
             try:
@@ -428,12 +469,15 @@ class PipeCompilerInterface:
         (TypeError/ValueError; the observation stays pending). Raises
         MLBridgeError with no pending observation, PeerClosed if the
         compiler is gone, TimeoutError if it does not take the bytes in time.
+        Returns False (sending nothing) when the compiler stopped waiting
+        for this answer (it wrote again, closed, or timed out), True once
+        sent.
         """
         obs = self._pending
         if obs is None:
             raise MLBridgeError("no pending observation; call evaluate() first")
         data = self._codec.encode_advice(obs.advice_spec, advice)
-        self._send(data)
+        return self._send(data)
 
     def send_error(self, message):
         """Answer the pending observation with an error (JSON only)."""
@@ -443,10 +487,24 @@ class PipeCompilerInterface:
         if encode_error is None:
             raise MLBridgeError(f"the {self.serdes} format has no error channel; "
                                 f"send advice or close the session")
-        self._send(encode_error(message))
+        return self._send(encode_error(message))
 
     def _send(self, data):
-        """Write ``data`` whole (one syscall when the pipe has room)."""
+        """Write the reply ``data`` whole (one syscall when the pipe has room),
+        framed when the session asked for it (protocol §5.1). Returns False,
+        writing nothing, when the request is gone."""
+        if self._reader.has_input():
+            # A compiler never writes while it waits for a reply: input (or
+            # its end) means the requester timed out or exited and what
+            # follows may be the next compiler's session, which must not
+            # receive this answer.
+            _log.debug("observation %d: the compiler stopped waiting; reply dropped",
+                       self._pending.index)
+            self._pending = None
+            return False
+        state = self._state
+        if state.session:
+            data = _FRAME.pack(state.session, state.requests, len(data)) + data
         fd = self._wfd
         deadline = time.monotonic() + self.timeout
         view = memoryview(data)
@@ -474,6 +532,8 @@ class PipeCompilerInterface:
             self._drop_session(broken=True)
             raise
         self._pending = None
+        state.requests += 1
+        return True
 
     # ---- loop ----------------------------------------------------------------------------
     def serve(self, policy, *, sessions=None, timeout=None):
@@ -501,12 +561,12 @@ class PipeCompilerInterface:
                     break
                 continue
             try:
-                self.populate_buffer(policy(obs))
+                delivered = self.populate_buffer(policy(obs))
             except PeerClosed:
                 ended += 1
                 continue
             except BaseException:
                 self._drop_session(broken=True)
                 raise
-            answered += 1
+            answered += delivered
         return answered

@@ -53,6 +53,10 @@ class FdReader:
         """Bytes received but not yet returned."""
         return self._end - self._start
 
+    def has_input(self):
+        """True if bytes are buffered or waiting, or the writer has closed."""
+        return self._end > self._start or bool(self._poll.poll(0))
+
     # ---- public reads ----------------------------------------------------------
     def read_line(self, max_bytes, deadline=_DEFAULT):
         """Bytes up to the next ``\\n`` (excluded; the ``\\n`` is consumed).
@@ -80,7 +84,8 @@ class FdReader:
                 raise MessageTooLarge(f"line exceeds the {max_bytes}-byte limit "
                                       f"(no newline in the first {pending} bytes)")
             scanned = pending
-            self._reserve(self._chunk)
+            # Never grow past what proves the line too long: max_bytes + 1.
+            self._reserve(min(self._chunk, max_bytes + 1 - pending), max_bytes + 1)
             if self._fill(deadline, "a line", pending) == 0:
                 if pending == 0:
                     raise PeerClosed("end of stream")
@@ -170,8 +175,9 @@ class FdReader:
         else:
             self._start = pos
 
-    def _reserve(self, need):
-        """Make room for ``need`` more bytes after ``_end``."""
+    def _reserve(self, need, cap=None):
+        """Make room for ``need`` more bytes after ``_end``; a new buffer
+        grows by doubling, but not past ``cap`` bytes (when given)."""
         if len(self._buf) - self._end >= need:
             return
         pending = self._end - self._start
@@ -179,7 +185,8 @@ class FdReader:
             # Same-size slice assignment: never resizes, safe with live views.
             self._buf[:pending] = self._buf[self._start:self._end]
         else:
-            new = bytearray(max(2 * len(self._buf), pending + need))
+            grown = 2 * len(self._buf) if cap is None else min(2 * len(self._buf), cap)
+            new = bytearray(max(grown, pending + need))
             new[:pending] = self._buf[self._start:self._end]
             self._buf = new
         self._start, self._end = 0, pending

@@ -12,6 +12,9 @@
 #include <random>
 #include <sstream>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 namespace mlbridge {
@@ -195,6 +198,82 @@ bool isLoopbackAddress(const std::string &Address) {
     Host = Colon == std::string::npos ? A : A.substr(0, Colon);
   }
   return Host == "localhost" || Host == "::1" || Host.rfind("127.", 0) == 0;
+}
+
+namespace {
+
+/// "127.0.0.1" <-> "::1": the two addresses "localhost" resolves to.
+bool siblingOf(const std::string &Address, int &Family, std::string &Sibling) {
+  std::string A = Address.rfind("ipv4:", 0) == 0   ? Address.substr(5)
+                  : Address.rfind("ipv6:", 0) == 0 ? Address.substr(5)
+                                                   : Address;
+  if (A.rfind("127.0.0.1:", 0) == 0) {
+    Family = AF_INET6;
+    Sibling = "::1";
+    return true;
+  }
+  if (A.rfind("[::1]:", 0) == 0) {
+    Family = AF_INET;
+    Sibling = "127.0.0.1";
+    return true;
+  }
+  return false;
+}
+
+} // namespace
+
+Status LoopbackSiblingClaim::claim(const std::string &Address, int Port) {
+  release();
+  int Family = 0;
+  std::string Sibling;
+  if (!siblingOf(Address, Family, Sibling) || Port <= 0)
+    return Status::ok();
+  sockaddr_storage SS{};
+  socklen_t Len = 0;
+  if (Family == AF_INET) {
+    auto *Sin = reinterpret_cast<sockaddr_in *>(&SS);
+    Sin->sin_family = AF_INET;
+    Sin->sin_port = htons(static_cast<uint16_t>(Port));
+    Sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    Len = sizeof *Sin;
+  } else {
+    auto *Sin6 = reinterpret_cast<sockaddr_in6 *>(&SS);
+    Sin6->sin6_family = AF_INET6;
+    Sin6->sin6_port = htons(static_cast<uint16_t>(Port));
+    Sin6->sin6_addr = in6addr_loopback;
+    Len = sizeof *Sin6;
+  }
+  const auto *SA = reinterpret_cast<const sockaddr *>(&SS);
+  int Probe = ::socket(Family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (Probe < 0)
+    return Status::ok(); // no such family here: nothing to share with
+  // Loopback connects complete (or are refused) at once.
+  const bool Served = ::connect(Probe, SA, Len) == 0;
+  ::close(Probe);
+  if (Served)
+    return Status(ErrorCode::IOError,
+                  "port " + std::to_string(Port) +
+                      " is already served on " +
+                      (Family == AF_INET6 ? "[::1]" : "127.0.0.1") +
+                      " (the other loopback address): a client of "
+                      "localhost:" + std::to_string(Port) +
+                      " could reach either server; use another port");
+  Fd = ::socket(Family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (Family == AF_INET6) {
+    int One = 1;
+    (void)::setsockopt(Fd, IPPROTO_IPV6, IPV6_V6ONLY, &One, sizeof One);
+  }
+  // Best effort: the address may be unavailable (no IPv6) or in a
+  // TIME_WAIT; nobody can listen there now either way.
+  if (Fd >= 0 && ::bind(Fd, SA, Len) != 0)
+    release();
+  return Status::ok();
+}
+
+void LoopbackSiblingClaim::release() {
+  if (Fd >= 0)
+    ::close(Fd);
+  Fd = -1;
 }
 
 std::string randomSessionId() {

@@ -74,6 +74,24 @@ Status fromGrpc(const grpc::Status &G, const std::string &What, bool &Breaks);
 
 /// True for "127.x.x.x:P", "localhost:P", "[::1]:P" and "unix:" addresses.
 bool isLoopbackAddress(const std::string &Address);
+
+/// A client of "localhost:P" may reach 127.0.0.1:P or [::1]:P, so a server
+/// on one of them must also own the other: claim() refuses when another
+/// server listens on the sibling address, and otherwise holds it (a bound,
+/// non-listening socket) until destroyed, so no later server can bind it.
+class LoopbackSiblingClaim {
+public:
+  LoopbackSiblingClaim() = default;
+  LoopbackSiblingClaim(const LoopbackSiblingClaim &) = delete;
+  LoopbackSiblingClaim &operator=(const LoopbackSiblingClaim &) = delete;
+  ~LoopbackSiblingClaim() { release(); }
+  /// Address is the one the server bound; Port its bound port.
+  Status claim(const std::string &Address, int Port);
+  void release();
+
+private:
+  int Fd = -1;
+};
 std::string randomSessionId();
 
 std::chrono::system_clock::time_point toSystem(Deadline D);

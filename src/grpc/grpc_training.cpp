@@ -65,6 +65,11 @@ public:
                         "': the address is in use or invalid (a port is "
                         "never shared between two servers)");
     }
+    if (Status S = Sibling.claim(Address, Selected); !S.isOk()) {
+      Server->Shutdown(std::chrono::system_clock::now());
+      Server.reset();
+      return S.addContext("cannot listen on '" + Address + "'");
+    }
     BoundPort = Selected;
     // "host:0" -> "host:<port>" for the trainer.
     size_t Colon = Address.rfind(':');
@@ -165,6 +170,7 @@ public:
       Server->Wait();
       Server.reset();
     }
+    Sibling.release();
   }
 
   // ---- CompilerService ------------------------------------------------------
@@ -260,6 +266,7 @@ private:
   }
 
   std::unique_ptr<grpc::Server> Server;
+  LoopbackSiblingClaim Sibling;
   int BoundPort = 0;
 
   mutable std::mutex M;

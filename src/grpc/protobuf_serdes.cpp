@@ -28,15 +28,17 @@ public:
 
   void encodeHeader(const std::vector<const TensorValue *> &Features,
                     const TensorSpec &Advice, bool ContinuesSession,
-                    WireMessage &Out) override {
+                    uint64_t SessionId, WireMessage &Out) override {
     Scratch.Clear();
     pb::Header *H = Scratch.mutable_header();
     for (const TensorValue *F : Features)
       specToProto(F->spec(), H->add_features());
     specToProto(Advice, H->mutable_advice());
     H->set_continues(ContinuesSession);
+    H->set_session(SessionId);
     append(Scratch, Out);
   }
+  using SerDes::encodeHeader;
 
   void encodeContext(std::string_view Name, WireMessage &Out) override {
     Scratch.Clear();
@@ -187,6 +189,11 @@ private:
   Status decodeHeader(const pb::Header &H, const SerDesLimits &Limits,
                       std::vector<TensorSpec> &CurrentSpecs,
                       TensorSpec &CurrentAdvice, CompilerMessage &Msg) {
+    if (static_cast<size_t>(H.features_size()) > Limits.MaxFeatures)
+      return Status(ErrorCode::TooLarge,
+                    "header: " + std::to_string(H.features_size()) +
+                        " features exceed the feature-count limit of " +
+                        std::to_string(Limits.MaxFeatures));
     std::vector<TensorSpec> Specs;
     Specs.reserve(H.features_size());
     size_t Total = 0;
@@ -219,6 +226,7 @@ private:
     Msg.FeatureSpecs = Specs;
     Msg.AdviceSpec = Advice;
     Msg.ContinuesSession = H.continues();
+    Msg.SessionId = H.session();
     CurrentSpecs = std::move(Specs);
     CurrentAdvice = std::move(Advice);
     return Status::ok();

@@ -30,8 +30,8 @@ std::string hexByte(unsigned char C) {
 
 void BitstreamSerDes::encodeHeader(
     const std::vector<const TensorValue *> &Features, const TensorSpec &Advice,
-    bool ContinuesSession, WireMessage &Out) {
-  encodeHeaderLine(Features, Advice, ContinuesSession, Out);
+    bool ContinuesSession, uint64_t SessionId, WireMessage &Out) {
+  encodeHeaderLine(Features, Advice, ContinuesSession, SessionId, Out);
 }
 
 void BitstreamSerDes::encodeContext(std::string_view Name, WireMessage &Out) {

@@ -426,8 +426,9 @@ Status decodeValue(json::Reader &R, const TensorSpec &Spec,
 
 void JsonSerDes::encodeHeader(const std::vector<const TensorValue *> &Features,
                               const TensorSpec &Advice,
-                              bool ContinuesSession, WireMessage &Out) {
-  encodeHeaderLine(Features, Advice, ContinuesSession, Out);
+                              bool ContinuesSession, uint64_t SessionId,
+                              WireMessage &Out) {
+  encodeHeaderLine(Features, Advice, ContinuesSession, SessionId, Out);
 }
 
 void JsonSerDes::encodeContext(std::string_view Name, WireMessage &Out) {

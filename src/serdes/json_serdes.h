@@ -19,7 +19,9 @@ public:
   SerDesKind kind() const override { return SerDesKind::Json; }
 
   void encodeHeader(const std::vector<const TensorValue *> &Features,
-                    const TensorSpec &Advice, bool ContinuesSession, WireMessage &Out) override;
+                    const TensorSpec &Advice, bool ContinuesSession,
+                    uint64_t SessionId, WireMessage &Out) override;
+  using SerDes::encodeHeader;
   void encodeContext(std::string_view Name, WireMessage &Out) override;
   Status encodeObservation(int64_t Index,
                            const std::vector<const TensorValue *> &Features,

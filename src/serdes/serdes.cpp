@@ -8,6 +8,7 @@
 #include "serdes/serdes_internal.h"
 
 #include <atomic>
+#include <cstdio>
 
 namespace mlbridge {
 
@@ -67,7 +68,7 @@ namespace serdes_detail {
 
 void encodeHeaderLine(const std::vector<const TensorValue *> &Features,
                       const TensorSpec &Advice, bool ContinuesSession,
-                      WireMessage &Out) {
+                      uint64_t SessionId, WireMessage &Out) {
   std::string &B = Out.ownedBuffer();
   const size_t Start = B.size();
   B += "{\"features\":[";
@@ -82,6 +83,15 @@ void encodeHeaderLine(const std::vector<const TensorValue *> &Features,
   // byte-identical to LLVM's.
   if (ContinuesSession)
     B += ",\"continue\":true";
+  // Likewise only offered by our own runner, never by LLVM.
+  if (SessionId) {
+    char Hex[17];
+    std::snprintf(Hex, sizeof Hex, "%016llx",
+                  static_cast<unsigned long long>(SessionId));
+    B += ",\"session\":\"";
+    B.append(Hex, 16);
+    B += '"';
+  }
   B += "}\n";
   Out.commitOwned(Start);
 }
@@ -196,6 +206,10 @@ Status parseFeatureSpecs(json::Reader &R, const SerDesLimits &Limits,
       return S;
     if (!Has)
       return Status::ok();
+    if (Ctl.Features.size() == Limits.MaxFeatures)
+      return Status(ErrorCode::TooLarge,
+                    "header: more than " + std::to_string(Limits.MaxFeatures) +
+                        " features (the feature-count limit)");
     Ctl.Features.emplace_back();
     size_t Bytes = 0;
     // Features carry concrete shapes: 0 is an empty vector/string, -1 is
@@ -233,6 +247,32 @@ Status parseIndex(json::Reader &R, std::string_view Key, int64_t &Out) {
                 "\"" + std::string(Key) +
                     "\" must be a non-negative integer, got " +
                     R.describeAhead());
+}
+
+/// "session":"<16 hex digits>", not all zero (protocol §5.1).
+Status parseSessionId(json::Reader &R, uint64_t &Out) {
+  std::string Hex;
+  if (R.peek() != '"')
+    return Status(ErrorCode::Malformed,
+                  "\"session\" must be a string, got " + R.describeAhead());
+  if (Status S = R.readString(Hex))
+    return S;
+  uint64_t V = 0;
+  bool Valid = Hex.size() == 16;
+  for (size_t I = 0; Valid && I < Hex.size(); ++I) {
+    const char C = Hex[I];
+    const int D = C >= '0' && C <= '9'   ? C - '0'
+                  : C >= 'a' && C <= 'f' ? C - 'a' + 10
+                                         : -1;
+    Valid = D >= 0;
+    V = V << 4 | static_cast<uint64_t>(D);
+  }
+  if (!Valid || V == 0)
+    return Status(ErrorCode::Malformed,
+                  "\"session\" must be 16 lower-case hex digits, not all "
+                  "zero");
+  Out = V;
+  return Status::ok();
 }
 
 Status duplicate(std::string_view Key) {
@@ -297,6 +337,8 @@ Status parseControlMember(json::Reader &R, const SerDesLimits &Limits,
                         R.describeAhead());
     return R.readBool(Ctl.Continue);
   }
+  if (K == "session")
+    return parseSessionId(R, Ctl.SessionId);
   return R.skipValue(); // unknown keys are for future extensions
 }
 
@@ -333,6 +375,7 @@ void applyHeader(const ControlLine &Ctl, std::vector<TensorSpec> &CurrentSpecs,
   // LLVM's training logs may omit "advice"; an empty name marks "none".
   Msg.AdviceSpec = Ctl.HasAdvice ? Ctl.Advice : TensorSpec();
   Msg.ContinuesSession = Ctl.Continue;
+  Msg.SessionId = Ctl.SessionId;
   CurrentSpecs = Msg.FeatureSpecs;
   CurrentAdvice = Msg.AdviceSpec;
 }

@@ -24,10 +24,11 @@ namespace mlbridge::serdes_detail {
 // ---- encoding ----------------------------------------------------------------
 
 /// `{"features":[SPEC,...],"advice":SPEC}\n`, each feature with the
-/// concrete shape of its current value.
+/// concrete shape of its current value; `"continue":true` and
+/// `"session":"HEX"` are appended when asked for.
 void encodeHeaderLine(const std::vector<const TensorValue *> &Features,
                       const TensorSpec &Advice, bool ContinuesSession,
-                      WireMessage &Out);
+                      uint64_t SessionId, WireMessage &Out);
 /// `{"context":"NAME"}\n`.
 void encodeContextLine(std::string_view Name, WireMessage &Out);
 
@@ -62,6 +63,7 @@ struct ControlLine {
   bool HasObservation = false;
   bool HasOutcome = false;
   bool Continue = false; ///< "continue":true on a header (same session)
+  uint64_t SessionId = 0; ///< "session":"HEX" on a header (protocol §5.1)
   std::vector<TensorSpec> Features;
   TensorSpec Advice;
   TensorSpec Score;
@@ -73,6 +75,7 @@ struct ControlLine {
   void reset() {
     HasFeatureSpecs = HasFeatureValues = HasAdvice = HasScore = false;
     HasContext = HasObservation = HasOutcome = Continue = false;
+    SessionId = 0;
   }
 };
 

@@ -4,12 +4,14 @@
 #include <cerrno>
 #include <climits>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -41,27 +43,53 @@ void backoff(std::chrono::microseconds &Step, Deadline Until) {
   Step = std::min(Step * 2, std::chrono::microseconds(20000));
 }
 
+/// A FIFO someone else could read or write would let them see the advice
+/// or answer in the model's place: only a FIFO of our own, with no group or
+/// other permissions, is used.
+Status checkPrivateFifo(const struct stat &St, const std::string &Path) {
+  if (S_ISLNK(St.st_mode))
+    return Status(ErrorCode::InvalidArgument,
+                  "'" + Path + "' is a symbolic link; refusing to follow it "
+                               "(give the FIFO's own path)");
+  if (!S_ISFIFO(St.st_mode))
+    return Status(ErrorCode::InvalidArgument,
+                  "'" + Path + "' exists but is not a FIFO");
+  if (St.st_uid != ::geteuid())
+    return Status(ErrorCode::InvalidArgument,
+                  "FIFO '" + Path + "' belongs to user " +
+                      std::to_string(St.st_uid) +
+                      ", not to this process; refusing it (another user "
+                      "could read the features or answer in the model's "
+                      "place)");
+  if (St.st_mode & 077) {
+    char Mode[8];
+    std::snprintf(Mode, sizeof Mode, "%04o",
+                  static_cast<unsigned>(St.st_mode & 07777));
+    return Status(ErrorCode::InvalidArgument,
+                  "FIFO '" + Path + "' has mode " + Mode +
+                      "; refusing it (other users could read or write it): "
+                      "it must be mode 0600");
+  }
+  return Status::ok();
+}
+
 Status waitForFifo(const std::string &Path, Deadline Until, bool Create,
                    Clock::time_point Start) {
   std::chrono::microseconds Step(1000);
   for (;;) {
     struct stat St;
-    if (::stat(Path.c_str(), &St) == 0) {
-      if (!S_ISFIFO(St.st_mode))
-        return Status(ErrorCode::InvalidArgument,
-                      "'" + Path + "' exists but is not a FIFO");
-      return Status::ok();
-    }
+    if (::lstat(Path.c_str(), &St) == 0)
+      return checkPrivateFifo(St, Path);
     int E = errno;
     if (E != ENOENT)
       return Status(ErrorCode::IOError,
                     "cannot stat '" + Path + "': " + errnoText(E));
-    if (Create) {
-      if (::mkfifo(Path.c_str(), 0600) != 0 && errno != EEXIST)
-        return Status(ErrorCode::IOError, "cannot create FIFO '" + Path +
-                                              "': " + errnoText(errno));
-      continue;
-    }
+    // EEXIST here means the path appeared meanwhile: check it again.
+    if (Create && ::mkfifo(Path.c_str(), 0600) != 0 && errno != EEXIST)
+      return Status(ErrorCode::IOError, "cannot create FIFO '" + Path +
+                                            "': " + errnoText(errno));
+    if (Create)
+      continue; // lstat sees the new FIFO, or what replaced it
     if (Clock::now() >= Until) {
       auto Waited = std::chrono::duration_cast<std::chrono::milliseconds>(
           Clock::now() - Start);
@@ -72,6 +100,14 @@ Status waitForFifo(const std::string &Path, Deadline Until, bool Create,
     }
     backoff(Step, Until);
   }
+}
+
+Status checkOpened(int Fd, const std::string &Path) {
+  struct stat St;
+  if (::fstat(Fd, &St) != 0)
+    return Status(ErrorCode::IOError,
+                  "cannot stat '" + Path + "': " + errnoText(errno));
+  return checkPrivateFifo(St, Path);
 }
 
 /// Blocks SIGPIPE in this thread for its lifetime and swallows a SIGPIPE
@@ -118,19 +154,46 @@ FifoChannel::open(const std::string &InPath, const std::string &OutPath,
 
   // Non-blocking read-open succeeds at once and registers us as the reader
   // the model's write-open is waiting for.
-  int In = ::open(InPath.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  int In = ::open(InPath.c_str(),
+                  O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
   if (In < 0)
     return Status(ErrorCode::IOError,
                   "cannot open '" + InPath + "': " + errnoText(errno));
+  // The path may have been swapped since it was checked: check the FIFO
+  // actually opened.
+  if (Status S = checkOpened(In, InPath); !S.isOk()) {
+    ::close(In);
+    return S;
+  }
+  // One compiler per channel: a second one would read the first one's
+  // answers. The lock lives as long as this descriptor.
+  if (::flock(In, LOCK_EX | LOCK_NB) != 0) {
+    int E = errno;
+    ::close(In);
+    if (E == EWOULDBLOCK)
+      return Status(ErrorCode::InvalidArgument,
+                    "pipe channel '" + InPath +
+                        "' is in use by another compiler session (one "
+                        "compiler per FIFO pair; give each its own channel)");
+    return Status(ErrorCode::IOError,
+                  "cannot lock '" + InPath + "': " + errnoText(E));
+  }
 
   // A non-blocking write-open fails with ENXIO until the model opens its
   // reading end: poll for it instead of blocking forever as LLVM does.
   std::chrono::microseconds Step(1000);
   int Out = -1;
   for (;;) {
-    Out = ::open(OutPath.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-    if (Out >= 0)
+    Out = ::open(OutPath.c_str(),
+                 O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+    if (Out >= 0) {
+      if (Status S = checkOpened(Out, OutPath); !S.isOk()) {
+        ::close(Out);
+        ::close(In);
+        return S;
+      }
       break;
+    }
     int E = errno;
     if (E == EINTR)
       continue;
@@ -259,6 +322,28 @@ Status FifoChannel::readExact(void *Dst, size_t N) {
     Out += Take;
     N -= Take;
   }
+  return Status::ok();
+}
+
+namespace {
+
+Status extraReply(const std::string &Path, const char *When) {
+  return Status(ErrorCode::Malformed,
+                "the model sent bytes on '" + Path + "' " + When +
+                    " (more than one reply to a request); the channel is out "
+                    "of step");
+}
+
+} // namespace
+
+Status FifoChannel::endReply() {
+  return Begin == End ? Status::ok() : extraReply(InPath, "after its reply");
+}
+
+Status FifoChannel::checkIdle() {
+  struct pollfd P = {InFd, POLLIN, 0};
+  if (Begin != End || (::poll(&P, 1, 0) > 0 && (P.revents & POLLIN)))
+    return extraReply(InPath, "after its last reply");
   return Status::ok();
 }
 

@@ -22,7 +22,10 @@ class FifoChannel final : public MessageChannel {
 public:
   /// Opens InPath for reading, then OutPath for writing (LLVM's order),
   /// waiting until Until for the FIFOs to exist and the peer to open its
-  /// ends. With Create, missing FIFOs are made with mode 0600.
+  /// ends. With Create, missing FIFOs are made with mode 0600. Refuses
+  /// symbolic links and FIFOs of another user or with group/other
+  /// permissions, and a channel another compiler holds (InPath is locked
+  /// while the channel is open).
   static Expected<std::unique_ptr<FifoChannel>>
   open(const std::string &InPath, const std::string &OutPath, Deadline Until,
        bool Create);
@@ -35,8 +38,11 @@ public:
   Status readExact(void *Dst, size_t N) override;
   Status readLine(std::string &Line, size_t MaxBytes) override;
 
-  /// True if unread bytes are buffered (a reply arrived unasked).
-  bool hasBufferedInput() const { return Begin != End; }
+  /// Bytes buffered after a decoded reply: a second reply.
+  Status endReply() override;
+  /// Bytes buffered or waiting in the pipe before a request: a reply
+  /// nobody asked for.
+  Status checkIdle() override;
 
 private:
   FifoChannel(int InFd, int OutFd, std::string InPath, std::string OutPath);

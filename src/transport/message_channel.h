@@ -29,6 +29,10 @@ public:
   /// Called after a reply was decoded. Transports that frame messages
   /// report a reply with bytes the decoder did not consume.
   virtual Status endReply() { return Status::ok(); }
+  /// Called before a request is sent, when replies carry no session frame:
+  /// a transport that can see input nobody asked for (a second reply to
+  /// the previous request) reports it.
+  virtual Status checkIdle() { return Status::ok(); }
 };
 
 } // namespace mlbridge

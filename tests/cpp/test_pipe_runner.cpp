@@ -114,14 +114,45 @@ public:
   std::thread Thread;
 };
 
+/// What a model side remembers to frame its replies (protocol §5.1).
+struct PeerSession {
+  uint64_t Id = 0;
+  uint64_t Requests = 0;
+
+  void note(const CompilerMessage &Msg) {
+    if (Msg.Type == CompilerMessage::Kind::Header && !Msg.ContinuesSession) {
+      Id = Msg.SessionId;
+      Requests = 0;
+    }
+  }
+  /// Reply bytes, framed when the session asked for it.
+  std::string frame(const std::string &Reply) {
+    return Id ? frameFor(Id, Requests++, Reply) : Reply;
+  }
+  static std::string frameFor(uint64_t Id, uint64_t Request,
+                              const std::string &Reply) {
+    char Raw[ReplyFrame::Bytes];
+    ReplyFrame{Id, Request, Reply.size()}.encode(Raw);
+    return std::string(Raw, sizeof Raw) + Reply;
+  }
+};
+
+bool writeAll(int Fd, const std::string &Bytes) {
+  return ::write(Fd, Bytes.data(), Bytes.size()) ==
+         static_cast<ssize_t>(Bytes.size());
+}
+
 /// Reads messages until an observation arrives.
 Status readObservation(SerDes &Codec, FdSource &In, CompilerMessage &Msg,
-                       std::vector<TensorSpec> &Specs, TensorSpec &Advice) {
+                       std::vector<TensorSpec> &Specs, TensorSpec &Advice,
+                       PeerSession *Session = nullptr) {
   SerDesLimits Limits;
   for (;;) {
     if (Status S = Codec.decodeMessage(In, Limits, Specs, Advice, Msg);
         !S.isOk())
       return S;
+    if (Session)
+      Session->note(Msg);
     if (Msg.Type == CompilerMessage::Kind::Observation)
       return Status::ok();
   }
@@ -165,8 +196,9 @@ TEST_P(PipeRunnerBothFormats, ServesRequestsContextsAndSessions) {
     CompilerMessage Msg;
     SerDesLimits Limits;
     WireMessage Reply;
-    std::vector<ByteRange> Ranges;
+    PeerSession Session;
     while (Codec->decodeMessage(Src, Limits, Specs, Advice, Msg).isOk()) {
+      Session.note(Msg);
       if (Msg.Type == CompilerMessage::Kind::Header) {
         ++Headers;
         continue;
@@ -180,9 +212,7 @@ TEST_P(PipeRunnerBothFormats, ServesRequestsContextsAndSessions) {
       *A.dataAs<int64_t>() = 2 * *Msg.Features[0].dataAs<int64_t>();
       Reply.clear();
       ASSERT_TRUE(Codec->encodeAdvice(Advice, A, Reply).isOk());
-      std::string Bytes = Reply.flatten();
-      ASSERT_EQ(::write(Out, Bytes.data(), Bytes.size()),
-                static_cast<ssize_t>(Bytes.size()));
+      ASSERT_TRUE(writeAll(Out, Session.frame(Reply.flatten())));
     }
   });
   auto R = makeRunner(Peer.Base, fastOptions(Kind));
@@ -306,10 +336,9 @@ TEST(PipeRunner, GarbageJsonReplyIsMalformed) {
     CompilerMessage Msg;
     std::vector<TensorSpec> Specs;
     TensorSpec Advice;
-    if (readObservation(*Codec, Src, Msg, Specs, Advice).isOk()) {
-      const char Junk[] = "this is not json\n";
-      (void)!::write(Out, Junk, sizeof Junk - 1);
-    }
+    PeerSession Session;
+    if (readObservation(*Codec, Src, Msg, Specs, Advice, &Session).isOk())
+      (void)writeAll(Out, Session.frame("this is not json\n"));
   });
   auto R = makeRunner(Peer.Base, fastOptions(SerDesKind::Json));
   Expected<int64_t> A = R->evaluate<int64_t>();
@@ -325,14 +354,11 @@ TEST(PipeRunner, ModelReportedErrorKeepsTheRunnerUsable) {
     CompilerMessage Msg;
     std::vector<TensorSpec> Specs;
     TensorSpec Advice;
-    if (readObservation(*Codec, Src, Msg, Specs, Advice).isOk()) {
-      const char E[] = "{\"error\":\"cannot decide\"}\n";
-      (void)!::write(Out, E, sizeof E - 1);
-    }
-    if (readObservation(*Codec, Src, Msg, Specs, Advice).isOk()) {
-      const char A[] = "{\"advice\":4}\n";
-      (void)!::write(Out, A, sizeof A - 1);
-    }
+    PeerSession Session;
+    if (readObservation(*Codec, Src, Msg, Specs, Advice, &Session).isOk())
+      (void)writeAll(Out, Session.frame("{\"error\":\"cannot decide\"}\n"));
+    if (readObservation(*Codec, Src, Msg, Specs, Advice, &Session).isOk())
+      (void)writeAll(Out, Session.frame("{\"advice\":4}\n"));
   });
   auto R = makeRunner(Peer.Base, fastOptions(SerDesKind::Json));
   Expected<int64_t> A = R->evaluate<int64_t>();
@@ -373,4 +399,232 @@ TEST(PipeRunner, InvalidArgumentsAreRejectedAtCreate) {
       "/tmp/x", {TensorSpec::create<float>("a"), TensorSpec::create<float>("a")});
   ASSERT_FALSE(Dup);
   EXPECT_NE(Dup.status().message().find("declared twice"), std::string::npos);
+}
+
+// ---- reliability: no answer reaches the wrong request (issue 16) ----------
+
+namespace {
+
+/// Fails the whole test program if a call hangs (a spinning loop cannot be
+/// interrupted from inside the test).
+class Watchdog {
+public:
+  explicit Watchdog(std::chrono::seconds Limit)
+      : Thread([this, Limit] {
+          auto Until = Clock::now() + Limit;
+          while (!Done && Clock::now() < Until)
+            std::this_thread::sleep_for(10ms);
+          if (!Done) {
+            std::fprintf(stderr, "watchdog: the call did not return\n");
+            std::_Exit(1);
+          }
+        }) {}
+  ~Watchdog() {
+    Done = true;
+    Thread.join();
+  }
+
+private:
+  std::atomic<bool> Done{false};
+  std::thread Thread;
+};
+
+} // namespace
+
+TEST(PipeReliability, LateReplyOfAnEarlierSessionIsSkipped) {
+  FakeModelPeer Peer;
+  std::atomic<bool> FirstGaveUp{false};
+  Peer.run([&](int Out, int In) {
+    // Keep B.out open for writing, as a host that survives sessions does,
+    // so the second compiler's bytes continue this stream.
+    int Keep = ::open((Peer.Base + ".out").c_str(), O_WRONLY | O_NONBLOCK);
+    auto Codec = createSerDes(SerDesKind::Bitstream);
+    FdSource Src(In);
+    CompilerMessage Msg;
+    std::vector<TensorSpec> Specs;
+    TensorSpec Advice;
+    PeerSession First, Second;
+    ASSERT_TRUE(readObservation(*Codec, Src, Msg, Specs, Advice, &First).isOk());
+    while (!FirstGaveUp)
+      std::this_thread::sleep_for(1ms);
+    ASSERT_TRUE(
+        readObservation(*Codec, Src, Msg, Specs, Advice, &Second).isOk());
+    ASSERT_NE(First.Id, Second.Id);
+    const int64_t Late = 111, Right = 2 * *Msg.Features[0].dataAs<int64_t>();
+    // The first compiler's answer arrives late, then the second's.
+    (void)writeAll(Out, First.frame(std::string(
+                            reinterpret_cast<const char *>(&Late), 8)));
+    (void)writeAll(Out, Second.frame(std::string(
+                            reinterpret_cast<const char *>(&Right), 8)));
+    ::close(Keep);
+  });
+  PipeOptions Quick = fastOptions();
+  Quick.ReplyTimeout = 200ms;
+  auto A = makeRunner(Peer.Base, Quick);
+  *A->getTensor<int64_t>(0) = 7;
+  EXPECT_EQ(A->evaluate<int64_t>().status().code(), ErrorCode::Timeout);
+  A.reset();
+  FirstGaveUp = true;
+  PipeOptions Patient = fastOptions();
+  Patient.ReplyTimeout = 5s;
+  auto B = makeRunner(Peer.Base, Patient);
+  *B->getTensor<int64_t>(0) = 21;
+  Expected<int64_t> Answer = B->evaluate<int64_t>();
+  ASSERT_TRUE(Answer) << Answer.status().toString();
+  EXPECT_EQ(*Answer, 42) << "a late answer meant for the first compiler";
+}
+
+TEST(PipeReliability, ASecondReplyToOneRequestIsAnErrorNotTheNextAnswer) {
+  FakeModelPeer Peer;
+  Peer.run([](int Out, int In) {
+    auto Codec = createSerDes(SerDesKind::Json);
+    FdSource Src(In);
+    CompilerMessage Msg;
+    std::vector<TensorSpec> Specs;
+    TensorSpec Advice;
+    PeerSession Session;
+    if (!readObservation(*Codec, Src, Msg, Specs, Advice, &Session).isOk())
+      return;
+    const std::string Reply = "{\"advice\":2}\n";
+    (void)writeAll(Out, PeerSession::frameFor(Session.Id, 0, Reply));
+    (void)writeAll(Out, PeerSession::frameFor(Session.Id, 0, Reply));
+    if (readObservation(*Codec, Src, Msg, Specs, Advice, &Session).isOk())
+      (void)writeAll(Out, PeerSession::frameFor(Session.Id, 1,
+                                                "{\"advice\":4}\n"));
+  });
+  auto R = makeRunner(Peer.Base, fastOptions(SerDesKind::Json));
+  *R->getTensor<int64_t>(0) = 1;
+  Expected<int64_t> First = R->evaluate<int64_t>();
+  ASSERT_TRUE(First) << First.status().toString();
+  EXPECT_EQ(*First, 2);
+  *R->getTensor<int64_t>(0) = 2;
+  Expected<int64_t> Second = R->evaluate<int64_t>();
+  ASSERT_FALSE(Second) << "got " << *Second << ": the duplicate reply";
+  EXPECT_EQ(Second.status().code(), ErrorCode::Malformed);
+  EXPECT_NE(Second.status().message().find("more than one reply"),
+            std::string::npos)
+      << Second.status().toString();
+}
+
+// A model host that does not frame replies (e.g. LLVM's interactive_host.py)
+// gets LLVM's exact bytes; extra reply bytes are still refused.
+TEST(PipeReliability, ExtraReplyLinesAreRefusedWithoutSessionIds) {
+  FakeModelPeer Peer;
+  Peer.run([](int Out, int In) {
+    auto Codec = createSerDes(SerDesKind::Json);
+    FdSource Src(In);
+    CompilerMessage Msg;
+    std::vector<TensorSpec> Specs;
+    TensorSpec Advice;
+    if (!readObservation(*Codec, Src, Msg, Specs, Advice).isOk())
+      return;
+    EXPECT_EQ(Msg.SessionId, 0u);
+    (void)writeAll(Out, "{\"advice\":2}\n");
+    std::this_thread::sleep_for(50ms); // arrives after the first answer
+    (void)writeAll(Out, "{\"advice\":2}\n");
+    if (readObservation(*Codec, Src, Msg, Specs, Advice).isOk())
+      (void)writeAll(Out, "{\"advice\":4}\n");
+  });
+  PipeOptions O = fastOptions(SerDesKind::Json);
+  O.SessionIds = false;
+  auto R = makeRunner(Peer.Base, O);
+  *R->getTensor<int64_t>(0) = 1;
+  Expected<int64_t> First = R->evaluate<int64_t>();
+  ASSERT_TRUE(First) << First.status().toString();
+  EXPECT_EQ(*First, 2);
+  std::this_thread::sleep_for(150ms);
+  *R->getTensor<int64_t>(0) = 2;
+  Expected<int64_t> Second = R->evaluate<int64_t>();
+  ASSERT_FALSE(Second) << "got " << *Second << ": the extra reply line";
+  EXPECT_EQ(Second.status().code(), ErrorCode::Malformed);
+}
+
+TEST(PipeReliability, HeaderCarriesASessionIdOnlyWhenAsked) {
+  for (bool Ids : {true, false}) {
+    FakeModelPeer Peer;
+    uint64_t Seen = 0;
+    Peer.run([&](int Out, int In) {
+      auto Codec = createSerDes(SerDesKind::Bitstream);
+      FdSource Src(In);
+      CompilerMessage Msg;
+      std::vector<TensorSpec> Specs;
+      TensorSpec Advice;
+      PeerSession Session;
+      if (!readObservation(*Codec, Src, Msg, Specs, Advice, &Session).isOk())
+        return;
+      Seen = Session.Id;
+      const int64_t V = 5;
+      (void)writeAll(Out, Session.frame(std::string(
+                              reinterpret_cast<const char *>(&V), 8)));
+    });
+    PipeOptions O = fastOptions();
+    O.SessionIds = Ids;
+    auto R = makeRunner(Peer.Base, O);
+    Expected<int64_t> A = R->evaluate<int64_t>();
+    ASSERT_TRUE(A) << A.status().toString();
+    EXPECT_EQ(*A, 5);
+    R.reset();
+    Peer.Thread.join();
+    EXPECT_EQ(Seen != 0, Ids);
+  }
+}
+
+TEST(PipeReliability, SecondCompilerOnOneChannelIsRefused) {
+  FakeModelPeer Peer;
+  std::atomic<bool> Done{false};
+  Peer.run([&](int, int) {
+    while (!Done)
+      std::this_thread::sleep_for(1ms);
+  });
+  auto First = makeRunner(Peer.Base, fastOptions());
+  ASSERT_TRUE(First->connect().isOk());
+  auto Second = makeRunner(Peer.Base, fastOptions());
+  Status S = Second->connect();
+  Done = true;
+  ASSERT_FALSE(S.isOk()) << "two compilers would read each other's answers";
+  EXPECT_EQ(S.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(S.message().find("in use by another compiler"), std::string::npos)
+      << S.toString();
+}
+
+TEST(PipeReliability, DanglingSymlinkWithCreateFifosFailsAtOnce) {
+  FakeModelPeer Peer;
+  ASSERT_EQ(::symlink((Peer.Dir + "/nowhere").c_str(),
+                      (Peer.Base + ".in").c_str()),
+            0);
+  PipeOptions O = fastOptions();
+  O.CreateFifos = true;
+  auto R = makeRunner(Peer.Base, O);
+  Watchdog Dog(10s);
+  auto Start = Clock::now();
+  Status S = R->connect();
+  EXPECT_LT(secondsSince(Start), 2.0);
+  EXPECT_EQ(S.code(), ErrorCode::InvalidArgument) << S.toString();
+  EXPECT_NE(S.message().find("symbolic link"), std::string::npos)
+      << S.toString();
+  R.reset();
+  ::unlink((Peer.Dir + "/nowhere").c_str());
+}
+
+TEST(PipeReliability, FifosOthersCanOpenAreRefused) {
+  FakeModelPeer Peer;
+  Peer.makeFifos();
+  ASSERT_EQ(::chmod((Peer.Base + ".in").c_str(), 0666), 0);
+  auto R = makeRunner(Peer.Base, fastOptions());
+  Status S = R->connect();
+  EXPECT_EQ(S.code(), ErrorCode::InvalidArgument) << S.toString();
+  EXPECT_NE(S.message().find("mode 0666"), std::string::npos) << S.toString();
+}
+
+TEST(PipeReliability, FifosOfAnotherUserAreRefused) {
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "needs root to make a FIFO owned by another user";
+  FakeModelPeer Peer;
+  Peer.makeFifos();
+  ASSERT_EQ(::chown((Peer.Base + ".out").c_str(), 65534, 65534), 0);
+  auto R = makeRunner(Peer.Base, fastOptions());
+  Status S = R->connect();
+  EXPECT_EQ(S.code(), ErrorCode::InvalidArgument) << S.toString();
+  EXPECT_NE(S.message().find("belongs to user 65534"), std::string::npos)
+      << S.toString();
 }

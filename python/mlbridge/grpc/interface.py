@@ -18,6 +18,7 @@ servers listen on loopback unless ``allow_remote=True``; TLS is optional
 
 import logging
 import queue
+import socket
 import threading
 import time
 from concurrent import futures
@@ -79,6 +80,40 @@ def is_loopback_address(address):
     else:
         host = address.rsplit(":", 1)[0] if ":" in address else address
     return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _claim_loopback_sibling(address, port):
+    """A client of ``localhost:P`` may reach 127.0.0.1:P or [::1]:P, so a
+    server on one must own the other too. Raises MLBridgeError when another
+    server listens there; otherwise returns a bound, non-listening socket
+    that keeps later servers off it (None when there is nothing to hold)."""
+    addr = address[5:] if address.startswith(("ipv4:", "ipv6:")) else address
+    if addr.startswith("127.0.0.1:"):
+        family, sibling, shown = socket.AF_INET6, "::1", "[::1]"
+    elif addr.startswith("[::1]:"):
+        family, sibling, shown = socket.AF_INET, "127.0.0.1", "127.0.0.1"
+    else:
+        return None
+    try:
+        probe = socket.socket(family, socket.SOCK_STREAM)
+    except OSError:
+        return None  # no such family here: nothing to share with
+    with probe:
+        probe.settimeout(1.0)
+        served = probe.connect_ex((sibling, port)) == 0
+    if served:
+        raise MLBridgeError(f"cannot listen on {address!r}: port {port} is already served on "
+                            f"{shown} (the other loopback address), so a client of "
+                            f"localhost:{port} could reach either server; use another port")
+    hold = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        if family == socket.AF_INET6:
+            hold.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        hold.bind((sibling, port))
+    except OSError:  # unavailable, or a TIME_WAIT: nobody can listen there now
+        hold.close()
+        return None
+    return hold
 
 
 def _options(max_message_bytes):
@@ -193,6 +228,7 @@ class GrpcCompilerInterface:
         self.ended_sessions = 0
         self.last_ended_session = None
         self._server = None
+        self._sibling = None  # the other loopback address, held (see _start_server)
         self._executor = None
         self._workers = []
         self._ready = queue.SimpleQueue()   # training: workers whose fetch completed
@@ -253,6 +289,12 @@ class GrpcCompilerInterface:
             self._executor.shutdown(wait=False)
             raise MLBridgeError(f"cannot listen on {address!r}: the port is in use or the "
                                 f"address is invalid (a port is never shared)")
+        try:
+            self._sibling = _claim_loopback_sibling(address, port)
+        except MLBridgeError:
+            server.stop(None)
+            self._executor.shutdown(wait=False)
+            raise
         server.start()
         self._server = server
         self.port = port
@@ -275,6 +317,9 @@ class GrpcCompilerInterface:
         if self._server is not None:
             self._server.stop(grace=None).wait(5.0)
             self._executor.shutdown(wait=False)
+        if self._sibling is not None:
+            self._sibling.close()
+            self._sibling = None
         for w in self._workers:
             if w.fetch is not None:
                 w.fetch.cancel()

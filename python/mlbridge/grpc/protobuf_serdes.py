@@ -134,6 +134,9 @@ def decode_message(reader, state):
 
 def _header(h, state):
     limit = state.max_message_bytes
+    if len(h.features) > state.max_features:
+        raise MessageTooLarge(f"header: {len(h.features)} feature specs exceed the "
+                              f"feature-count limit of {state.max_features}")
     specs = []
     seen = set()
     total = 0
@@ -154,7 +157,9 @@ def _header(h, state):
     state.advice_spec = advice
     state.score_spec = None
     state.cache = None
-    return Header(state.feature_specs, advice, None, bool(h.continues))
+    if not h.continues:
+        state.session, state.requests = h.session, 0
+    return Header(state.feature_specs, advice, None, bool(h.continues), state.session)
 
 
 def _observation(o, state):

@@ -13,7 +13,8 @@ from ..errors import MessageTooLarge, ProtocolError
 from ..messages import DEFAULT_MAX_MESSAGE_BYTES, Context, Header
 from ..tensor_spec import TensorSpec, llvm_json_quote
 
-__all__ = ["parse_line", "decode_line", "parse_header", "parse_context", "encode_header_line",
+__all__ = ["parse_line", "decode_line", "parse_header", "check_feature_count", "parse_session",
+           "parse_context", "encode_header_line",
            "encode_context_line", "check_index", "check_encode_index", "snippet",
            "DEFAULT_MAX_MESSAGE_BYTES"]
 
@@ -77,6 +78,28 @@ def decode_line(line, handle):
     return handle(parse_line(line, exact=True))
 
 
+def check_feature_count(line, state):
+    """Refuse a header line with more feature specs than the limit before
+    it is parsed (a 16 MiB header can hold ~300k specs: seconds of work and
+    hundreds of MB). Every spec has one "name" key; names cannot contain
+    the unescaped quotes."""
+    if line.count(b'"name"') > state.max_features + 1:
+        raise MessageTooLarge(f"header: more than {state.max_features} feature specs "
+                              f"(the feature-count limit)")
+
+
+def parse_session(obj, continues):
+    """The optional "session" key: 16 lower-case hex digits, not all zero."""
+    value = obj.get("session")
+    if value is None:
+        return 0
+    if (not isinstance(value, str) or len(value) != 16
+            or value.strip("0123456789abcdef") or value == "0" * 16):
+        raise ProtocolError(f'header: "session" must be 16 lower-case hex digits, not '
+                            f'all zero, got {snippet(value)}')
+    return int(value, 16)
+
+
 def check_index(value, key):
     """A record index from the wire: an integer in [0, 2**63)."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _INT64_MAX:
@@ -93,6 +116,9 @@ def parse_header(obj, state):
     features = obj.get("features")
     if not isinstance(features, list):
         raise ProtocolError('header: "features" must be an array of tensor specs')
+    if len(features) > state.max_features:
+        raise MessageTooLarge(f"header: {len(features)} feature specs exceed the "
+                              f"feature-count limit of {state.max_features}")
     if "advice" not in obj:
         raise ProtocolError('header: missing "advice" tensor spec')
     limit = state.max_message_bytes
@@ -131,7 +157,10 @@ def parse_header(obj, state):
     continues = obj.get("continue", False)
     if not isinstance(continues, bool):
         raise ProtocolError(f'header: "continue" must be true or false, got {continues!r}')
-    return Header(state.feature_specs, advice, score, continues)
+    session = parse_session(obj, continues)
+    if not continues:
+        state.session, state.requests = session, 0
+    return Header(state.feature_specs, advice, score, continues, state.session)
 
 
 def parse_context(obj, state):

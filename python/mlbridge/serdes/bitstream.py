@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import MessageTooLarge, PeerClosed, ProtocolError
 from ..messages import DEFAULT_MAX_MESSAGE_BYTES, Observation, Outcome
 from ..values import coerce
-from ._common import (check_encode_index, check_index, encode_context_line,
+from ._common import (check_encode_index, check_feature_count, check_index, encode_context_line,
                       encode_header_line, parse_context, parse_header,
                       parse_line, snippet)
 
@@ -143,6 +143,7 @@ def decode_message(reader, state):
         digits = line[15:-1]
         if digits.isdigit() and (len(digits) == 1 or digits[0] != 0x30) and len(digits) < 19:
             return _read_observation(reader, state, int(digits))
+    check_feature_count(line, state)
     obj = parse_line(line)
     if "observation" in obj:
         return _read_observation(reader, state, check_index(obj["observation"], "observation"))

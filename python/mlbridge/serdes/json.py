@@ -20,7 +20,7 @@ from .. import dtypes
 from ..errors import MessageTooLarge, ModelError, ProtocolError
 from ..messages import DEFAULT_MAX_MESSAGE_BYTES, Observation
 from ..values import coerce
-from ._common import (check_encode_index, check_index, decode_line,
+from ._common import (check_encode_index, check_feature_count, check_index, decode_line,
                       encode_context_line, encode_header_line, parse_context,
                       parse_header, snippet)
 
@@ -215,6 +215,7 @@ def decode_message(reader, state):
     state.in_message = False
     limit = max(state.max_header_bytes, state.max_message_bytes)
     line = reader.read_line(limit)
+    check_feature_count(line, state)
     return decode_line(line, lambda obj: _message(obj, line, state))
 
 
