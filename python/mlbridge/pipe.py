@@ -492,16 +492,22 @@ class PipeCompilerInterface:
     def _send(self, data):
         """Write the reply ``data`` whole (one syscall when the pipe has room),
         framed when the session asked for it (protocol §5.1). Returns False,
-        writing nothing, when the request is gone."""
-        if self._reader.has_input():
-            # A compiler never writes while it waits for a reply: input (or
-            # its end) means the requester timed out or exited and what
-            # follows may be the next compiler's session, which must not
-            # receive this answer.
-            _log.debug("observation %d: the compiler stopped waiting; reply dropped",
-                       self._pending.index)
+        writing nothing, when the requester has moved on; PeerClosed when it
+        has closed the channel."""
+        gone = self._reader.input_state()
+        if gone is not None:
+            # A compiler never writes while it waits for a reply: input, or
+            # the end of its stream, means it timed out or exited, and the
+            # next compiler may already be connecting. This answer must not
+            # reach it.
+            index = self._pending.index
             self._pending = None
-            return False
+            if gone == "data":  # the next messages: read them next
+                _log.debug("observation %d: the compiler moved on; reply dropped", index)
+                return False
+            self._await_next_session()
+            raise PeerClosed(f"the compiler closed {self._out_path} without waiting for "
+                             f"the reply to observation {index}")
         state = self._state
         if state.session:
             data = _FRAME.pack(state.session, state.requests, len(data)) + data

@@ -13,6 +13,8 @@ import os
 import select
 import time
 
+import numpy as _np
+
 from .errors import MessageTooLarge, PeerClosed, TimeoutError
 
 __all__ = ["FdReader", "BufferReader"]
@@ -53,9 +55,16 @@ class FdReader:
         """Bytes received but not yet returned."""
         return self._end - self._start
 
-    def has_input(self):
-        """True if bytes are buffered or waiting, or the writer has closed."""
-        return self._end > self._start or bool(self._poll.poll(0))
+    def input_state(self):
+        """Without waiting: "data" if bytes are buffered or readable,
+        "closed" if the writer has closed (POLLHUP) with nothing left to
+        read, else None."""
+        if self._end > self._start:
+            return "data"
+        ready = self._poll.poll(0)
+        if not ready:
+            return None
+        return "data" if ready[0][1] & (select.POLLIN | select.POLLPRI) else "closed"
 
     # ---- public reads ----------------------------------------------------------
     def read_line(self, max_bytes, deadline=_DEFAULT):
@@ -187,7 +196,10 @@ class FdReader:
         else:
             grown = 2 * len(self._buf) if cap is None else min(2 * len(self._buf), cap)
             new = bytearray(max(grown, pending + need))
-            new[:pending] = self._buf[self._start:self._end]
+            # numpy copies buffer to buffer; a bytearray slice assignment
+            # would first copy the source (a third buffer of that size).
+            _np.frombuffer(new, _np.uint8, pending)[:] = _np.frombuffer(
+                self._buf, _np.uint8, pending, self._start)
             self._buf = new
         self._start, self._end = 0, pending
 

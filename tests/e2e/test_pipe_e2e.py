@@ -155,6 +155,27 @@ def test_two_consecutive_compiler_sessions_on_one_interface():
 
 
 @pytest.mark.parametrize("serdes", FORMATS)
+def test_late_reply_never_reaches_the_next_compiler(serdes):
+    """Compiler A gives up while the model computes; compiler B connects at
+    once. The model's late answer to A must not become B's answer (B asks
+    0,1,2,3 and must get 0,2,4,6, not 999,0,2,4)."""
+    with PipeCompilerInterface(serdes=serdes, timeout=20) as iface:
+        first = start_compiler(iface.base, serdes, "requests", "--count", 1,
+                               "--reply-timeout-ms", 300)
+        late = iface.evaluate()
+        lines, err = events(first)
+        assert lines[0]["event"] == "error" and lines[0]["code"] == "timeout", err
+        second = start_compiler(iface.base, serdes, "requests", "--count", 4)
+        time.sleep(0.3)  # B is connected, has asked, and waits
+        delivered = iface.populate_buffer(999)  # the answer A no longer waits for
+        iface.serve(lambda obs: 2 * int(obs["i"][0]), sessions=2, timeout=10)
+        lines, err = events(second)
+    assert [e["value"] for e in lines if e["event"] == "advice"] == [0, 2, 4, 6], err
+    assert lines[-1] == {"event": "done", "ok": True}
+    assert delivered is False and late.index == 0
+
+
+@pytest.mark.parametrize("serdes", FORMATS)
 def test_model_killed_mid_request_gives_error_within_deadline(tmp_path, serdes):
     base = tmp_path / "ch"
     model = start_model_process(base, serdes, "os.kill(os.getpid(), signal.SIGKILL)")

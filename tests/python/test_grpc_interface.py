@@ -150,6 +150,19 @@ def test_port_in_use_fails_loudly():
             GrpcCompilerInterface(first.address)
 
 
+def test_port_served_on_the_other_loopback_family_is_refused():
+    # A client of localhost:P may reach 127.0.0.1:P or [::1]:P: never two servers.
+    with GrpcCompilerInterface("127.0.0.1:0") as v4:
+        with pytest.raises(MLBridgeError, match="in use|other loopback"):
+            GrpcCompilerInterface(f"[::1]:{v4.port}")
+    with socket.socket() as foreign:  # a listener that is not ours
+        foreign.bind(("127.0.0.1", 0))
+        foreign.listen(1)
+        port = foreign.getsockname()[1]
+        with pytest.raises(MLBridgeError, match="other loopback address"):
+            GrpcCompilerInterface(f"[::1]:{port}")
+
+
 def test_loopback_by_default_and_argument_checks():
     with pytest.raises(MLBridgeError, match="loopback"):
         GrpcCompilerInterface("0.0.0.0:0")

@@ -163,6 +163,25 @@ TEST(GrpcTraining, PortInUseIsALoudError) {
   EXPECT_EQ(B.status().code(), ErrorCode::IOError);
 }
 
+// A client of localhost:P may reach 127.0.0.1:P or [::1]:P: a server on one
+// loopback family must not share P with a server on the other.
+TEST(GrpcTraining, PortServedOnTheOtherLoopbackFamilyIsRefused) {
+  auto V4 = GrpcModelRunner::create("127.0.0.1:0", {}, std::nullopt, training());
+  ASSERT_TRUE(V4) << V4.status().toString();
+  const std::string Port = std::to_string((*V4)->port());
+  auto V6 = GrpcModelRunner::create("[::1]:" + Port, {}, std::nullopt, training());
+  ASSERT_FALSE(V6) << "two servers behind localhost:" << Port;
+  EXPECT_EQ(V6.status().code(), ErrorCode::IOError);
+  // ...and the other way round, against a server that is not ours.
+  PortHolder Foreign; // a plain listener on 127.0.0.1
+  auto Other = GrpcModelRunner::create(
+      "[::1]:" + std::to_string(Foreign.Port), {}, std::nullopt, training());
+  ASSERT_FALSE(Other);
+  EXPECT_NE(Other.status().message().find("other loopback address"),
+            std::string::npos)
+      << Other.status().toString();
+}
+
 TEST(GrpcTraining, LoopbackOnlyUnlessAllowed) {
   auto R = GrpcModelRunner::create("0.0.0.0:0", {}, std::nullopt, training());
   ASSERT_FALSE(R);
