@@ -3,14 +3,13 @@
 #include "proto_tensor.h"
 
 #include "core/tensor_spec_json.h"
-#include "serdes/json_value.h"
 #include "serdes/serdes_internal.h"
 
 #include <cstring>
 
 namespace mlbridge::grpc_detail {
 
-using serdes_detail::checkBoolBytes;
+using serdes_detail::checkTensorBytes;
 using serdes_detail::prepareValue;
 using serdes_detail::rowElements;
 using serdes_detail::setConcreteShape;
@@ -77,17 +76,7 @@ Status checkTensor(const pb::Tensor &In, size_t MaxBytes, DType &Type,
 
 Status checkPayload(const TensorValue &V, const char *What,
                     const std::string &Name) {
-  const std::string Subject = std::string(What) + " \"" + Name + "\"";
-  if (Status S = checkBoolBytes(V, Subject); !S.isOk())
-    return S;
-  if (V.type() == DType::String) {
-    size_t Bad = 0;
-    if (!json::isValidUtf8(V.asString(), &Bad))
-      return Status(ErrorCode::Malformed,
-                    Subject + ": string is not valid UTF-8 (byte " +
-                        std::to_string(Bad) + ")");
-  }
-  return Status::ok();
+  return checkTensorBytes(V, std::string(What) + " \"" + Name + "\"");
 }
 
 } // namespace

@@ -108,8 +108,8 @@ Status BitstreamSerDes::decodeAdvice(ByteSource &In, const TensorSpec &Spec,
   setConcreteShape(Advice, Spec, Count);
   if (Status S = In.readExact(Advice.data(), Advice.byteSize()))
     return S.addContext("reading " + What());
-  if (Advice.type() == DType::Bool)
-    return checkBoolBytes(Advice, What());
+  if (Advice.type() == DType::Bool || Advice.type() == DType::String)
+    return checkTensorBytes(Advice, What());
   return Status::ok();
 }
 
@@ -218,8 +218,9 @@ Status BitstreamSerDes::decodeMessage(ByteSource &In,
     setConcreteShape(V, Spec, Spec.elementCount());
     if (Status S = In.readExact(V.data(), V.byteSize()))
       return S.addContext(What() + ": reading " + subject("feature", Spec));
-    if (V.type() == DType::Bool)
-      if (Status S = checkBoolBytes(V, What() + ": " + subject("feature", Spec)))
+    if (V.type() == DType::Bool || V.type() == DType::String)
+      if (Status S =
+              checkTensorBytes(V, What() + ": " + subject("feature", Spec)))
         return S;
   }
   if (Status S = readRecordEnd(In, Ctl.Observation, "observation"))

@@ -145,7 +145,15 @@ void setConcreteShape(TensorValue &Out, const TensorSpec &Spec,
   Out.resizeBytes(Elements * dtypeSize(Spec.type()));
 }
 
-Status checkBoolBytes(const TensorValue &V, std::string_view What) {
+Status checkTensorBytes(const TensorValue &V, std::string_view What) {
+  if (V.type() == DType::String) {
+    size_t Bad = 0;
+    if (!json::isValidUtf8(V.asString(), &Bad))
+      return Status(ErrorCode::Malformed,
+                    std::string(What) + ": string is not valid UTF-8 (byte " +
+                        std::to_string(Bad) + ")");
+    return Status::ok();
+  }
   if (V.type() != DType::Bool)
     return Status::ok();
   const auto *P = static_cast<const unsigned char *>(V.data());

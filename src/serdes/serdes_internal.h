@@ -46,8 +46,8 @@ void setConcreteShape(TensorValue &Out, const TensorSpec &Spec,
 /// dynamic spec; the element count of a fixed one). False when the spec is
 /// unusable (overflow, bad dims).
 bool rowElements(const TensorSpec &Spec, size_t &Elements);
-/// Checks bool payload bytes are 0 or 1.
-Status checkBoolBytes(const TensorValue &V, std::string_view What);
+/// Checks bool payload bytes are 0 or 1 and string payloads are UTF-8.
+Status checkTensorBytes(const TensorValue &V, std::string_view What);
 /// `advice "x"`, `feature "y"` — the subject of error messages.
 std::string subject(std::string_view Role, const TensorSpec &Spec);
 

@@ -334,6 +334,73 @@ TEST(BitstreamSerDes, BoolAndStringAdvice) {
   EXPECT_EQ(Got.spec().shape(), std::vector<int64_t>{0});
 }
 
+// Strings are UTF-8 on the wire (as the Python side checks): a reply or a
+// feature with other bytes is malformed, not passed on.
+TEST(BitstreamSerDes, InvalidUtf8StringsAreMalformedBothWays) {
+  auto Codec = createSerDes(SerDesKind::Bitstream);
+  const TensorSpec S("s", DType::String, {-1});
+  const std::string Reply("\x02\0\0\0\0\0\0\0\xC3\x28", 10);
+  MemoryByteSource In(Reply);
+  TensorValue Got;
+  Status E = Codec->decodeAdvice(In, S, SerDesLimits(), Got);
+  EXPECT_EQ(E.code(), ErrorCode::Malformed) << E.toString();
+  EXPECT_NE(E.message().find("not valid UTF-8"), std::string::npos);
+
+  const std::string Stream =
+      "{\"features\":[{\"name\":\"t\",\"type\":\"string\",\"port\":0,"
+      "\"shape\":[2]}],\"advice\":{\"name\":\"a\",\"type\":\"int64_t\","
+      "\"port\":0,\"shape\":[1]}}\n{\"observation\":0}\n\xC3\x28\n";
+  MemoryByteSource Obs(Stream);
+  std::vector<TensorSpec> Specs;
+  TensorSpec Advice;
+  CompilerMessage Msg;
+  ASSERT_OK(Codec->decodeMessage(Obs, SerDesLimits(), Specs, Advice, Msg));
+  E = Codec->decodeMessage(Obs, SerDesLimits(), Specs, Advice, Msg);
+  EXPECT_EQ(E.code(), ErrorCode::Malformed) << E.toString();
+}
+
+TEST(BitstreamSerDes, SessionIdIsAnExtraHeaderKeyOnlyWhenGiven) {
+  auto Codec = createSerDes(SerDesKind::Bitstream);
+  TensorValue A = makeString("t", "x");
+  WireMessage M;
+  Codec->encodeHeader({&A}, TensorSpec::create<int64_t>("a"), false,
+                      0x00ab000000000001ULL, M);
+  const std::string Line = M.flatten();
+  EXPECT_NE(Line.find(",\"session\":\"00ab000000000001\"}\n"),
+            std::string::npos)
+      << Line;
+  MemoryByteSource In(Line);
+  std::vector<TensorSpec> Specs;
+  TensorSpec Advice;
+  CompilerMessage Msg;
+  ASSERT_OK(Codec->decodeMessage(In, SerDesLimits(), Specs, Advice, Msg));
+  EXPECT_EQ(Msg.SessionId, 0x00ab000000000001ULL);
+  M.clear();
+  Codec->encodeHeader({&A}, TensorSpec::create<int64_t>("a"), false, M);
+  EXPECT_EQ(M.flatten().find("session"), std::string::npos);
+}
+
+TEST(BitstreamSerDes, FeatureCountIsLimited) {
+  auto Codec = createSerDes(SerDesKind::Bitstream);
+  std::vector<TensorValue> F;
+  for (int I = 0; I < 5; ++I)
+    F.push_back(makeString("f" + std::to_string(I), "x"));
+  WireMessage M;
+  Codec->encodeHeader(pointers(F), TensorSpec::create<int64_t>("a"), false, M);
+  const std::string Line = M.flatten();
+  SerDesLimits L;
+  L.MaxFeatures = 4;
+  MemoryByteSource In(Line);
+  std::vector<TensorSpec> Specs;
+  TensorSpec Advice;
+  CompilerMessage Msg;
+  Status E = Codec->decodeMessage(In, L, Specs, Advice, Msg);
+  EXPECT_EQ(E.code(), ErrorCode::TooLarge) << E.toString();
+  L.MaxFeatures = 5;
+  MemoryByteSource In2(Line);
+  EXPECT_TRUE(Codec->decodeMessage(In2, L, Specs, Advice, Msg).isOk());
+}
+
 TEST(BitstreamSerDes, DecodeAdviceReusesStorageAndResolvesShape) {
   auto Codec = createSerDes(SerDesKind::Bitstream);
   const TensorSpec Spec = TensorSpec::create<float>("v", {-1, 2});

@@ -166,6 +166,9 @@ int main(int Argc, char **Argv) {
   Opts.Format = SerDesKind::Bitstream;
   Opts.OpenTimeout = std::chrono::milliseconds(TimeoutMs);
   Opts.ReplyTimeout = std::chrono::milliseconds(TimeoutMs);
+  // Reproduce LLVM's stream byte for byte: no session id in the headers
+  // (the one extension our runner adds by default, protocol §5.1).
+  Opts.SessionIds = false;
 
   std::unique_ptr<SerDes> Codec = createSerDes(SerDesKind::Bitstream);
   MemoryByteSource In(Capture);
