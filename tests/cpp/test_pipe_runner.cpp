@@ -493,17 +493,20 @@ TEST(PipeReliability, ASecondReplyToOneRequestIsAnErrorNotTheNextAnswer) {
                                                 "{\"advice\":4}\n"));
   });
   auto R = makeRunner(Peer.Base, fastOptions(SerDesKind::Json));
+  // The duplicate is caught with the first answer if it is already there,
+  // else by its request number when the second request reads it.
   *R->getTensor<int64_t>(0) = 1;
-  Expected<int64_t> First = R->evaluate<int64_t>();
-  ASSERT_TRUE(First) << First.status().toString();
-  EXPECT_EQ(*First, 2);
-  *R->getTensor<int64_t>(0) = 2;
-  Expected<int64_t> Second = R->evaluate<int64_t>();
-  ASSERT_FALSE(Second) << "got " << *Second << ": the duplicate reply";
-  EXPECT_EQ(Second.status().code(), ErrorCode::Malformed);
-  EXPECT_NE(Second.status().message().find("more than one reply"),
+  Expected<int64_t> Answer = R->evaluate<int64_t>();
+  if (Answer) {
+    EXPECT_EQ(*Answer, 2);
+    *R->getTensor<int64_t>(0) = 2;
+    Answer = R->evaluate<int64_t>();
+    ASSERT_FALSE(Answer) << "got " << *Answer << ": the duplicate reply";
+  }
+  EXPECT_EQ(Answer.status().code(), ErrorCode::Malformed);
+  EXPECT_NE(Answer.status().message().find("more than one reply"),
             std::string::npos)
-      << Second.status().toString();
+      << Answer.status().toString();
 }
 
 // A model host that does not frame replies (e.g. LLVM's interactive_host.py)
