@@ -16,9 +16,9 @@ import numpy as np
 from ..errors import MessageTooLarge, PeerClosed, ProtocolError
 from ..messages import DEFAULT_MAX_MESSAGE_BYTES, Observation, Outcome
 from ..values import coerce
-from ._common import (check_encode_index, check_feature_count, check_index, encode_context_line,
-                      encode_header_line, parse_context, parse_header,
-                      parse_line, snippet)
+from ._common import (check_encode_index, check_feature_count, check_index,
+                      encode_context_line, encode_header_line, parse_context,
+                      parse_header, parse_line, snippet)
 
 __all__ = ["NAME", "encode_header", "encode_context", "encode_observation",
            "decode_advice", "decode_message", "encode_advice"]

@@ -20,9 +20,9 @@ from .. import dtypes
 from ..errors import MessageTooLarge, ModelError, ProtocolError
 from ..messages import DEFAULT_MAX_MESSAGE_BYTES, Observation
 from ..values import coerce
-from ._common import (check_encode_index, check_feature_count, check_index, decode_line,
-                      encode_context_line, encode_header_line, parse_context,
-                      parse_header, snippet)
+from ._common import (check_encode_index, check_feature_count, check_index,
+                      decode_line, encode_context_line, encode_header_line,
+                      parse_context, parse_header, snippet)
 
 __all__ = ["NAME", "encode_header", "encode_context", "encode_observation",
            "decode_advice", "decode_message", "encode_advice", "encode_error"]
