@@ -2,10 +2,12 @@
 stock ``mlir-opt-19`` with it, serve its decisions from a Python policy,
 lower the kernels to executables and measure them (docs/mlir.md).
 
+    from pathlib import Path
     from mlbridge.mlir import find_plugin, kernel_source, serve_unroll
 
     info = find_plugin()
-    run = serve_unroll(info, kernel_source("matmul"), "out.mlir",
+    Path("matmul.mlir").write_text(kernel_source("matmul"))
+    run = serve_unroll(info, "matmul.mlir", "out.mlir",
                        policy=lambda f: 3 if f["trip_count"] % 8 == 0 else 2)
     run.features, run.decisions, run.contexts   # one row per innermost loop
 
@@ -128,7 +130,7 @@ def unroll_command(info: MLIRPluginInfo, src: Path, out: Path, **options: str) -
 def build_executable(mlir_file: Path, exe: Path) -> Path:
     """Lowers an (unrolled) kernel module to LLVM and links it with the C
     driver: mlir-opt-19 LOWERING, mlir-translate-19, clang-19 CLANG_FLAGS."""
-    exe = Path(exe)
+    exe = Path(exe).resolve()
     lowered = exe.with_suffix(".llvm.mlir")
     ll = exe.with_suffix(".ll")
     _run([find_llvm_tool("mlir-opt-19"), *LOWERING, str(mlir_file), "-o", str(lowered)],
