@@ -32,7 +32,7 @@ def test_every_library_has_exactly_one_split(corpus):
 
 def test_manifest_matches_the_recipes(corpus):
     by_name = {r["name"]: r for r in recipes.LIBRARIES}
-    assert {lib.name for lib in real_libraries(corpus)} <= set(by_name)  # first version
+    assert {lib.name for lib in real_libraries(corpus)} == set(by_name)
     for lib in real_libraries(corpus):
         r = by_name[lib.name]
         assert (lib.crate, lib.version, lib.sha256, lib.split, lib.lang) == \
@@ -60,14 +60,28 @@ def test_units_are_measured_and_skips_have_reasons(corpus):
 
 def test_excluded_units_follow_the_recipe_patterns(corpus):
     for r in recipes.LIBRARIES:
-        if r["name"] not in corpus.libraries:  # first version
-            continue
         lib = corpus.libraries[r["name"]]
         for s in lib.skipped:
             pattern_reasons = [why for pat, why in r.get("exclude", {}).items()
                                if fnmatch.fnmatch(s["path"], pat)]
             if pattern_reasons:
                 assert s["reason"] == pattern_reasons[0]
+
+
+def test_size_and_split_shape(corpus):
+    libs = real_libraries(corpus)
+    units = sum(len(lib.units) for lib in libs)
+    assert len(libs) >= 12, [lib.name for lib in libs]
+    assert units >= 1000, units
+    for s in SPLITS:
+        langs = {lib.lang for lib in libs if lib.split == s}
+        assert langs == {"c", "c++"}, (s, langs)
+    assert corpus.libraries["csmith"].split == "train"
+    assert len(corpus.libraries["csmith"].units) == len(recipes.CSMITH_SEEDS)
+    # Split by library, roughly 60/20/20.
+    share = Counter(lib.split for lib in libs)
+    assert 0.5 <= share["train"] / len(libs) <= 0.7, share
+    assert share["validation"] >= 3 and share["heldout"] >= 3, share
 
 
 def test_modules_api_filters_by_split(corpus):

@@ -61,6 +61,8 @@ def build_parser():
     q = sub.add_parser("list", help="libraries (or units) with split and counts")
     common(q, jobs=False)
     q.add_argument("--units", action="store_true", help="one line per unit")
+    q.add_argument("--markdown", action="store_true",
+                   help="per-library and per-split tables in Markdown (docs/corpus.md)")
     q = sub.add_parser("manifest", help="regenerate the manifest from the recipes")
     q.add_argument("--libraries", help="only these (others are kept as they are)")
     q.add_argument("-j", "--jobs", type=int, default=DEFAULT_JOBS)
@@ -186,7 +188,28 @@ def cmd_check(corpus, args):
     return 1 if problems else 0
 
 
+def _markdown(libs):
+    print("| library | crate | split | lang | units | skipped | `-Oz` `.text` (bytes) |")
+    print("|---|---|---|---|---:|---:|---:|")
+    for lib in libs:
+        origin = f"{lib.crate} {lib.version}" if lib.crate else lib.csmith["version"]
+        print(f"| {lib.name} | {origin} | {lib.split} | {lib.lang.upper()} | {len(lib.units)} "
+              f"| {len(lib.skipped)} | {sum(u['text'] for u in lib.units):,} |")
+    print()
+    print("| split | libraries | C / C++ units | units | `-Oz` `.text` (bytes) |")
+    print("|---|---|---:|---:|---:|")
+    for split in SPLITS:
+        group = [lib for lib in libs if lib.split == split]
+        c = sum(len(lib.units) for lib in group if lib.lang == "c")
+        cxx = sum(len(lib.units) for lib in group if lib.lang == "c++")
+        print(f"| {split} | {', '.join(lib.name for lib in group)} | {c} / {cxx} | {c + cxx} "
+              f"| {sum(u['text'] for lib in group for u in lib.units):,} |")
+
+
 def cmd_list(corpus, args):
+    if args.markdown:
+        _markdown(_selected(corpus, args))
+        return 0
     for lib in _selected(corpus, args):
         if args.units:
             for m in corpus.modules(libraries=[lib.name], include_mismatched=True):

@@ -284,6 +284,14 @@ LIBRARIES = [
          defines=[],
          sources=[f"recastnavigation/{m}/Source/*.cpp" for m in
                   ("Recast", "Detour", "DetourCrowd", "DetourTileCache")]),
+    dict(name="libdeflate", crate="libdeflate-sys", version="1.26.1",
+         sha256="d7870e5fbd2766179a937c725fb11f4ca0ef025d982beb61bd3ce755425bd19c",
+         split="validation", lang="c", std="gnu17", license="libdeflate/COPYING", spdx="MIT",
+         includes=["libdeflate"], defines=[],
+         sources=[f"libdeflate/lib/{f}.c" for f in (
+             "arm/cpu_features x86/cpu_features adler32 crc32 deflate_compress "
+             "deflate_decompress gzip_compress gzip_decompress utils zlib_compress "
+             "zlib_decompress").split()]),
     # -------------------------------------------------------------- heldout
     dict(name="sqlite", crate="libsqlite3-sys", version="0.40.0",
          sha256="b06e69070b7e12262b0cd90832f0a7396f142a2b330181255562decf9f0c6215",
@@ -306,14 +314,6 @@ LIBRARIES = [
          spdx="MIT (brotli; the crate ships no licence file)",
          includes=["brotli/include"], defines=[],
          sources=["brotli/common/dictionary.c", "brotli/dec/*.c", "brotli/enc/*.c"]),
-    dict(name="libdeflate", crate="libdeflate-sys", version="1.26.1",
-         sha256="d7870e5fbd2766179a937c725fb11f4ca0ef025d982beb61bd3ce755425bd19c",
-         split="validation", lang="c", std="gnu17", license="libdeflate/COPYING", spdx="MIT",
-         includes=["libdeflate"], defines=[],
-         sources=[f"libdeflate/lib/{f}.c" for f in (
-             "arm/cpu_features x86/cpu_features adler32 crc32 deflate_compress "
-             "deflate_decompress gzip_compress gzip_decompress utils zlib_compress "
-             "zlib_decompress").split()]),
     dict(name="openjpeg", crate="openjpeg-sys", version="1.0.12",
          sha256="92682cb92e7b01e2c020cf8ec12f3374558924bb24621df1112d8a7c93d419ef",
          split="heldout", lang="c", std="gnu17", license="vendor/LICENSE",
