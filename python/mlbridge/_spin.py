@@ -1,18 +1,19 @@
-"""Bounded, adaptive spinning before sleeping (the Python twin of
+"""Bounded spinning before sleeping, where it pays (the Python twin of
 src/transport/spin_wait.h).
 
 Polling for a few µs avoids the wake-up a sleeping reader pays (tens of µs on
 an idle VM); on a loaded machine the same polling steals the CPU the peer
-needs. The budget (at most ``max_seconds``) halves after a wait the spin
-could not have shortened and doubles after one that ended soon after the
-spin gave up; at zero it still probes every 64th wait.
+needs, and waits get longer. :class:`SpinBudget` keeps an average of the
+whole wait with spinning (up to ``max_seconds``) and with sleeping at once,
+uses the faster mode (spinning must win by 1/8) and tries the other one
+every 16th wait so both averages stay current.
 """
 
 import _thread
 
 __all__ = ["SpinBudget", "full_fence"]
 
-_PROBE_EVERY = 64
+_TRY_OTHER_EVERY = 16
 _fence_lock = _thread.allocate_lock()
 
 
@@ -25,25 +26,32 @@ def full_fence():
 
 
 class SpinBudget:
-    __slots__ = ("max", "budget", "idle")
+    __slots__ = ("max", "spin_avg", "sleep_avg", "waits", "spinning")
 
     def __init__(self, max_seconds):
         self.max = max_seconds
-        self.budget = max_seconds
-        self.idle = 0
+        self.spin_avg = self.sleep_avg = None
+        self.waits = 0
+        self.spinning = False
+
+    def _spinning_wins(self):
+        return (self.spin_avg is None or self.sleep_avg is None
+                or self.spin_avg < self.sleep_avg * 7 / 8)
 
     def next(self):
-        """Seconds the next wait should spin."""
-        if self.budget == 0 and self.max > 0:
-            self.idle += 1
-            if self.idle % _PROBE_EVERY == 0:
-                return self.max
-        return self.budget
+        """Seconds the next wait should spin (``max_seconds`` or 0)."""
+        if not self.max:
+            return 0
+        self.waits += 1
+        wins = self._spinning_wins()
+        self.spinning = (not wins) if self.waits % _TRY_OTHER_EVERY == 0 else wins
+        return self.max if self.spinning else 0
 
-    def update(self, caught_by_spin, waited):
-        if caught_by_spin:
-            self.budget = max(self.budget, min(self.max, waited * 2))
-        elif waited <= self.max:
-            self.budget = min(self.max, max(self.budget * 2, 1e-6))
+    def update(self, waited):
+        """After the wait next() was asked for: how long it took in all."""
+        if self.spinning:
+            self.spin_avg = waited if self.spin_avg is None else \
+                self.spin_avg + (waited - self.spin_avg) / 8
         else:
-            self.budget = self.budget / 2 if self.budget > 1e-6 else 0
+            self.sleep_avg = waited if self.sleep_avg is None else \
+                self.sleep_avg + (waited - self.sleep_avg) / 8

@@ -10,9 +10,9 @@ Observations are decoded in place: a bitstream observation's arrays are
 read-only numpy views of the shared memory, valid until the observation is
 answered (``populate_buffer``); copy what you keep longer.
 
-Waiting for a request spins for ``spin_us`` microseconds, then sleeps on the
-eventfd and the socket, so an idle channel costs no CPU and a dead compiler
-ends the session at once.
+Waiting for a request spins for up to ``spin_us`` microseconds when that has
+proved faster (measured), then sleeps on the eventfd and the socket, so an
+idle channel costs no CPU and a dead compiler ends the session at once.
 
 Threads: one thread at a time per interface.
 """
@@ -152,7 +152,7 @@ class _Session:
             spin_end = start + spin
             while True:
                 if ctl[_REQ_HEAD] != target:
-                    self.spinner.update(True, time.monotonic() - start)
+                    self.spinner.update(time.monotonic() - start)
                     return
                 if time.monotonic() >= spin_end:
                     break
@@ -166,7 +166,7 @@ class _Session:
             self._sleep(deadline, what, partial, target)
         finally:
             ctl[_MODEL_SLEEPING] = 0
-            self.spinner.update(False, time.monotonic() - start)
+            self.spinner.update(time.monotonic() - start)
 
     def _sleep(self, deadline, what, partial, target):
         ctl = self.ctl
@@ -696,7 +696,7 @@ class _EventLoop:
         self.ended = 0
         answered = 0
         deadline = time.monotonic() + seconds
-        slept_at = None  # when the spin gave up: how long did the wait last?
+        waiting_since = None  # the loop ran out of requests: how long until the next?
         accepted_at = time.monotonic()
         while sessions is None or self.ended < sessions:
             n = self.serve_ready(policy)
@@ -705,16 +705,16 @@ class _EventLoop:
                 accepted_at = time.monotonic()
             if n:
                 answered += n
-                deadline = time.monotonic()
-                if slept_at is not None:
-                    self.spinner.update(False, deadline - slept_at)
-                    slept_at = None
-                deadline += seconds
+                now = time.monotonic()
+                if waiting_since is not None:
+                    self.spinner.update(now - waiting_since)
+                    waiting_since = None
+                deadline = now + seconds
                 continue
-            if slept_at is None:
+            if waiting_since is None:
+                waiting_since = time.monotonic()
                 if self.spin_for_request():
                     continue
-                slept_at = time.monotonic()
             # Sleep on every eventfd, socket and the listener at once.
             for session in self.sessions:
                 session.ctl[_MODEL_SLEEPING] = 1
@@ -756,13 +756,11 @@ class _EventLoop:
         budget = self.spinner.next()
         if not budget or not self.sessions:
             return False
-        start = time.monotonic()
-        end = start + budget
+        end = time.monotonic() + budget
         sessions = self.sessions
         while True:
             for session in sessions:
                 if session.has_request():
-                    self.spinner.update(True, time.monotonic() - start)
                     return True
             if time.monotonic() >= end:
                 return False

@@ -312,8 +312,8 @@ Status ShmChannel::awaitReply() {
   const auto SpinEnd = Start + Spinner.next();
   for (unsigned I = 1;; ++I) {
     if (loadAcquire(Region, kReplyHead) != Read) {
-      Spinner.update(true, std::chrono::duration_cast<SpinBudget::Micros>(
-                                Clock::now() - Start));
+      Spinner.update(std::chrono::duration_cast<SpinBudget::Micros>(
+          Clock::now() - Start));
       return Status::ok();
     }
     cpuRelax();
@@ -351,8 +351,8 @@ Status ShmChannel::awaitReply() {
     }
   }
   storeRelease(Region, kCompilerSleeping, 0);
-  Spinner.update(false, std::chrono::duration_cast<SpinBudget::Micros>(
-                             Clock::now() - Start));
+  Spinner.update(
+      std::chrono::duration_cast<SpinBudget::Micros>(Clock::now() - Start));
   return Result;
 }
 

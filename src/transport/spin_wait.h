@@ -1,19 +1,19 @@
-//===- spin_wait.h - Bounded, adaptive spinning before sleeping (internal) -===//
+//===- spin_wait.h - Bounded spinning before sleeping, where it pays (internal) -===//
 //
 // Waking a sleeping reader costs tens of µs on an idle VM; polling for a
 // few µs instead avoids it when the answer is quick. On a loaded machine
-// the same polling steals the CPU the peer needs. SpinBudget keeps the
-// polling where it pays: the budget (at most Max) halves after a wait the
-// spin could not have shortened (the data came later than Max) and doubles
-// after a wait that ended soon after the spin gave up. A budget of zero
-// still probes now and then, so a machine that became idle gets the spin
-// back. No spin ever outlives the wait's deadline: callers check it.
+// the same polling steals the CPU the peer needs to produce the answer,
+// and the wait gets longer. SpinBudget measures instead of guessing: it
+// keeps an average of the whole wait (request sent -> reply seen) with
+// spinning (up to Max) and with sleeping at once, uses the faster mode,
+// and tries the other one every 16th wait so both averages stay current.
+// Spinning must win clearly (by 1/8) to be chosen. No spin ever outlives
+// the wait's deadline (callers check it); an idle channel sleeps.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLBRIDGE_SRC_TRANSPORT_SPIN_WAIT_H
 #define MLBRIDGE_SRC_TRANSPORT_SPIN_WAIT_H
 
-#include <algorithm>
 #include <chrono>
 
 namespace mlbridge {
@@ -29,29 +29,31 @@ inline void cpuRelax() {
 class SpinBudget {
 public:
   using Micros = std::chrono::microseconds;
-  explicit SpinBudget(Micros Max) : Max(Max), Budget(Max) {}
+  explicit SpinBudget(Micros Max) : Max(Max) {}
 
-  /// How long the next wait should spin.
+  /// How long the next wait should spin (Max or zero).
   Micros next() {
-    if (Budget.count() == 0 && Max.count() > 0 && ++Idle % kProbeEvery == 0)
-      return Max; // probe: has the machine become quiet?
-    return Budget;
+    if (Max.count() == 0)
+      return Max;
+    Spinning = (++Waits % kTryOtherEvery == 0) ? !spinningWins() : spinningWins();
+    return Spinning ? Max : Micros(0);
   }
-  /// After a wait: whether the spin caught the data, and how long the
-  /// whole wait took.
-  void update(bool CaughtBySpin, Micros Waited) {
-    if (CaughtBySpin)
-      Budget = std::max(Budget, std::min(Max, Waited * 2));
-    else if (Waited <= Max)
-      Budget = std::min(Max, std::max(Budget * 2, Micros(1)));
-    else
-      Budget = Budget / 2;
+  /// After the wait next() was asked for: how long it took in all.
+  void update(Micros Waited) {
+    double &Avg = Spinning ? SpinAvg : SleepAvg;
+    Avg = Avg < 0 ? double(Waited.count())
+                  : Avg + (double(Waited.count()) - Avg) / 8;
   }
 
 private:
-  static constexpr unsigned kProbeEvery = 64;
-  Micros Max, Budget;
-  unsigned Idle = 0;
+  static constexpr unsigned kTryOtherEvery = 16;
+  bool spinningWins() const {
+    return SpinAvg < 0 || SleepAvg < 0 || SpinAvg < SleepAvg * 7 / 8;
+  }
+  Micros Max;
+  double SpinAvg = -1, SleepAvg = -1; // µs; -1: not measured yet
+  unsigned Waits = 0;
+  bool Spinning = false;
 };
 
 } // namespace mlbridge

@@ -37,6 +37,7 @@ struct Args {
   int Count = 3, Size = 1;
   int PauseMs = 0; // requests: idle time before each request after the first
   int First = 0;   // requests: the first i
+  int SpinUs = -1; // shm: ShmOptions::Spin (-1: the default)
 };
 
 using e2e::msSince;
@@ -55,8 +56,11 @@ Expected<std::unique_ptr<StreamModelRunner>>
 makeRunner(const Args &A, std::vector<TensorSpec> Features = {},
            std::optional<TensorSpec> Advice = std::nullopt) {
   if (!A.Shm.empty()) {
+    ShmOptions O = options<ShmOptions>(A);
+    if (A.SpinUs >= 0)
+      O.Spin = std::chrono::microseconds(A.SpinUs);
     auto R = ShmModelRunner::create(A.Shm, std::move(Features),
-                                    std::move(Advice), options<ShmOptions>(A));
+                                    std::move(Advice), std::move(O));
     if (!R)
       return R.takeStatus();
     return std::unique_ptr<StreamModelRunner>(std::move(*R));
@@ -241,6 +245,8 @@ bool parse(int Argc, char **Argv, Args &A) {
       A.PauseMs = std::stoi(V);
     else if (K == "--first")
       A.First = std::stoi(V);
+    else if (K == "--spin-us")
+      A.SpinUs = std::stoi(V);
     else
       return false;
   }
@@ -256,7 +262,7 @@ int main(int Argc, char **Argv) {
                  "usage: mlbridge-e2e-compiler --base B|--shm SOCKET [--serdes S] "
                  "[--scenario types|requests|rtt] [--count N] [--size N] "
                  "[--open-timeout-ms N] [--reply-timeout-ms N] [--pause-ms N] "
-                 "[--first N]\n");
+                 "[--first N] [--spin-us N]\n");
     return 2;
   }
   bool Ok;
