@@ -45,6 +45,10 @@
 #include "compiled_fc_models.h" // generated: Fc<n> classes, FOR_EACH macro
 #include "mlbridge/compiled_model_runner.h"
 #endif
+#ifdef MLBRIDGE_BENCH_TF
+#include "mlbridge/tf_model_runner.h"
+#include "tf_fc_models.h" // generated: bench_tf::Fc<n>Model(), FOR_EACH macro
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -507,6 +511,25 @@ std::unique_ptr<ModelRunner> makeCompiled(int N) {
   MLBRIDGE_BENCH_FOR_EACH_COMPILED(MLBRIDGE_BENCH_CASE)
 #undef MLBRIDGE_BENCH_CASE
   die("no compiled model for n = " + std::to_string(N));
+}
+#endif
+
+#ifdef MLBRIDGE_BENCH_TF
+std::vector<int> tfSizes() {
+  std::vector<int> S;
+#define MLBRIDGE_BENCH_SIZE(n) S.push_back(n);
+  MLBRIDGE_BENCH_FOR_EACH_TF(MLBRIDGE_BENCH_SIZE)
+#undef MLBRIDGE_BENCH_SIZE
+  return S;
+}
+
+std::unique_ptr<ModelRunner> makeTf(int N) {
+#define MLBRIDGE_BENCH_CASE(n)                                                 \
+  if (N == n)                                                                  \
+    return std::make_unique<TFModelRunner>(bench_tf::Fc##n##Model(), "y");
+  MLBRIDGE_BENCH_FOR_EACH_TF(MLBRIDGE_BENCH_CASE)
+#undef MLBRIDGE_BENCH_CASE
+  die("no TF-AOT model for n = " + std::to_string(N));
 }
 #endif
 
@@ -1084,6 +1107,11 @@ int main(int Argc, char **Argv) {
 #ifdef MLBRIDGE_BENCH_COMPILED
   Defs.push_back({"compiled", "in-process", "loop-floor", makeCompiled, false,
                   true, compiledSizes()});
+  DefPeer.push_back(nullptr);
+#endif
+#ifdef MLBRIDGE_BENCH_TF
+  Defs.push_back(
+      {"tf-aot", "in-process", "loop-floor", makeTf, false, true, tfSizes()});
   DefPeer.push_back(nullptr);
 #endif
 

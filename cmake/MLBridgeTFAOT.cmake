@@ -32,7 +32,8 @@
 
 include_guard(GLOBAL)
 
-set(_MLBRIDGE_TFAOT_DIR ${CMAKE_CURRENT_LIST_DIR})
+# Cached: mlbridge_add_tf_aot_model() is called from other directories too.
+set(_MLBRIDGE_TFAOT_DIR ${CMAKE_CURRENT_LIST_DIR} CACHE INTERNAL "")
 
 function(mlbridge_tf_aot_find found_var reason_var)
   set(MLBRIDGE_TF_PYTHON "${PROJECT_SOURCE_DIR}/.venv-tf/bin/python" CACHE
