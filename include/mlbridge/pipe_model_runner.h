@@ -46,6 +46,9 @@ struct PipeOptions : RunnerOptions {
   bool CreateFifos = false;
   /// Limits applied to replies.
   SerDesLimits Limits;
+  /// How long a read may poll the empty pipe before sleeping in poll(), if
+  /// that measurably shortens the wait (docs/pipes.md); 0: never spin.
+  std::chrono::microseconds Spin{50};
   /// Offer a session id in the header and require framed replies
   /// (protocol §5.1). Every ML-Compiler-Bridge model side supports it;
   /// turn it off only for a model host that does not (e.g. LLVM's own

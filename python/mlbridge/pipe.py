@@ -25,6 +25,7 @@ import time
 import weakref
 
 from . import serdes as _serdes
+from ._spin import SpinBudget
 from .errors import MLBridgeError, PeerClosed, ProtocolError, TimeoutError
 from .messages import (DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_MESSAGE_BYTES, Header,
                        Observation, SessionState)
@@ -148,15 +149,21 @@ class PipeCompilerInterface:
     ``process``: optional ``subprocess.Popen`` of the compiler; when it exits
     while we wait, the session ends (evaluate returns None) within ~20 ms.
     ``trace``: optional binary file object (or path) receiving a copy of
-    every byte read from the compiler.
+    every byte read from the compiler. ``spin_us``: how long a read may poll
+    the empty pipe before sleeping, used only while that measurably
+    shortens the waits (0: never spin; see docs/pipes.md).
 
     Use as a context manager, or call close(); both remove what was created.
     """
 
     def __init__(self, base=None, serdes="bitstream", *, timeout=60.0,
                  max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
-                 max_header_bytes=DEFAULT_MAX_HEADER_BYTES, process=None, trace=None):
+                 max_header_bytes=DEFAULT_MAX_HEADER_BYTES, process=None, trace=None,
+                 spin_us=50):
         self._codec = _serdes.get(serdes)
+        if spin_us < 0:
+            raise ValueError(f"spin_us must not be negative, got {spin_us}")
+        self._spinner = SpinBudget(spin_us / 1e6) if spin_us else None
         if timeout is None or not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
         self.timeout = float(timeout)
@@ -382,7 +389,7 @@ class PipeCompilerInterface:
         self._wfd = wfd
         self._wpoll = select.poll()
         self._wpoll.register(wfd, select.POLLOUT)
-        self._reader = FdReader(rfd, alive=alive, tee=self._trace)
+        self._reader = FdReader(rfd, alive=alive, tee=self._trace, spinner=self._spinner)
         self._state.reset()
         self._session_started = False
         self._in_session = True

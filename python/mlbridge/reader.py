@@ -30,18 +30,22 @@ class FdReader:
     """Reads from ``fd`` (made non-blocking) through an internal buffer.
 
     ``deadline``: default absolute monotonic deadline for every call (None =
-    no bound; callers that must not hang always set one). ``alive``: optional
+    no bound; callers that must not hang always set one). ``spinner``:
+    optional :class:`mlbridge._spin.SpinBudget`; an empty read then polls
+    the fd for its budget before sleeping, where that measurably pays. ``alive``: optional
     callable; when it returns False during a wait, the wait ends with
     PeerClosed (e.g. the compiler process exited). ``tee``: optional binary
     file object that receives a copy of every byte read, in order.
     The reader does not own ``fd``.
     """
 
-    def __init__(self, fd, *, deadline=None, alive=None, tee=None, chunk_size=_CHUNK):
+    def __init__(self, fd, *, deadline=None, alive=None, tee=None, chunk_size=_CHUNK,
+                 spinner=None):
         self.fd = fd
         self.deadline = deadline
         self.alive = alive
         self.tee = tee
+        self.spinner = spinner
         self._chunk = int(chunk_size)
         self._buf = bytearray(self._chunk)
         self._start = 0
@@ -215,10 +219,21 @@ class FdReader:
         ``partial``: bytes of the current item already received, so a dead
         peer process is reported as a clean end only between items.
         """
+        waiting_since = None  # nothing to read: time the wait for the spinner
         while True:
             try:
                 n = os.readv(self.fd, [view])
             except BlockingIOError:
+                spinner = self.spinner
+                if spinner is not None:
+                    now = time.monotonic()
+                    if waiting_since is None:
+                        waiting_since = now
+                        spin_end = now + spinner.next()
+                        if deadline is not None:
+                            spin_end = min(spin_end, deadline)
+                    if now < spin_end:
+                        continue  # spinning: read again
                 if not self._wait(deadline, what):
                     raise PeerClosed("peer process exited" if partial == 0 else
                                      f"peer process exited after {partial} bytes of "
@@ -232,6 +247,8 @@ class FdReader:
                                      f"peer process exited after {partial} bytes of "
                                      f"{what}", clean=partial == 0)
                 continue
+            if waiting_since is not None:
+                self.spinner.update(time.monotonic() - waiting_since)
             if n and self.tee is not None:
                 self.tee.write(view[:n])
             return n

@@ -31,6 +31,9 @@ PipeModelRunner::PipeModelRunner(std::string Base,
   else if (Opts.OpenTimeout.count() <= 0)
     setConstructionError(
         Status(ErrorCode::InvalidArgument, "pipe timeouts must be positive"));
+  else if (Opts.Spin.count() < 0)
+    setConstructionError(
+        Status(ErrorCode::InvalidArgument, "the spin time must not be negative"));
 }
 
 PipeModelRunner::~PipeModelRunner() {
@@ -44,7 +47,8 @@ PipeModelRunner::~PipeModelRunner() {
 Status PipeModelRunner::openChannel(std::unique_ptr<MessageChannel> &Out) {
   Expected<std::unique_ptr<FifoChannel>> F =
       FifoChannel::open(Base + ".in", Base + ".out",
-                        Clock::now() + Opts.OpenTimeout, Opts.CreateFifos);
+                        Clock::now() + Opts.OpenTimeout, Opts.CreateFifos,
+                        Opts.Spin);
   if (!F)
     return F.takeStatus();
   Out = std::move(*F);

@@ -145,7 +145,7 @@ private:
 
 Expected<std::unique_ptr<FifoChannel>>
 FifoChannel::open(const std::string &InPath, const std::string &OutPath,
-                  Deadline Until, bool Create) {
+                  Deadline Until, bool Create, std::chrono::microseconds Spin) {
   const auto Start = Clock::now();
   if (Status S = waitForFifo(InPath, Until, Create, Start); !S.isOk())
     return S;
@@ -216,13 +216,13 @@ FifoChannel::open(const std::string &InPath, const std::string &OutPath,
   (void)::fcntl(Out, F_SETPIPE_SZ, kPipeBytes);
   (void)::fcntl(In, F_SETPIPE_SZ, kPipeBytes);
   return std::unique_ptr<FifoChannel>(
-      new FifoChannel(In, Out, InPath, OutPath));
+      new FifoChannel(In, Out, InPath, OutPath, Spin));
 }
 
 FifoChannel::FifoChannel(int InFd, int OutFd, std::string InPath,
-                         std::string OutPath)
+                         std::string OutPath, std::chrono::microseconds Spin)
     : InFd(InFd), OutFd(OutFd), InPath(std::move(InPath)),
-      OutPath(std::move(OutPath)), Buffer(kReadBufferBytes) {}
+      OutPath(std::move(OutPath)), Spinner(Spin), Buffer(kReadBufferBytes) {}
 
 FifoChannel::~FifoChannel() {
   ::close(OutFd); // the model sees EOF: end of session
@@ -283,10 +283,15 @@ Status FifoChannel::fill() {
     End -= Begin;
     Begin = 0;
   }
+  bool Waiting = false; // the pipe was empty: time the wait for Spinner
+  Clock::time_point WaitStart, SpinEnd;
   for (;;) {
     ssize_t N = ::read(InFd, Buffer.data() + End, Buffer.size() - End);
     if (N > 0) {
       End += static_cast<size_t>(N);
+      if (Waiting)
+        Spinner.update(
+            std::chrono::duration_cast<SpinBudget::Micros>(Clock::now() - WaitStart));
       return Status::ok();
     }
     if (N == 0)
@@ -298,6 +303,15 @@ Status FifoChannel::fill() {
     if (E != EAGAIN)
       return Status(ErrorCode::IOError,
                     "reading '" + InPath + "': " + errnoText(E));
+    if (!Waiting) {
+      Waiting = true;
+      WaitStart = Clock::now();
+      SpinEnd = std::min(WaitStart + Spinner.next(), ReadDeadline);
+    }
+    if (Clock::now() < SpinEnd) { // spinning: read again
+      cpuRelax();
+      continue;
+    }
     struct pollfd P = {InFd, POLLIN, 0};
     int Ms = millisUntil(ReadDeadline);
     if (Ms == 0)
