@@ -102,7 +102,7 @@ struct Config {
   std::string BenchDir = MLBRIDGE_BENCH_SOURCE_DIR;
   std::string FcDir = MLBRIDGE_BENCH_FC_DIR; // fc_<n>.onnx
   std::string Self;
-  std::string Only; // --only: runners whose "name+serdes" contains this
+  std::string Only; // --only A,B: runners whose "name+serdes" contains A or B
 };
 Config Cfg;
 
@@ -1115,8 +1115,16 @@ int main(int Argc, char **Argv) {
   DefPeer.push_back(nullptr);
 #endif
 
+  auto selected = [](const std::string &Name) {
+    std::stringstream Only(Cfg.Only);
+    std::string Part;
+    while (std::getline(Only, Part, ','))
+      if (Name.find(Part) != std::string::npos)
+        return true;
+    return Cfg.Only.empty();
+  };
   for (size_t D = Defs.size(); D-- > 0;)
-    if ((Defs[D].Name + "+" + Defs[D].Serdes).find(Cfg.Only) == std::string::npos) {
+    if (!selected(Defs[D].Name + "+" + Defs[D].Serdes)) {
       Defs.erase(Defs.begin() + long(D));
       DefPeer.erase(DefPeer.begin() + long(D));
     }
