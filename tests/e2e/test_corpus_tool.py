@@ -128,3 +128,15 @@ def test_cli_list_and_check(corpus, tmp_path):
     bad = subprocess.run(base + ["list", "--libraries", "nosuchlib"], env=env,
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "no library 'nosuchlib'" in bad.stderr
+
+
+def test_attribute_check_tells_oz_ir_from_o2_ir(tmp_path):
+    src = tmp_path / "f.c"
+    src.write_text("int twice(int x) { return 2 * x; }\n"
+                   "static inline __attribute__((always_inline)) int one(void) { return 1; }\n"
+                   "int g(int x) { return twice(x) + one(); }\n")
+    for level, expected in (("-Oz", []), ("-O2", ["twice", "g"])):
+        bc = tmp_path / f"f{level}.bc"
+        subprocess.run(["clang-19", level, "-Xclang", "-disable-llvm-passes", "-emit-llvm",
+                        "-c", str(src), "-o", str(bc)], check=True, timeout=60)
+        assert functions_without_size_attributes(bc) == expected, level

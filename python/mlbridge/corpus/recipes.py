@@ -247,6 +247,34 @@ LIBRARIES = [
                                "SPIRV_CROSS_WRAPPER_MSL"],
          sources=["src/wrapper.cpp"] + [f"src/vendor/SPIRV-Cross/spirv_{f}.cpp" for f in (
              "cfg cross cross_parsed_ir parser cross_util glsl hlsl msl").split()]),
+    dict(name="zxing-cpp", crate="zxing-cpp", version="0.5.3",
+         sha256="a60abe279615a2f29efb0f28c7750f871424f2d70662409951a34479daae7a6b",
+         split="train", lang="c++", std="c++20", license="core/src/ZXingCpp.h",
+         spdx="Apache-2.0 (SPDX notice in every source file; no licence file in the crate)",
+         # zxing-cpp builds the library with its CMake files (readers and
+         # writers on, bundled zint); the corpus keeps the C++ core.
+         includes=["core/src", "core/src/libzint", "core/src/libzueci", "mlbridge-generated"],
+         defines=["ZXING_INTERNAL"],
+         generated={"mlbridge-generated/Version.h": {
+             "from": "core/Version.h.in",
+             "replace": {"#cmakedefine ZXING_READERS": "#define ZXING_READERS",
+                         "#cmakedefine ZXING_WRITERS": "#define ZXING_WRITERS",
+                         "#cmakedefine01 ZXING_ENABLE_1D": "#define ZXING_ENABLE_1D 1",
+                         "#cmakedefine01 ZXING_ENABLE_AZTEC": "#define ZXING_ENABLE_AZTEC 1",
+                         "#cmakedefine01 ZXING_ENABLE_DATAMATRIX":
+                             "#define ZXING_ENABLE_DATAMATRIX 1",
+                         "#cmakedefine01 ZXING_ENABLE_MAXICODE":
+                             "#define ZXING_ENABLE_MAXICODE 1",
+                         "#cmakedefine01 ZXING_ENABLE_PDF417": "#define ZXING_ENABLE_PDF417 1",
+                         "#cmakedefine01 ZXING_ENABLE_QRCODE": "#define ZXING_ENABLE_QRCODE 1",
+                         "#cmakedefine ZXING_EXPERIMENTAL_API": "",
+                         "#cmakedefine ZXING_USE_ZINT": "#define ZXING_USE_ZINT",
+                         "@PROJECT_VERSION_MAJOR@": "3", "@PROJECT_VERSION_MINOR@": "1",
+                         "@PROJECT_VERSION_PATCH@": "1", "@ZXING_VERSION_SUFFIX@": ""}}},
+         sources=["core/src/*.cpp", "core/src/aztec/*.cpp", "core/src/datamatrix/*.cpp",
+                  "core/src/maxicode/*.cpp", "core/src/oned/*.cpp", "core/src/pdf417/*.cpp",
+                  "core/src/qrcode/*.cpp"],
+         exclude={"core/src/ZXingCpp.cpp": "experimental API (off in zxing-cpp's build)"}),
     # ----------------------------------------------------------- validation
     dict(name="lz4", crate="lz4-sys", version="1.11.1+lz4-1.10.0",
          sha256="6bd8c0d6c6ed0cd30b3652886bb8711dc4bb01d637a68105a3d5158039b418e6",
@@ -369,4 +397,19 @@ LIBRARIES = [
                   "deps/leveldb-1.22/util/testutil.cc": "test support",
                   "deps/leveldb-1.22/util/env_windows.cc": "Windows only",
                   "deps/leveldb-1.22/db/leveldbutil.cc": "command-line tool"}),
+    dict(name="harfbuzz", crate="harfbuzz-sys", version="0.8.0",
+         sha256="b13f1cead31867a0d5b5e8905c262bc02b77701b8cd45ef402988f33745f9b7c",
+         split="heldout", lang="c++", std="c++11", license="harfbuzz/COPYING",
+         spdx="MIT-Modern-Variant",
+         # harfbuzz-sys compiles the amalgamation harfbuzz.cc; the corpus
+         # compiles the files it includes one by one, as harfbuzz's own build does.
+         includes=["harfbuzz/src"], defines=["HAVE_PTHREAD=1"],
+         sources=["harfbuzz/src/harfbuzz.cc"] + [f"harfbuzz/src/{f}.cc" for f in (
+             "hb-aat-layout hb-aat-map hb-blob hb-buffer-serialize hb-buffer-verify hb-buffer hb-common hb-coretext hb-directwrite hb-draw hb-face-builder hb-face hb-fallback-shape hb-font hb-ft hb-gdi hb-glib hb-graphite2 hb-map hb-number hb-ot-cff1-table hb-ot-cff2-table hb-ot-color hb-ot-face hb-ot-font hb-ot-layout hb-ot-map hb-ot-math hb-ot-meta hb-ot-metrics hb-ot-name hb-ot-shape-fallback hb-ot-shape-normalize hb-ot-shape hb-ot-shaper-arabic hb-ot-shaper-default hb-ot-shaper-hangul hb-ot-shaper-hebrew hb-ot-shaper-indic-table hb-ot-shaper-indic hb-ot-shaper-khmer hb-ot-shaper-myanmar hb-ot-shaper-syllabic hb-ot-shaper-thai hb-ot-shaper-use hb-ot-shaper-vowel-constraints hb-ot-tag hb-ot-var hb-outline hb-paint-extents hb-paint hb-set hb-shape-plan hb-shape hb-shaper hb-static hb-style hb-ucd hb-unicode hb-uniscribe hb-wasm-api hb-wasm-shape").split()],
+         exclude={"harfbuzz/src/harfbuzz.cc": "amalgamation of the other units (compiled "
+                                              "one by one here)",
+                  **{f"harfbuzz/src/hb-{p}.cc": "platform integration harfbuzz-sys does not "
+                                                "enable on Linux (compiles to nothing)"
+                     for p in ("coretext", "directwrite", "ft", "gdi", "glib", "graphite2",
+                               "uniscribe", "wasm-api", "wasm-shape")}}),
 ]
