@@ -179,7 +179,7 @@ private:
       for (const grpc::Slice &S : Slices)
         Payload.append(reinterpret_cast<const char *>(S.begin()), S.size());
     User->reply().Clear();
-    if (!User->reply().ParseFromString(Payload)) {
+    if (!parseQuietly(User->reply(), Payload)) {
       Breaks = true;
       return Status(ErrorCode::Malformed,
                     "the reply is not a valid " + User->schema().ReplyType);

@@ -7,7 +7,14 @@
 
 #include <cstring>
 
+#include <google/protobuf/stubs/logging.h>
+
 namespace mlbridge::grpc_detail {
+
+bool parseQuietly(google::protobuf::MessageLite &M, const std::string &Bytes) {
+  google::protobuf::LogSilencer Quiet;
+  return M.ParseFromString(Bytes);
+}
 
 using serdes_detail::checkTensorBytes;
 using serdes_detail::prepareValue;

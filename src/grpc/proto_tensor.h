@@ -24,6 +24,11 @@ namespace pb = ::mlbridge::v1;
 inline pb::DType toProto(DType T) {
   return static_cast<pb::DType>(static_cast<int>(T) + 1);
 }
+/// Parses Bytes into M without protobuf's own logging: a string field
+/// with invalid UTF-8 would print "[libprotobuf ERROR ...]" to stderr, and
+/// the library never prints. The caller reports the failure.
+bool parseQuietly(google::protobuf::MessageLite &M, const std::string &Bytes);
+
 /// The core dtype of a proto dtype; Malformed for 0 or an unknown value.
 Status fromProto(int Value, DType &Out, const char *What);
 

@@ -80,10 +80,11 @@ public:
                       TensorValue &Advice) override {
     if (Status S = readDelimited(In, Limits); !S.isOk())
       return S.addContext("reading advice");
-    if (!Reply.ParseFromString(Buffer))
+    if (!parseQuietly(Reply, Buffer))
       return Status(ErrorCode::Malformed,
                     "reply of " + std::to_string(Buffer.size()) +
-                        " bytes is not an mlbridge.v1.Advice message");
+                        " bytes is not an mlbridge.v1.Advice message (or "
+                        "has a string that is not UTF-8)");
     switch (Reply.result_case()) {
     case pb::Advice::kError:
       return Status(ErrorCode::Unavailable,
@@ -103,10 +104,11 @@ public:
                        CompilerMessage &Msg) override {
     if (Status S = readDelimited(In, Limits); !S.isOk())
       return S;
-    if (!Incoming.ParseFromString(Buffer))
+    if (!parseQuietly(Incoming, Buffer))
       return Status(ErrorCode::Malformed,
                     "message of " + std::to_string(Buffer.size()) +
-                        " bytes is not an mlbridge.v1.PipeMessage");
+                        " bytes is not an mlbridge.v1.PipeMessage (or has a "
+                        "string that is not UTF-8)");
     switch (Incoming.kind_case()) {
     case pb::PipeMessage::kHeader:
       return decodeHeader(Incoming.header(), Limits, CurrentSpecs,

@@ -3,6 +3,8 @@
 
 #include "onnx_subset.pb.h"
 
+#include <google/protobuf/stubs/logging.h>
+
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -504,9 +506,16 @@ void importModel(const std::string &Bytes,
   auto Parsed = std::make_shared<ox::ModelProto>();
   if (Bytes.empty())
     throw ModelError("the model file is empty");
-  if (!Parsed->ParseFromString(Bytes))
+  bool Ok;
+  {
+    // No "[libprotobuf ERROR ...]" on stderr for a string that is not
+    // UTF-8: the error below says what went wrong.
+    google::protobuf::LogSilencer Quiet;
+    Ok = Parsed->ParseFromString(Bytes);
+  }
+  if (!Ok)
     throw ModelError("the file is not a valid ONNX model (protobuf parse "
-                     "failed)");
+                     "failed, or a string is not UTF-8)");
   if (!Parsed->has_graph())
     throw ModelError("the model has no graph");
   G.Owner = Parsed; // the nodes point into it

@@ -26,9 +26,6 @@ const std::initializer_list<ET> kFloatTypes = {ET::Float, ET::Double};
 const std::initializer_list<ET> kNumericTypes = {
     ET::Float, ET::Double, ET::Int8,   ET::Int16,  ET::Int32,
     ET::Int64, ET::UInt8,  ET::UInt16, ET::UInt32, ET::UInt64};
-const std::initializer_list<ET> kAllTypes = {
-    ET::Float, ET::Double, ET::Int8,   ET::Int16,  ET::Int32,  ET::Int64,
-    ET::UInt8, ET::UInt16, ET::UInt32, ET::UInt64, ET::Bool};
 
 /// Row-major strides of a shape, in elements.
 std::vector<int64_t> stridesOf(const Shape &S) {
