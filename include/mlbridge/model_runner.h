@@ -22,7 +22,11 @@
 //    unavailable: later calls fail at once with ErrorCode::Unavailable
 //    instead of waiting on a broken peer again.
 //  * A runner is used by one thread at a time (runners that allow more say
-//    so in their header).
+//    so in their header). A second thread entering evaluate or
+//    switchContext while another is inside gets ErrorCode::InvalidArgument
+//    ("in use by another thread"): always for inter-process runners (one
+//    atomic flag against a round trip of microseconds), in debug builds
+//    (no NDEBUG) for all.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLBRIDGE_MODEL_RUNNER_H
@@ -33,6 +37,7 @@
 #include "mlbridge/tensor_spec.h"
 #include "mlbridge/tensor_value.h"
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -189,8 +194,12 @@ protected:
       Constructed = std::move(S);
   }
   const RunnerOptions &options() const { return Options; }
+  /// Makes evaluate and switchContext detect a second thread inside them
+  /// in release builds too (debug builds always do).
+  void detectConcurrentUse() { CheckConcurrentUse = true; }
 
 private:
+  class UseGuard;
   template <typename T> Status setFeatureImpl(std::string_view Name, const T &V);
   Status setFeatureString(std::string_view Name, std::string_view Value);
   /// Remembers a setter failure for the next evaluation; returns S.
@@ -221,6 +230,12 @@ private:
   Status Broken;      // set by markUnavailable
   Status Constructed; // set if construction arguments were invalid
   Status FailedSet;   // first setter failure since the last evaluation
+#ifdef NDEBUG
+  bool CheckConcurrentUse = false;
+#else
+  bool CheckConcurrentUse = true;
+#endif
+  std::atomic<bool> InUse{false}; // a thread is in evaluate/switchContext
 };
 
 // ---- template implementation -------------------------------------------

@@ -236,7 +236,37 @@ Status ModelRunner::reshapeImpl(size_t I, std::vector<int64_t> Shape) {
   return Status::ok();
 }
 
+/// Claims the runner for one call when concurrent use is checked.
+class ModelRunner::UseGuard {
+public:
+  explicit UseGuard(ModelRunner &R)
+      : Flag(R.CheckConcurrentUse ? &R.InUse : nullptr) {
+    if (Flag && Flag->exchange(true, std::memory_order_acquire)) {
+      Flag = nullptr; // another thread holds it
+      Refused = true;
+    }
+  }
+  ~UseGuard() {
+    if (Flag)
+      Flag->store(false, std::memory_order_release);
+  }
+  Status status() const {
+    if (!Refused)
+      return Status::ok();
+    return Status(ErrorCode::InvalidArgument,
+                  "this runner is in use by another thread: a runner serves "
+                  "one thread at a time (give each thread its own runner)");
+  }
+
+private:
+  std::atomic<bool> *Flag;
+  bool Refused = false;
+};
+
 Status ModelRunner::switchContext(std::string_view Name) {
+  UseGuard Guard(*this);
+  if (Status S = Guard.status(); !S.isOk())
+    return S;
   if (Status S = checkUsable(); !S.isOk())
     return S;
   return doSwitchContext(Name);
@@ -285,6 +315,9 @@ Status ModelRunner::prepareAdvice(DType Type, bool IsVector) {
 }
 
 Status ModelRunner::evaluateRaw() {
+  UseGuard Guard(*this);
+  if (Status S = Guard.status(); !S.isOk())
+    return S;
   if (Status S = checkUsable(); !S.isOk())
     return S;
   if (!AdviceSpec)

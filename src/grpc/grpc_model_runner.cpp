@@ -65,7 +65,9 @@ GrpcModelRunner::GrpcModelRunner(std::vector<TensorSpec> FeatureSpecs,
                                  std::optional<TensorSpec> Advice,
                                  GrpcOptions Options)
     : ModelRunner(std::move(FeatureSpecs), std::move(Advice),
-                  std::move(Options)) {}
+                  std::move(Options)) {
+  detectConcurrentUse(); // free next to a remote call
+}
 
 GrpcModelRunner::~GrpcModelRunner() {
   if (P)

@@ -83,6 +83,7 @@ StreamModelRunner::StreamModelRunner(std::vector<TensorSpec> FeatureSpecs,
                                      SerDesLimits Limits)
     : ModelRunner(std::move(FeatureSpecs), std::move(Advice), Options),
       ReplyTimeout(ReplyTimeout), Limits(Limits), Codec(createSerDes(Format)) {
+  detectConcurrentUse(); // free next to a round trip
   if (!Codec)
     setConstructionError(Status(
         ErrorCode::InvalidArgument,

@@ -178,6 +178,16 @@ FifoChannel::open(const std::string &InPath, const std::string &OutPath,
     return Status(ErrorCode::IOError,
                   "cannot lock '" + InPath + "': " + errnoText(E));
   }
+  // Bytes already waiting were written before this session asked anything:
+  // a reply an earlier compiler left unread. Drop them (bounded: a pipe
+  // holds at most kPipeBytes).
+  char Stale[4096];
+  for (size_t Dropped = 0; Dropped < 2 * size_t(kPipeBytes);) {
+    ssize_t N = ::read(In, Stale, sizeof Stale);
+    if (N <= 0)
+      break;
+    Dropped += static_cast<size_t>(N);
+  }
 
   // A non-blocking write-open fails with ENXIO until the model opens its
   // reading end: poll for it instead of blocking forever as LLVM does.

@@ -631,3 +631,46 @@ TEST(PipeReliability, FifosOfAnotherUserAreRefused) {
   EXPECT_NE(S.message().find("belongs to user 65534"), std::string::npos)
       << S.toString();
 }
+
+// A runner serves one thread at a time; a second thread inside it at once
+// gets a clear error (and the first thread its own answer), not a torn
+// request.
+TEST(PipeReliability, TwoThreadsInOneRunnerAtOnceIsAnError) {
+  FakeModelPeer Peer;
+  std::atomic<bool> Asked{false}, SecondDone{false};
+  Peer.run([&](int Out, int In) {
+    auto Codec = createSerDes(SerDesKind::Bitstream);
+    FdSource Src(In);
+    CompilerMessage Msg;
+    std::vector<TensorSpec> Specs;
+    TensorSpec Advice;
+    PeerSession Session;
+    if (!readObservation(*Codec, Src, Msg, Specs, Advice, &Session).isOk())
+      return;
+    Asked = true;
+    while (!SecondDone) // hold the first request until the second is refused
+      std::this_thread::sleep_for(1ms);
+    const int64_t V = 2 * *Msg.Features[0].dataAs<int64_t>();
+    (void)writeAll(Out, Session.frame(std::string(
+                            reinterpret_cast<const char *>(&V), 8)));
+  });
+  auto R = makeRunner(Peer.Base, fastOptions());
+  *R->getTensor<int64_t>(0) = 21;
+  Expected<int64_t> First = Status(ErrorCode::Internal, "not run");
+  std::thread T([&] { First = R->evaluate<int64_t>(); });
+  while (!Asked)
+    std::this_thread::sleep_for(1ms);
+  Expected<int64_t> Second = R->evaluate<int64_t>();
+  Status Switch = R->switchContext("other");
+  SecondDone = true;
+  T.join();
+  ASSERT_FALSE(Second);
+  EXPECT_EQ(Second.status().code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(Second.status().message().find("in use by another thread"),
+            std::string::npos)
+      << Second.status().toString();
+  EXPECT_EQ(Switch.code(), ErrorCode::InvalidArgument);
+  ASSERT_TRUE(First) << First.status().toString();
+  EXPECT_EQ(*First, 42);
+  EXPECT_FALSE(R->isUnavailable());
+}
