@@ -289,13 +289,17 @@ class PipeCompilerInterface:
         self._pending = None
         self._wfd = None
         self._wpoll = None
-        self._res.close_fds()
         if broken:
+            # New FIFOs first, then close: the compiler sees EOF only once
+            # the new FIFOs exist, so its reconnection can only find them
+            # (not the old ones, where it would wait for a model that never
+            # comes back).
             self._renew_fifos = True
             try:
                 self._replace_fifos()
             except MLBridgeError as e:  # retried (and reported) by the next evaluate()
                 _log.debug("could not replace the FIFOs yet: %s", e)
+        self._res.close_fds()
 
     def _await_next_session(self):
         """End a session at EOF while keeping the channel open for the next.
