@@ -21,12 +21,10 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
-#include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <unistd.h>
 
 using namespace mlbridge;
 using e2e::Clock;
@@ -193,65 +191,12 @@ bool scenarioRequests(const Args &A) {
   return Ok;
 }
 
-/// Resident set size of this process in KiB (Linux /proc).
-long rssKiB() {
-  long Pages = 0, Resident = 0;
-  if (FILE *F = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(F, "%ld %ld", &Pages, &Resident) != 2)
-      Resident = 0;
-    std::fclose(F);
-  }
-  return Resident * (::sysconf(_SC_PAGESIZE) / 1024);
-}
-
-/// --count requests of {"i": k} (k pseudo-random), expecting 2k, through
-/// faults the model side injects: after an error the runner is replaced
-/// (a new session) and the requests go on. Prints one summary: answers
-/// right and wrong, errors by code, and RSS after the first 1% and at the
-/// end.
 bool scenarioSoak(const Args &A) {
-  uint64_t Right = 0, Wrong = 0, Sessions = 0;
-  std::map<std::string, uint64_t> Errors;
-  long RssEarly = 0;
-  uint64_t X = 88172645463325252ull; // xorshift64
-  std::unique_ptr<StreamModelRunner> Runner;
-  for (int64_t K = 0; K < A.Count; ++K) {
-    if (!Runner) {
-      auto R = makeRunner(A, {TensorSpec::create<int64_t>("i")},
-                          TensorSpec::create<int64_t>("twice"));
-      if (!R)
-        return false;
-      Runner = std::move(*R);
-      ++Sessions;
-    }
-    X ^= X << 13, X ^= X >> 7, X ^= X << 17;
-    const int64_t I = static_cast<int64_t>(X >> 20);
-    *Runner->getTensor<int64_t>(0) = I;
-    Expected<int64_t> Got = Runner->evaluate<int64_t>();
-    if (!Got) {
-      ++Errors[errorCodeName(Got.status().code())];
-      if (Runner->isUnavailable())
-        Runner.reset();
-    } else if (*Got == 2 * I) {
-      ++Right;
-    } else {
-      ++Wrong;
-      std::printf("{\"event\":\"wrong\",\"k\":%" PRId64 ",\"i\":%" PRId64
-                  ",\"got\":%" PRId64 "}\n",
-                  K, I, *Got);
-    }
-    if (K == A.Count / 100)
-      RssEarly = rssKiB();
-  }
-  std::string Codes;
-  for (const auto &[Code, N] : Errors)
-    Codes += (Codes.empty() ? "" : ",") + ("\"" + Code + "\":") +
-             std::to_string(N);
-  std::printf("{\"event\":\"soak\",\"right\":%" PRIu64 ",\"wrong\":%" PRIu64
-              ",\"sessions\":%" PRIu64 ",\"errors\":{%s},"
-              "\"rss_kib_early\":%ld,\"rss_kib_end\":%ld}\n",
-              Right, Wrong, Sessions, Codes.c_str(), RssEarly, rssKiB());
-  return Wrong == 0;
+  return e2e::soakRequests(A.Count, [&] {
+    auto R = makeRunner(A, {TensorSpec::create<int64_t>("i")},
+                        TensorSpec::create<int64_t>("twice"));
+    return R ? std::move(*R) : nullptr;
+  });
 }
 
 bool scenarioRtt(const Args &A) {

@@ -6,6 +6,8 @@
 //
 //   --scenario types       every dtype out (extreme values), the model echoes
 //   --scenario requests    --count N requests of {"i": offset+k}; expects 2x
+//   --scenario soak        --count N requests through injected faults (one
+//                          summary line; tests/soak/)
 //   --scenario rtt         --size N floats, --count K timed requests
 //   --scenario user        a user-defined service (--proto ... --method ...)
 //   --scenario pipe-types  "types" over pipes with the Protobuf SerDes (--base)
@@ -184,6 +186,13 @@ bool scenarioPipeTypes(const Args &A) {
     return false;
   }
   return echoAll(**R);
+}
+
+bool scenarioSoak(const Args &A) {
+  return e2e::soakRequests(A.Count, [&] {
+    return makeRunner(A, {TensorSpec::create<int64_t>("i")},
+                      TensorSpec::create<int64_t>("twice"));
+  });
 }
 
 bool scenarioRequests(const Args &A) {
@@ -413,6 +422,8 @@ int main(int Argc, char **Argv) {
     Ok = scenarioTypes(A);
   else if (A.Scenario == "requests")
     Ok = scenarioRequests(A);
+  else if (A.Scenario == "soak")
+    Ok = scenarioSoak(A);
   else if (A.Scenario == "rtt")
     Ok = scenarioRtt(A);
   else if (A.Scenario == "user")
