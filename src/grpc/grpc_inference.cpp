@@ -63,10 +63,23 @@ public:
         "no model server reachable at '" + Address + "' within " +
             std::to_string(Opts.ConnectTimeout.count()) + " ms (" +
             (State == GRPC_CHANNEL_TRANSIENT_FAILURE
-                 ? "connection attempts failed"
+                 ? "connection attempts failed" + lastConnectError()
                  : "still connecting") +
             "; is the server running, and do both sides agree on " +
             (Opts.UseTls ? "TLS" : "plaintext (no TLS)") + "?)");
+  }
+
+  /// gRPC keeps why the last connection attempt failed (refused, TLS
+  /// handshake, certificate verification) only in a failing call's status:
+  /// one fail-fast call fetches it, so the error names the cause.
+  std::string lastConnectError() {
+    grpc::ClientContext Ctx;
+    Ctx.set_deadline(toSystem(Clock::now() + std::chrono::milliseconds(500)));
+    v1::Advice Ignored;
+    grpc::Status G = Stub->Evaluate(&Ctx, v1::Observation(), &Ignored);
+    if (G.ok() || G.error_message().empty())
+      return "";
+    return ": " + G.error_message();
   }
 
   Status evaluate(const std::vector<const TensorValue *> &Features,

@@ -55,6 +55,26 @@ def test_inference_tls_round_trip_and_mismatch(procs, cert):
         assert plain_model._queue.empty()
 
 
+def test_wrong_certificate_error_names_the_cause(procs, cert, tmp_path):
+    """The compiler trusts another certificate than the server's: the
+    error says the handshake / certificate verification failed."""
+    crt, key = cert
+    other = tmp_path / "other.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost", "-keyout", str(tmp_path / "other.key"),
+                    "-out", str(other)], check=True, capture_output=True, timeout=60)
+    tls = TlsFiles(cert_file=str(crt), key_file=str(key))
+    with GrpcCompilerInterface(timeout=20, tls=tls) as iface:
+        p = procs.spawn(H.compiler_cmd("--address", iface.address, "--scenario", "requests",
+                                       "--tls-root", other, "--connect-timeout-ms", 1000),
+                        text=True)
+        lines, _ = H.events(p)
+    first = H.by_event(lines, "error")[0]
+    assert first["code"] == "unavailable", first
+    message = first["message"].lower()
+    assert "handshake" in message or "certificate" in message, first
+
+
 def test_training_tls_round_trip(procs, cert):
     crt, key = cert
     proc = procs.spawn(H.compiler_cmd("--mode", "training", "--scenario", "requests",

@@ -82,6 +82,9 @@ def main():
                 totals["errors"][code] = totals["errors"].get(code, 0) + count
             rss.append((summary["rss_kib_early"], summary["rss_kib_end"]))
             left -= n
+            print(json.dumps(dict(totals, done=args.requests - left,
+                                  seconds=round(time.monotonic() - start, 1))),
+                  file=sys.stderr, flush=True)  # progress, one line per chunk
         stop.set()
         server.join(5)
     totals.update(
