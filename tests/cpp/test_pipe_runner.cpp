@@ -94,6 +94,12 @@ public:
   void run(Script S) {
     makeFifos();
     Thread = std::thread([this, S] {
+      // A fake model may answer a compiler that already gave up: EPIPE
+      // then, not a SIGPIPE that would kill the test program.
+      sigset_t Pipe;
+      sigemptyset(&Pipe);
+      sigaddset(&Pipe, SIGPIPE);
+      pthread_sigmask(SIG_BLOCK, &Pipe, nullptr);
       int AdviceFd = -1;
       auto Until = Clock::now() + 5s;
       while (AdviceFd < 0 && Clock::now() < Until) {
