@@ -186,7 +186,7 @@ std::vector<int> sameShapeInputs(const Graph &G, const Node &N) {
 
 class UnaryOp : public OpImpl {
 public:
-  enum Kind { Relu, LeakyRelu, Tanh, Sigmoid };
+  enum Kind { Relu, LeakyRelu, Tanh, Sigmoid, Log };
   explicit UnaryOp(Kind K) : K(K) {}
 
   void infer(InferContext &C) override {
@@ -222,6 +222,8 @@ public:
             return "std::tanh(" + X + ")";
           case Sigmoid:
             return Ty + "(1) / (" + Ty + "(1) + std::exp(-" + X + "))";
+          case Log:
+            return "std::log(" + X + ")";
           }
           return X;
         });
@@ -1045,6 +1047,7 @@ std::unique_ptr<OpImpl> makeOp(const std::string &Op) {
   if (Op == "LeakyRelu") return std::make_unique<UnaryOp>(UnaryOp::LeakyRelu);
   if (Op == "Tanh") return std::make_unique<UnaryOp>(UnaryOp::Tanh);
   if (Op == "Sigmoid") return std::make_unique<UnaryOp>(UnaryOp::Sigmoid);
+  if (Op == "Log") return std::make_unique<UnaryOp>(UnaryOp::Log);
   if (Op == "Softmax") return std::make_unique<SoftmaxOp>(false);
   if (Op == "LogSoftmax") return std::make_unique<SoftmaxOp>(true);
   if (Op == "ArgMax") return std::make_unique<ArgMaxOp>();
@@ -1063,7 +1066,7 @@ std::unique_ptr<OpImpl> makeOp(const std::string &Op) {
 std::vector<std::string> opNames() {
   std::vector<std::string> R = {
       "Add",     "ArgMax",  "Clip",    "Concat",     "Constant", "Div",
-      "Flatten", "Gemm",    "Identity", "LeakyRelu", "LogSoftmax", "MatMul",
+      "Flatten", "Gemm",    "Identity", "LeakyRelu", "Log",  "LogSoftmax", "MatMul",
       "Mul",     "Relu",    "Reshape", "Sigmoid",    "Softmax",  "Squeeze",
       "Sub",     "Tanh",    "Transpose", "Unsqueeze"};
   std::sort(R.begin(), R.end());

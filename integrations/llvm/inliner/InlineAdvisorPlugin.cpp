@@ -651,7 +651,14 @@ InlineAdvisor *createAdvisor(Module &M, FunctionAnalysisManager &FAM,
   if (ModelFailedInProcess)
     return Fallback("the model failed earlier in this process", false);
 
-  const bool IncludeDefault =
+  // Remote models get inlining_default only when asked for (it changes the
+  // header they are sent); an in-process model gets it whenever it has an
+  // input of that name (e.g. the shipped policy, which learned where to
+  // deviate from LLVM's decision). Computing it costs one more inline-cost
+  // analysis per call site, so it is skipped for models that do not read it.
+  const bool InProcess =
+      K == mlp::RunnerKind::Onnx || K == mlp::RunnerKind::Compiled;
+  const bool AskedForDefault =
       mlp::boolSetting(IncludeDefaultOpt, "MLBRIDGE_INLINE_INCLUDE_DEFAULT");
   if (K == mlp::RunnerKind::Pipe) {
     // Do not wait for FIFOs nobody made: a missing channel falls back now.
@@ -660,7 +667,7 @@ InlineAdvisor *createAdvisor(Module &M, FunctionAnalysisManager &FAM,
         return Fallback("pipe: no FIFO '" + C.Channel + Suffix + "'", true);
   }
   mlp::RunnerRequest Req;
-  Req.Features = inlinerFeatureSpecs(IncludeDefault);
+  Req.Features = inlinerFeatureSpecs(AskedForDefault || InProcess);
   Req.Advice = mlb::TensorSpec::create<int64_t>("inlining_decision");
   Req.Diagnostics = mlp::llvmDiagnosticSink(Ctx, Prefix, Verbose);
 #if MLBRIDGE_PLUGINS_HAVE_COMPILED
@@ -674,6 +681,8 @@ InlineAdvisor *createAdvisor(Module &M, FunctionAnalysisManager &FAM,
   if (mlb::Status S = Binding.bind(**Runner, Req.Features); !S.isOk())
     return Fallback("the model does not fit the inliner: " + S.toString(),
                     true);
+  const bool IncludeDefault =
+      AskedForDefault || (InProcess && Binding.has(DefaultFeatureIndex));
   if (Verbose)
     mlp::diagnose(Ctx, Prefix, DS_Remark,
                   Twine("inlining decisions by the ") + mlp::runnerKindName(K) +

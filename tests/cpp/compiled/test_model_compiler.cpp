@@ -475,7 +475,7 @@ TEST(ModelCompiler, UnusedInputsAndPassThroughOutputs) {
 TEST(ModelCompiler, ListsTheSupportedOperators) {
   const std::vector<std::string> Expected = {
       "Add",     "ArgMax",  "Clip",      "Concat",     "Constant", "Div",
-      "Flatten", "Gemm",    "Identity",  "LeakyRelu",  "LogSoftmax", "MatMul",
+      "Flatten", "Gemm",    "Identity",  "LeakyRelu",  "Log",      "LogSoftmax", "MatMul",
       "Mul",     "Relu",    "Reshape",   "Sigmoid",    "Softmax",  "Squeeze",
       "Sub",     "Tanh",    "Transpose", "Unsqueeze"};
   EXPECT_EQ(mlbridge::modelc::supportedOperators(), Expected);

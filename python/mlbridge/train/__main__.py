@@ -1,0 +1,193 @@
+"""Command line of mlbridge.train.
+
+    python -m mlbridge.train inliner --out runs/inliner            # train on the corpus
+    python -m mlbridge.train inliner --address auto ...            # on a running Ray cluster
+    python -m mlbridge.train throughput --workers 1 2              # compiles/s by worker count
+    python -m mlbridge.train evaluate --split heldout --out r.json # deployed plugin vs clang -Oz
+
+Guide: docs/training.md.
+"""
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+
+class _IRModule:
+    """A module given as an IR file on the command line (no corpus)."""
+
+    def __init__(self, path, library=None):
+        self.path = Path(path)
+        self.name = str(self.path)
+        self.library = library or self.path.stem
+
+    def ir(self, build_dir=None):
+        return self.path
+
+
+def _corpus_modules(split, args):
+    from ..corpus import Corpus
+    corpus = Corpus.load(args.manifest) if args.manifest else Corpus.load()
+    mods = corpus.modules(split=split)
+    if args.libraries:
+        mods = [m for m in mods if m.library in args.libraries]
+    return mods
+
+
+def _select(mods, args, limit):
+    """Modules small enough to train on (bitcode size cap), at most limit."""
+    out = []
+    for m in mods:
+        try:
+            ir = Path(m.ir(args.build_dir))
+        except Exception as e:  # a TU the corpus cannot build: leave it out, say so
+            logging.getLogger("mlbridge.train").warning("%s: %s", m.name, e)
+            continue
+        if args.max_ir_kb and ir.stat().st_size > args.max_ir_kb * 1024:
+            continue
+        out.append(m)
+    if limit:
+        import random
+        random.Random(0).shuffle(out)
+        out = sorted(out[:limit], key=lambda m: m.name)
+    return out
+
+
+def cmd_inliner(args):
+    from .inliner import TrainConfig, train
+    if args.train_ir:
+        train_mods = [_IRModule(p) for p in args.train_ir]
+        val_mods = [_IRModule(p) for p in (args.validation_ir or [])]
+    else:
+        train_mods = _select(_corpus_modules("train", args), args, args.max_train)
+        val_mods = _select(_corpus_modules("validation", args), args, args.max_validation)
+    if not train_mods or not val_mods:
+        sys.exit("mlbridge.train: no training or validation modules")
+    cfg = TrainConfig(iterations=args.iterations, flips_per_module=args.flips,
+                      rates=args.rates, hidden=args.hidden, seed=args.seed)
+    summary = train(train_mods, val_mods, args.out, workers=args.workers,
+                    address=args.address, config=cfg, build_dir=args.build_dir,
+                    progress=not args.quiet)
+    print(json.dumps(summary, indent=2))
+
+
+def cmd_throughput(args):
+    """Compiles per second of the -Oz rollout of the same modules with each
+    worker count (Ray started once per count)."""
+    from .cluster import TaskFailed, WorkerPool
+    if args.train_ir:
+        mods = [_IRModule(p) for p in args.train_ir]
+    else:
+        mods = _select(_corpus_modules("train", args), args, args.max_train)
+    tasks = []
+    for m in mods:
+        with open(m.ir(args.build_dir), "rb") as f:
+            tasks.append({"ir": f.read(), "key": m.name, "policy": None, "flip": None,
+                          "record": False, "timeout": 900.0})
+    tasks = tasks * args.repeat
+    rows = []
+    for n in args.workers:
+        with WorkerPool(n, address=args.address) as pool:
+            pool.map(tasks[: max(2, n)])  # warm: workers started, caches filled
+            t0 = time.monotonic()
+            res = pool.map(tasks)
+            dt = time.monotonic() - t0
+        ok = sum(not isinstance(r, TaskFailed) for r in res)
+        rows.append({"workers": n, "compiles": ok, "seconds": dt, "compiles_per_second": ok / dt})
+        print(f"{n} worker(s): {ok} compiles in {dt:.1f} s = {ok / dt:.2f} compiles/s", flush=True)
+    if len(rows) > 1:
+        print(f"speed-up {rows[-1]['workers']} vs {rows[0]['workers']} workers: "
+              f"{rows[-1]['compiles_per_second'] / rows[0]['compiles_per_second']:.2f}x")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"modules": len(mods), "repeat": args.repeat, "rows": rows,
+                       "load": os.getloadavg()}, f, indent=2)
+
+
+def cmd_evaluate(args):
+    from ..llvm_plugins import find_plugins
+    from . import evaluate
+    mods = _corpus_modules(args.split, args)
+    if args.max_modules:
+        mods = mods[: args.max_modules]
+    plugin = args.plugin or str(find_plugins(args.plugin_build_dir).inline_advisor)
+    bar = None
+    if not args.quiet:
+        from tqdm import tqdm
+        bar = tqdm(total=len(mods), desc=f"{args.split}: -Oz vs plugin", unit="unit")
+    rows = evaluate.evaluate_modules(mods, plugin, model=args.model, jobs=args.jobs,
+                                     progress=bar.update if bar else None)
+    if bar:
+        bar.close()
+    summary = evaluate.write(rows, args.out) if args.out else evaluate.summarize(rows)
+    print(evaluate.markdown_table(summary))
+    for e in summary["errors"]:
+        print(f"error: {e['module']}: {e['error'][:300]}", file=sys.stderr)
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="python -m mlbridge.train", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(q):
+        q.add_argument("--address", default=None,
+                       help="Ray cluster address ('auto' or host:port); default: local Ray")
+        q.add_argument("--manifest", default=None, help="corpus manifest (default: the repo's)")
+        q.add_argument("--build-dir", default=None, help="where the corpus IR is built")
+        q.add_argument("--libraries", nargs="*", default=None, help="only these libraries")
+        q.add_argument("--max-ir-kb", type=int, default=600,
+                       help="leave out modules whose bitcode is larger (training speed)")
+        q.add_argument("--max-train", type=int, default=None)
+        q.add_argument("--train-ir", nargs="*", default=None,
+                       help="train on these IR files instead of the corpus")
+
+    q = sub.add_parser("inliner", help="train the inlining-for-size policy")
+    common(q)
+    q.add_argument("--out", required=True, help="output folder (log, curve, policy)")
+    q.add_argument("--workers", type=int, default=2)
+    q.add_argument("--iterations", type=int, default=3)
+    q.add_argument("--flips", type=int, default=6, help="reversed decisions per module and iteration")
+    q.add_argument("--rates", type=float, nargs="+", default=[0.002, 0.005, 0.01, 0.03],
+                   help="validation candidates: the share of training requests reversed")
+    q.add_argument("--hidden", type=int, default=16)
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--max-validation", type=int, default=None)
+    q.add_argument("--validation-ir", nargs="*", default=None)
+    q.add_argument("--quiet", action="store_true")
+    q.set_defaults(func=cmd_inliner)
+
+    q = sub.add_parser("throughput", help="compiles/s by number of Ray workers")
+    common(q)
+    q.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    q.add_argument("--repeat", type=int, default=1)
+    q.add_argument("--json", default=None, help="write the numbers here")
+    q.set_defaults(func=cmd_throughput)
+    q = sub.add_parser("evaluate", help="deployed plugin vs clang-19 -Oz, per library")
+    q.add_argument("--split", default="heldout", choices=["train", "validation", "heldout"])
+    q.add_argument("--manifest", default=None)
+    q.add_argument("--libraries", nargs="*", default=None)
+    q.add_argument("--max-modules", type=int, default=None)
+    q.add_argument("--plugin", default=None, help="MLBridgeInlineAdvisor.so (default: the build's)")
+    q.add_argument("--plugin-build-dir", default=None)
+    q.add_argument("--model", default=None,
+                   help="an ONNX policy run by ONNX Runtime (default: the built-in compiled model)")
+    q.add_argument("--jobs", type=int, default=2)
+    q.add_argument("--out", default=None, help="write rows and summary (JSON) here")
+    q.add_argument("--quiet", action="store_true")
+    q.set_defaults(func=cmd_evaluate)
+    return p
+
+
+def main(argv=None):
+    logging.basicConfig(level=logging.WARNING, format="mlbridge.train: %(message)s")
+    args = build_parser().parse_args(argv)
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()

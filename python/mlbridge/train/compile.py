@@ -1,0 +1,112 @@
+"""One compilation of one module with a given inlining policy, measured the
+way results are reported: the ``.text`` bytes of the object file that
+``clang-19 -Oz -c`` writes.
+
+The module is the translation unit's ``-Oz`` IR (``clang-19 -Oz -Xclang
+-disable-llvm-passes -emit-llvm``, which keeps the ``minsize``/``optsize``
+attributes), so ``clang-19 -Oz -c module.bc`` runs exactly the ``-Oz``
+pipeline and back end that compiling the source does; with LLVM's default
+decision at every call site the object is byte-identical to plain
+``clang-19 -Oz`` (checked per module by the corpus tool).
+
+LLVM's interactive inliner (``-enable-ml-inliner=release``) asks Python for
+each decision through :func:`mlbridge.llvm.run`. A task is a plain dict so
+that it can travel to a Ray worker on another machine:
+
+``{"ir": bytes, "key": str, "policy": dict | None, "flip": int | None,
+   "record": bool, "timeout": seconds}``
+
+``policy`` is :meth:`InlinePolicy.to_dict` (None: LLVM's default decision);
+``flip`` inverts the policy's decision at that request index only (the
+exploration move of the trainer); ``record`` returns the features of every
+request. The result dict has ``text`` (bytes), ``requests``, ``deviations``
+(decisions that differ from LLVM's default), ``seconds`` and, if recorded,
+``X`` (feature matrix, columns ``MODEL_FEATURES``) and ``decisions``.
+"""
+
+import hashlib
+import os
+import tempfile
+import time
+
+import numpy as np
+
+from ..llvm import run as llvm_run
+from ..llvm.tools import elf_text_size
+from .policy import MODEL_FEATURES, InlinePolicy, feature_matrix
+
+__all__ = ["CLANG", "execute", "Workdir", "make_task"]
+
+CLANG = os.environ.get("MLBRIDGE_CLANG", "clang-19")
+
+
+def make_task(ir_path, *, policy=None, flip=None, record=False, timeout=600.0, key=None):
+    """A task for :func:`execute` (reads the IR file into the task)."""
+    with open(ir_path, "rb") as f:
+        data = f.read()
+    return {"ir": data, "key": key or os.fspath(ir_path), "policy": policy, "flip": flip,
+            "record": record, "timeout": timeout}
+
+
+class Workdir:
+    """A private scratch folder of one worker: the modules it was sent
+    (content-addressed, written once) and its object files."""
+
+    def __init__(self, root=None):
+        self._tmp = tempfile.TemporaryDirectory(prefix="mlbridge-train-", dir=root)
+        self.path = self._tmp.name
+        self._modules = {}
+
+    def module(self, data):
+        digest = hashlib.sha256(data).hexdigest()[:24]
+        path = self._modules.get(digest)
+        if path is None:
+            path = os.path.join(self.path, f"{digest}.bc")
+            with open(path, "wb") as f:
+                f.write(data)
+            self._modules[digest] = path
+        return path
+
+    def close(self):
+        self._tmp.cleanup()
+
+
+def execute(task, workdir):
+    """Runs one task (see the module docstring) in ``workdir``; raises
+    :class:`mlbridge.llvm.RunError` if the compiler or the host failed."""
+    module = workdir.module(task["ir"])
+    out = os.path.join(workdir.path, f"out-{os.getpid()}.o")
+    policy = InlinePolicy.from_dict(task["policy"]) if task.get("policy") else None
+    flip = task.get("flip")
+    record = bool(task.get("record"))
+    rows, decisions = [], []
+    state = {"index": 0, "deviations": 0}
+
+    def decide(obs):
+        i = state["index"]
+        state["index"] = i + 1
+        default = int(obs["inlining_default"][0])
+        x = feature_matrix([obs])
+        a = int(policy.decide(x)[0]) if policy is not None else default
+        if i == flip:
+            a = 1 - a
+        state["deviations"] += a != default
+        if record:
+            rows.append(x[0])
+            decisions.append(a)
+        return a
+
+    decide.needs_default = True
+    t0 = time.monotonic()
+    res = llvm_run([CLANG, "-Oz", "-c", module, "-o", out], inline=decide,
+                   include_default=True, timeout=float(task.get("timeout", 600.0)))
+    res.check()
+    text = elf_text_size(out)
+    if text is None:
+        raise RuntimeError(f"{task['key']}: no ELF object written")
+    result = {"key": task["key"], "text": int(text), "requests": state["index"],
+              "deviations": state["deviations"], "seconds": time.monotonic() - t0}
+    if record:
+        result["X"] = np.array(rows, dtype=np.float64).reshape(-1, len(MODEL_FEATURES))
+        result["decisions"] = np.array(decisions, dtype=np.int64)
+    return result

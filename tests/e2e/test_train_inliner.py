@@ -1,0 +1,135 @@
+"""Inlining-for-size training through the bridge, on Ray (mlbridge.train).
+
+Real parts only: csmith programs compiled to -Oz IR, stock clang-19 asking
+its interactive inliner, Ray actors as compiler workers (a private local Ray
+per test). Small on purpose (three modules, two iterations) so that it runs
+in the default suite; the real training run is docs/training.md's command.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from conftest import require_llvm_tool
+
+from mlbridge.llvm.tools import elf_text_size
+from mlbridge.llvm_plugins.corpus import csmith_program, csmith_include_dir
+from mlbridge.train.cluster import TaskFailed, WorkerPool
+from mlbridge.train.compile import make_task
+from mlbridge.train.policy import MODEL_FEATURES, InlinePolicy
+
+SEEDS = (11, 12, 13)
+
+
+@pytest.fixture(scope="module")
+def modules(tmp_path_factory):
+    clang = require_llvm_tool("clang-19")
+    d = tmp_path_factory.mktemp("train")
+    out = []
+    for seed in SEEDS:
+        src = csmith_program(seed, d / f"csmith{seed}.c", max_funcs=8)
+        ir = d / f"csmith{seed}.bc"
+        subprocess.run([clang, "-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c",
+                        "-w", f"-I{csmith_include_dir()}", str(src), "-o", str(ir)],
+                       check=True, timeout=120)
+        obj = d / f"csmith{seed}.o"
+        subprocess.run([clang, "-Oz", "-c", "-w", f"-I{csmith_include_dir()}", str(src), "-o",
+                        str(obj)], check=True, timeout=120)
+        out.append({"ir": ir, "oz_text": elf_text_size(obj)})
+    return out
+
+
+@pytest.fixture(scope="module")
+def pool():
+    """Two compiler workers on a private local Ray (shared by the tests
+    here: starting Ray takes seconds)."""
+    with WorkerPool(2, task_timeout=8) as p:
+        yield p
+
+
+def test_default_decisions_reproduce_clang_oz(modules, pool):
+    """The trainer's starting point is exactly clang-19 -Oz from source."""
+    res = pool.map([make_task(m["ir"], record=True) for m in modules])
+    for m, r in zip(modules, res):
+        assert not isinstance(r, TaskFailed), r
+        assert r["requests"] > 0 and r["deviations"] == 0
+        assert r["text"] == m["oz_text"]
+        assert r["X"].shape == (r["requests"], len(MODEL_FEATURES))
+
+
+def test_two_iterations_on_two_ray_workers_write_log_curve_and_model(modules, tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "mlbridge.train", "inliner",
+           "--out", str(out), "--workers", "2", "--iterations", "2", "--flips", "3",
+           "--quiet", "--train-ir", str(modules[0]["ir"]), str(modules[1]["ir"]),
+           "--validation-ir", str(modules[2]["ir"])]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=540)
+    assert res.returncode == 0, res.stderr[-3000:]
+    rows = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in rows] == [1, 2]
+    for r in rows:
+        assert r["labels_new"] > 0 and r["compiles"] > 0 and r["failures"] == 0
+        assert r["validation_baseline"] == modules[2]["oz_text"]
+        # Never-reverse is always a candidate: the selected validation total
+        # can be worse than -Oz only if every candidate was.
+        assert r["validation_total"] == min(int(v) for v in r["validation_sweep"].values())
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["workers"] == 2 and summary["train_modules"] == 2
+    assert summary["selected_validation_ratio"] <= 1.0
+    assert (out / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # The exported model computes what the Python policy computes.
+    import onnxruntime as ort
+    policy = InlinePolicy.load(out / "policy.json")
+    sess = ort.InferenceSession(str(out / "policy.onnx"), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    X = np.abs(rng.normal(0, 50, size=(64, len(MODEL_FEATURES)))).round()
+    X[:, -1] = rng.integers(0, 2, size=64)
+    got = [int(sess.run(None, {n: np.array([[x[j]]], np.float32)
+                               for j, n in enumerate(MODEL_FEATURES)})[0][0]) for x in X]
+    assert got == policy.decide(X).tolist()
+
+
+def _signal_soon(pid, sig):
+    """Sends sig to a worker process while the map that follows is under way."""
+    t = threading.Timer(0.3, os.kill, args=(pid, sig))
+    t.start()
+    return t
+
+
+def test_killed_worker_is_replaced_and_its_task_retried(modules, pool):
+    tasks = [make_task(m["ir"]) for m in modules] * 3
+    pids = pool.worker_pids()
+    replaced = pool.replaced
+    t = _signal_soon(pids[0], signal.SIGKILL)
+    res = pool.map(tasks)
+    t.join()
+    assert pool.replaced > replaced
+    assert pool.worker_pids()[0] not in pids
+    for task, r in zip(tasks, res):
+        assert not isinstance(r, TaskFailed), r
+    by_key = {}
+    for r in res:
+        by_key.setdefault(r["key"], set()).add(r["text"])
+    assert all(len(v) == 1 for v in by_key.values())  # retried tasks give the same size
+    assert sorted(min(v) for v in by_key.values()) == sorted(m["oz_text"] for m in modules)
+
+
+def test_frozen_worker_is_replaced_after_the_task_timeout(modules, pool):
+    """A worker that stops responding (SIGSTOP) never hangs the learner: it
+    is killed and replaced once a task exceeds the pool's task_timeout."""
+    tasks = [make_task(m["ir"]) for m in modules] * 2
+    replaced = pool.replaced
+    t = _signal_soon(pool.worker_pids()[1], signal.SIGSTOP)
+    t0 = time.monotonic()
+    res = pool.map(tasks)
+    t.join()
+    assert time.monotonic() - t0 < 120
+    assert pool.replaced > replaced
+    assert all(not isinstance(r, TaskFailed) for r in res), res
