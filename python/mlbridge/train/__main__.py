@@ -42,6 +42,8 @@ def _select(mods, args, limit):
     """Modules small enough to train on (bitcode size cap), at most limit."""
     out = []
     for m in mods:
+        if not getattr(m, "ir_matches", True):
+            continue  # its IR does not compile to the -Oz object: no valid reward
         try:
             ir = Path(m.ir(args.build_dir))
         except Exception as e:  # a TU the corpus cannot build: leave it out, say so
