@@ -59,8 +59,9 @@ def _one(module, plugin, model, clang, tmp, timeout):
     plain = [clang, "-Oz", "-c", *module.flags, src, "-o", base + ".oz.o"]
     ours = [clang, "-Oz", f"-fpass-plugin={plugin}", "-c", *module.flags, src, "-o",
             base + ".ml.o"]
-    if model:
-        ours[3:3] = ["-mllvm", f"-mlbridge-inline-model={model}"]
+    if model:  # -Xclang -load makes the plugin's options known to -mllvm
+        ours[3:3] = ["-Xclang", "-load", "-Xclang", plugin, "-mllvm",
+                     f"-mlbridge-inline-model={model}"]
     try:
         oz_text, oz_cpu, _ = _measure(plain, base + ".oz.o", timeout)
         ml_text, ml_cpu, err = _measure(ours, base + ".ml.o", timeout)
