@@ -73,7 +73,7 @@ def cmd_inliner(args):
                       rates=args.rates, hidden=args.hidden, seed=args.seed)
     summary = train(train_mods, val_mods, args.out, workers=args.workers,
                     address=args.address, config=cfg, build_dir=args.build_dir,
-                    progress=not args.quiet)
+                    progress=not args.quiet, cache_dir=args.cache)
     print(json.dumps(summary, indent=2))
 
 
@@ -160,6 +160,9 @@ def build_parser():
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--max-validation", type=int, default=None)
     q.add_argument("--validation-ir", nargs="*", default=None)
+    q.add_argument("--cache", default=None,
+                   help="folder caching -Oz rollouts and reversals of LLVM's decisions "
+                        "between runs (keyed by module content and clang version)")
     q.add_argument("--quiet", action="store_true")
     q.set_defaults(func=cmd_inliner)
 

@@ -34,6 +34,7 @@ curve is ``<out>/curve.png``; the selected policy is ``<out>/policy.json``
 and ``<out>/policy.onnx``.
 """
 
+import hashlib
 import json
 import logging
 import os
@@ -44,7 +45,7 @@ import numpy as np
 from .cluster import TaskFailed, WorkerPool
 from .policy import MODEL_FEATURES, InlinePolicy
 
-__all__ = ["TrainConfig", "train", "label_from_flip"]
+__all__ = ["TrainConfig", "train", "label_from_flip", "RolloutCache"]
 
 _log = logging.getLogger("mlbridge.train")
 _DEFAULT_COL = MODEL_FEATURES.index("inlining_default")
@@ -83,6 +84,7 @@ class _Module:
         self.key, self.ir, self.library = key, os.fspath(ir), library
         self.default_text = None
         self.X = None          # features on the default trajectory
+        self.default_flips = {}  # request index -> .text with only that decision reversed
         self._data = None
 
     def data(self):
@@ -91,9 +93,56 @@ class _Module:
                 self._data = f.read()
         return self._data
 
+    def digest(self):
+        return hashlib.sha256(self.data()).hexdigest()
+
     def task(self, policy=None, flip=None, record=False, timeout=900.0):
         return {"ir": self.data(), "key": self.key, "policy": policy, "flip": flip,
                 "record": record, "timeout": timeout}
+
+
+class RolloutCache:
+    """What compiling with LLVM's own decisions yields is a fact about the
+    module and the compiler alone: its ``-Oz`` size, its requests' features
+    and the size after reversing any single decision. Kept on disk (one
+    ``.npz`` per module, keyed by the IR's sha256 and the clang version) so
+    that a run on a grown corpus compiles only what is new."""
+
+    def __init__(self, path):
+        self.path = path
+        os.makedirs(path, exist_ok=True)
+        self.tag = _clang_version_tag()
+
+    def _file(self, m):
+        return os.path.join(self.path, f"{m.digest()[:32]}-{self.tag}.npz")
+
+    def load(self, m):
+        try:
+            with np.load(self._file(m)) as z:
+                m.default_text = int(z["text"])
+                m.X = z["X"]
+                m.default_flips = dict(zip(z["flip_index"].tolist(), z["flip_text"].tolist()))
+            return True
+        except (OSError, KeyError, ValueError):
+            return False
+
+    def save(self, m):
+        tmp = self._file(m) + ".tmp.npz"
+        idx = np.array(sorted(m.default_flips), dtype=np.int64)
+        np.savez(tmp, text=np.int64(m.default_text), X=m.X, flip_index=idx,
+                 flip_text=np.array([m.default_flips[i] for i in idx.tolist()], dtype=np.int64))
+        os.replace(tmp, self._file(m))
+
+
+def _clang_version_tag():
+    import subprocess
+    from .compile import CLANG
+    try:
+        out = subprocess.run([CLANG, "--version"], capture_output=True, text=True,
+                             timeout=30).stdout
+    except OSError:
+        out = CLANG
+    return hashlib.sha256(out.encode()).hexdigest()[:8]
 
 
 class _Run:
@@ -130,16 +179,19 @@ def _modules_of(corpus_modules, build_dir):
     return mods
 
 
-def _rollout_defaults(run, modules, what):
+def _rollout_defaults(run, modules, what, cache=None):
     """Default trajectory of every module: features and ``-Oz`` size."""
-    res = run.map([m.task(record=True) for m in modules], what)
-    keep = []
-    for m, r in zip(modules, res):
+    todo = [m for m in modules if cache is None or not cache.load(m)]
+    res = run.map([m.task(record=True) for m in todo], what)
+    failed = set()
+    for m, r in zip(todo, res):
         if isinstance(r, TaskFailed):
+            failed.add(m.key)
             continue
         m.default_text, m.X = r["text"], r["X"]
-        keep.append(m)
-    return keep
+        if cache is not None:
+            cache.save(m)
+    return [m for m in modules if m.key not in failed]
 
 
 def _deviates(policy, m):
@@ -162,8 +214,10 @@ def _evaluate(run, policy, modules, what):
     return sum(sizes.values()), len(todo), sizes
 
 
-def _explore(run, policy, modules, cfg, rng, iteration):
-    """Reverse single decisions and measure; returns (X rows, gains)."""
+def _explore(run, policy, modules, cfg, rng, iteration, cache=None):
+    """Reverse single decisions and measure; returns (X rows, gains).
+    Reversals of LLVM's own decisions (no policy yet) come from the cache
+    when it has them."""
     pdict = policy.to_dict() if policy is not None else None
     if policy is None:
         base = {m.key: (m.default_text, m.X) for m in modules}
@@ -188,18 +242,31 @@ def _explore(run, policy, modules, cfg, rng, iteration):
             rest = [i for i in rng.permutation(n) if i not in top][: k - len(top)]
             picks = top + rest
         else:
-            picks = list(rng.choice(n, size=k, replace=False))
+            picks = [int(i) for i in rng.choice(n, size=k, replace=False)]
         decisions = policy.decide(X) if policy is not None else X[:, _DEFAULT_COL]
         for i in picks:
+            meta.append((m, int(i), X[i], int(decisions[i]), int(X[i, _DEFAULT_COL]), text))
+            if policy is None and int(i) in m.default_flips:
+                continue  # known
             tasks.append(m.task(policy=pdict, flip=int(i)))
-            meta.append((X[i], int(decisions[i]), int(X[i, _DEFAULT_COL]), text))
-    res = run.map(tasks, f"it{iteration} explore")
-    rows, gains = [], []
-    for (x, a, d, text), r in zip(meta, res):
-        if isinstance(r, TaskFailed):
-            continue
+    res = iter(run.map(tasks, f"it{iteration} explore"))
+    rows, gains, touched = [], [], set()
+    for m, i, x, a, d, text in meta:
+        if policy is None and i in m.default_flips:
+            size = m.default_flips[i]
+        else:
+            r = next(res)
+            if isinstance(r, TaskFailed):
+                continue
+            size = r["text"]
+            if policy is None:
+                m.default_flips[i] = size
+                touched.add(m)
         rows.append(x)
-        gains.append(label_from_flip(a, d, r["text"] - text))
+        gains.append(label_from_flip(a, d, size - text))
+    if cache is not None:
+        for m in touched:
+            cache.save(m)
     return rows, gains
 
 
@@ -232,10 +299,11 @@ def _no_bar(total, desc):
 
 
 def train(train_modules, validation_modules, out_dir, *, workers=2, address=None,
-          config=None, build_dir=None, progress=True):
+          config=None, build_dir=None, progress=True, cache_dir=None):
     """Trains the inlining policy; returns the summary dict (also written
     to ``<out_dir>/summary.json``). ``*_modules`` are corpus modules
-    (:class:`mlbridge.corpus.Module`: ``name``, ``library``, ``ir()``)."""
+    (:class:`mlbridge.corpus.Module`: ``name``, ``library``, ``ir()``).
+    ``cache_dir``: a :class:`RolloutCache` folder shared between runs."""
     cfg = config or TrainConfig()
     os.makedirs(out_dir, exist_ok=True)
     if progress:
@@ -254,8 +322,9 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
     with WorkerPool(workers, address=address, task_timeout=cfg.task_timeout) as pool, \
             open(log_path, "w") as log:
         run = _Run(pool, out_dir, bar)
-        train_mods = _rollout_defaults(run, train_mods, "train: -Oz rollout")
-        val_mods = _rollout_defaults(run, val_mods, "validation: -Oz rollout")
+        cache = RolloutCache(cache_dir) if cache_dir else None
+        train_mods = _rollout_defaults(run, train_mods, "train: -Oz rollout", cache)
+        val_mods = _rollout_defaults(run, val_mods, "validation: -Oz rollout", cache)
         base_train = sum(m.default_text for m in train_mods)
         base_val = sum(m.default_text for m in val_mods)
         X_all, g_all = [], []
@@ -265,7 +334,9 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
         for it in range(1, cfg.iterations + 1):
             t_it = time.monotonic()
             c0 = run.compiles
-            rows, gains = _explore(run, policy, train_mods, cfg, rng, it)
+            rows, gains = _explore(run, policy, train_mods, cfg, rng, it, cache)
+            np.savez(os.path.join(out_dir, "labels.npz"), X=np.array(X_all + rows),
+                     gain=np.array(g_all + gains, dtype=np.float64))
             X_all += rows
             g_all += gains
             X = np.array(X_all)
