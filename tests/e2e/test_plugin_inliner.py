@@ -259,13 +259,16 @@ def test_always_and_never_change_the_ir_in_the_expected_direction(
 
 
 def _onnx_policy():
+    """The committed model in Python (ONNX Runtime), fed the inputs it
+    declares; ``needs_default`` if one of them is LLVM's default decision."""
     import onnxruntime as ort
-    from mlbridge.llvm_plugins import INLINER_FEATURES
     sess = ort.InferenceSession(str(INLINER_MODEL), providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
 
     def policy(f):
-        feeds = {n: np.array([[f[n]]], dtype=np.float32) for n in INLINER_FEATURES}
+        feeds = {n: np.asarray(f[n], dtype=np.float32).reshape(1, 1) for n in names}
         return int(sess.run(["inlining_decision"], feeds)[0].reshape(-1)[0])
+    policy.needs_default = "inlining_default" in names
     return policy
 
 
@@ -296,7 +299,8 @@ def test_in_process_model_decides_like_the_model_in_python(
             continue
         assert res.returncode == 0 and res.stdout == "", res.stderr
         assert "warning" not in res.stderr, res.stderr
-        python = serve(plugins, opt19, p["ir"], tmp_path / f"{name}.py.ll", policy)
+        python = serve(plugins, opt19, p["ir"], tmp_path / f"{name}.py.ll", policy,
+                       include_default=policy.needs_default)
         assert out.read_bytes() == (tmp_path / f"{name}.py.ll").read_bytes(), name
         assert run_ir(e2e, clang19, out, p["flags"], tmp_path) == reference_outputs[name]
         entry = json.loads(log.read_text().splitlines()[-1])
