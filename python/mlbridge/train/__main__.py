@@ -70,6 +70,7 @@ def cmd_inliner(args):
     if not train_mods or not val_mods:
         sys.exit("mlbridge.train: no training or validation modules")
     cfg = TrainConfig(iterations=args.iterations, flips_per_module=args.flips,
+                      later_flips=args.later_flips,
                       rates=args.rates, hidden=args.hidden, seed=args.seed)
     summary = train(train_mods, val_mods, args.out, workers=args.workers,
                     address=args.address, config=cfg, build_dir=args.build_dir,
@@ -153,7 +154,10 @@ def build_parser():
     q.add_argument("--out", required=True, help="output folder (log, curve, policy)")
     q.add_argument("--workers", type=int, default=2)
     q.add_argument("--iterations", type=int, default=3)
-    q.add_argument("--flips", type=int, default=6, help="reversed decisions per module and iteration")
+    q.add_argument("--flips", type=int, default=6,
+                   help="reversed decisions per module in the first iteration")
+    q.add_argument("--later-flips", type=int, default=None,
+                   help="per module in later iterations (default: flips // 3, at least 2)")
     q.add_argument("--rates", type=float, nargs="+", default=[0.002, 0.005, 0.01, 0.03],
                    help="validation candidates: the share of training requests reversed")
     q.add_argument("--hidden", type=int, default=16)

@@ -55,9 +55,12 @@ class TrainConfig:
     """Knobs of :func:`train` (all have defaults)."""
 
     def __init__(self, *, iterations=3, flips_per_module=6, rates=(0.002, 0.005, 0.01, 0.03),
-                 hidden=16, epochs=400, seed=0, task_timeout=900.0, weight_cap=256.0):
+                 later_flips=None, hidden=16, epochs=400, seed=0, task_timeout=900.0,
+                 weight_cap=256.0):
         self.iterations = int(iterations)
         self.flips_per_module = int(flips_per_module)
+        self.later_flips = int(later_flips if later_flips is not None
+                               else max(2, flips_per_module // 3))
         self.rates = tuple(float(r) for r in rates)
         self.hidden = int(hidden)
         self.epochs = int(epochs)
@@ -234,7 +237,9 @@ def _explore(run, policy, modules, cfg, rng, iteration, cache=None):
         n = len(X)
         if n == 0:
             continue
-        k = min(cfg.flips_per_module, n)
+        # Later iterations need fewer labels per module: they aim at the
+        # network's own candidates, and each costs a rollout of the policy.
+        k = min(cfg.flips_per_module if policy is None else cfg.later_flips, n)
         if policy is not None and k > 1:
             # Half where the network most wants to deviate, half at random.
             scores = policy.scores(X)
