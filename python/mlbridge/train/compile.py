@@ -18,7 +18,7 @@ that it can travel to a Ray worker on another machine:
 
 ``policy`` is :meth:`InlinePolicy.to_dict` (None: LLVM's default decision);
 ``flip`` inverts the policy's decision at that request index only (the
-exploration move of the trainer); ``record`` returns the features of every
+exploration move of the trainer), or at each index of a list; ``record`` returns the features of every
 request. The result dict has ``text`` (bytes), ``requests``, ``deviations``
 (decisions that differ from LLVM's default), ``seconds`` and, if recorded,
 ``X`` (feature matrix, columns ``MODEL_FEATURES``) and ``decisions``.
@@ -78,6 +78,7 @@ def execute(task, workdir):
     out = os.path.join(workdir.path, f"out-{os.getpid()}.o")
     policy = InlinePolicy.from_dict(task["policy"]) if task.get("policy") else None
     flip = task.get("flip")
+    flips = set(flip) if isinstance(flip, (list, tuple, set)) else {flip}
     record = bool(task.get("record"))
     rows, decisions = [], []
     state = {"index": 0, "deviations": 0}
@@ -88,7 +89,7 @@ def execute(task, workdir):
         default = int(obs["inlining_default"][0])
         x = feature_matrix([obs])
         a = int(policy.decide(x)[0]) if policy is not None else default
-        if i == flip:
+        if i in flips:
             a = 1 - a
         state["deviations"] += a != default
         if record:
