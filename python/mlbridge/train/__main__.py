@@ -74,7 +74,8 @@ def cmd_inliner(args):
                       rates=args.rates, hidden=args.hidden, seed=args.seed)
     summary = train(train_mods, val_mods, args.out, workers=args.workers,
                     address=args.address, config=cfg, build_dir=args.build_dir,
-                    progress=not args.quiet, cache_dir=args.cache)
+                    progress=not args.quiet, cache_dir=args.cache,
+                    labels_from=args.labels_from or ())
     print(json.dumps(summary, indent=2))
 
 
@@ -158,7 +159,7 @@ def build_parser():
                    help="reversed decisions per module in the first iteration")
     q.add_argument("--later-flips", type=int, default=None,
                    help="per module in later iterations (default: flips // 3, at least 2)")
-    q.add_argument("--rates", type=float, nargs="+", default=[0.002, 0.005, 0.01, 0.03],
+    q.add_argument("--rates", type=float, nargs="+", default=[0.0005, 0.001, 0.002, 0.005],
                    help="validation candidates: the share of training requests reversed")
     q.add_argument("--hidden", type=int, default=16)
     q.add_argument("--seed", type=int, default=0)
@@ -167,6 +168,8 @@ def build_parser():
     q.add_argument("--cache", default=None,
                    help="folder caching -Oz rollouts and reversals of LLVM's decisions "
                         "between runs (keyed by module content and clang version)")
+    q.add_argument("--labels-from", nargs="*", default=None,
+                   help="labels.npz of earlier runs to start from")
     q.add_argument("--quiet", action="store_true")
     q.set_defaults(func=cmd_inliner)
 

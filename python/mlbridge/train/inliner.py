@@ -13,9 +13,9 @@ The search-then-imitate loop, iterated (each step on Ray workers):
    larger), so from the second iteration on half the sample goes to the
    requests the current network most wants to reverse -- the mistakes it
    would make are the labels it needs.
-3. *Fit* the network on all labels so far (cost-weighted logistic
-   regression: a reversal that costs 600 bytes weighs more than one that
-   saves 3).
+3. *Fit* the network on all labels so far (logistic regression weighted
+   by ``sqrt(|gain|)``: a reversal that costs 600 bytes weighs more than
+   one that saves 3, without drowning the rare savings).
 4. *Select on validation*: the network shifted by a few thresholds (set so
    that it reverses a given share of the training requests, ``rates``:
    its scores are not calibrated probabilities), each compiled on the
@@ -54,9 +54,8 @@ _DEFAULT_COL = MODEL_FEATURES.index("inlining_default")
 class TrainConfig:
     """Knobs of :func:`train` (all have defaults)."""
 
-    def __init__(self, *, iterations=3, flips_per_module=6, rates=(0.002, 0.005, 0.01, 0.03),
-                 later_flips=None, hidden=16, epochs=400, seed=0, task_timeout=900.0,
-                 weight_cap=256.0):
+    def __init__(self, *, iterations=3, flips_per_module=6, rates=(0.0005, 0.001, 0.002, 0.005),
+                 later_flips=None, hidden=16, epochs=400, seed=0, task_timeout=900.0):
         self.iterations = int(iterations)
         self.flips_per_module = int(flips_per_module)
         self.later_flips = int(later_flips if later_flips is not None
@@ -66,7 +65,6 @@ class TrainConfig:
         self.epochs = int(epochs)
         self.seed = int(seed)
         self.task_timeout = float(task_timeout)
-        self.weight_cap = float(weight_cap)
 
     def as_dict(self):
         return dict(vars(self))
@@ -304,11 +302,13 @@ def _no_bar(total, desc):
 
 
 def train(train_modules, validation_modules, out_dir, *, workers=2, address=None,
-          config=None, build_dir=None, progress=True, cache_dir=None):
+          config=None, build_dir=None, progress=True, cache_dir=None, labels_from=()):
     """Trains the inlining policy; returns the summary dict (also written
     to ``<out_dir>/summary.json``). ``*_modules`` are corpus modules
     (:class:`mlbridge.corpus.Module`: ``name``, ``library``, ``ir()``).
-    ``cache_dir``: a :class:`RolloutCache` folder shared between runs."""
+    ``cache_dir``: a :class:`RolloutCache` folder shared between runs;
+    ``labels_from``: ``labels.npz`` files of earlier runs, added to the
+    labels before the first fit."""
     cfg = config or TrainConfig()
     os.makedirs(out_dir, exist_ok=True)
     if progress:
@@ -333,6 +333,10 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
         base_train = sum(m.default_text for m in train_mods)
         base_val = sum(m.default_text for m in val_mods)
         X_all, g_all = [], []
+        for path in labels_from:
+            with np.load(path) as z:
+                X_all += list(z["X"])
+                g_all += z["gain"].tolist()
         policy = None
         best = {"policy": InlinePolicy.never_deviate(), "total": base_val,
                 "iteration": 0, "threshold": None}
@@ -347,7 +351,9 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
             X = np.array(X_all)
             g = np.array(g_all, dtype=np.float64)
             y = (g < 0).astype(np.float64)
-            w = np.minimum(np.abs(g), cfg.weight_cap) + 1.0
+            # sqrt: costly mistakes weigh more, without drowning the rare,
+            # small savings (chosen by cross-validation on the labels).
+            w = np.sqrt(np.abs(g)) + 1.0
             net = InlinePolicy.fit(X, y, w, hidden=cfg.hidden, epochs=cfg.epochs,
                                    seed=cfg.seed + it)
             sweep = {}
@@ -397,7 +403,8 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
     chosen.save(os.path.join(out_dir, "policy.json"))
     chosen.to_onnx(os.path.join(out_dir, "policy.onnx"))
     summary = {
-        "config": cfg.as_dict(), "workers": workers_used, "workers_replaced": replaced,
+        "config": cfg.as_dict(), "labels_from": [os.fspath(p) for p in labels_from],
+        "workers": workers_used, "workers_replaced": replaced,
         "train_modules": len(train_mods), "validation_modules": len(val_mods),
         "train_libraries": sorted({m.library for m in train_mods}),
         "validation_libraries": sorted({m.library for m in val_mods}),
