@@ -133,6 +133,23 @@ def cmd_evaluate(args):
         print(f"error: {e['module']}: {e['error'][:300]}", file=sys.stderr)
 
 
+def cmd_oracle(args):
+    """Budgeted per-module search (evaluate.search_oracle) on a split."""
+    from .cluster import WorkerPool
+    from .evaluate import search_oracle
+    mods = [m for m in _corpus_modules(args.split, args) if m.library not in args.exclude]
+    with WorkerPool(args.workers, address=args.address) as pool:
+        rows = search_oracle(pool, mods, reversals=args.reversals)
+    oz = sum(r["oz_text"] for r in rows)
+    best = sum(r["oracle_text"] for r in rows)
+    print(f"{len(rows)} units: -Oz {oz:,} bytes, search oracle {best:,} bytes "
+          f"({100.0 * (best - oz) / oz:+.2f} %)")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"reversals": args.reversals, "rows": rows, "oz_text": oz,
+                       "oracle_text": best}, f, indent=1)
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog="python -m mlbridge.train", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -179,6 +196,17 @@ def build_parser():
     q.add_argument("--repeat", type=int, default=1)
     q.add_argument("--json", default=None, help="write the numbers here")
     q.set_defaults(func=cmd_throughput)
+    q = sub.add_parser("oracle", help="budgeted per-module search against the measured size")
+    q.add_argument("--split", default="heldout", choices=["train", "validation", "heldout"])
+    q.add_argument("--manifest", default=None)
+    q.add_argument("--libraries", nargs="*", default=None)
+    q.add_argument("--exclude", nargs="*", default=[], help="libraries to leave out")
+    q.add_argument("--reversals", type=int, default=6, help="single reversals tried per module")
+    q.add_argument("--workers", type=int, default=2)
+    q.add_argument("--address", default=None)
+    q.add_argument("--out", default=None)
+    q.set_defaults(func=cmd_oracle)
+
     q = sub.add_parser("evaluate", help="deployed plugin vs clang-19 -Oz, per library")
     q.add_argument("--split", default="heldout", choices=["train", "validation", "heldout"])
     q.add_argument("--manifest", default=None)
