@@ -129,7 +129,9 @@ class Compiler:
 class LLVMInliner(Compiler):
     name = "LLVM inliner plugin (opt-19)"
     model = INLINER_MODEL
-    features = INLINER_FEATURES
+    # The shipped model also reads LLVM's default decision; over pipes and
+    # gRPC the plugin sends it only when asked (MLBRIDGE_INLINE_INCLUDE_DEFAULT).
+    features = list(INLINER_FEATURES) + ["inlining_default"]
 
     def __init__(self, tmp: Path, n: int):
         self.info = find_plugins()
@@ -166,9 +168,11 @@ class LLVMInliner(Compiler):
             env["MLBRIDGE_INLINE_RUNNER"] = "compiled"
         elif runner == "grpc":
             env["MLBRIDGE_INLINE_SERVER"] = endpoint
+            env["MLBRIDGE_INLINE_INCLUDE_DEFAULT"] = "1"
         else:
             env["MLBRIDGE_INLINE_CHANNEL"] = endpoint
             env["MLBRIDGE_INLINE_FORMAT"] = runner.split("+")[1]
+            env["MLBRIDGE_INLINE_INCLUDE_DEFAULT"] = "1"
         cmd = [find_llvm_tool("opt-19"), f"-load-pass-plugin={self.info.inline_advisor}",
                "-passes=default<Oz>", str(self.ir), "-S", "-o", str(self.out)]
         return cmd, env

@@ -1,23 +1,15 @@
 #!/usr/bin/env python3
-"""Trains and exports the models the LLVM plugins ship with (models/plugins/).
+"""Trains and exports the phase-ordering model the LLVM plugin ships with
+(models/plugins/phase_order_policy.*). The inliner's model is trained by
+``python -m mlbridge.train inliner`` (docs/training.md).
 
-    .venv/bin/python models/plugins/train_models.py --build-dir build          # both
-    .venv/bin/python models/plugins/train_models.py --build-dir build inliner
-    .venv/bin/python models/plugins/train_models.py --build-dir build phase-order
+    .venv/bin/python models/plugins/train_models.py --build-dir build
 
 Needs the built plugins (target mlbridge-llvm-plugins), opt-19, clang-19,
 llvm-link-19, csmith, and Debian's python3-torch (seen by the project .venv).
 Everything runs through the plugins themselves -- the training loop the docs
 describe (docs/llvm-plugins.md), not a side channel:
 
-* inliner_policy.onnx -- behaviour cloning of LLVM's own inlining heuristic
-  (the MLGO recipe's warm start): the inline advisor plugin serves a Python
-  policy over pipes with -mlbridge-inline-include-default; every request's
-  38 features and LLVM's default decision are the training set (-Oz and -O2
-  pipelines, the corpus below). An MLP (standardized inputs -> 32 ReLU -> 2)
-  is exported with one float32 [1, 1] input per LLVM feature name and the
-  output ``inlining_decision`` (int64 [1], the argmax): the plugin feeds it
-  in-process (ONNX Runtime, or compiled to C++) exactly as LLVM's features.
 * phase_order_policy.onnx / .pt -- behaviour cloning of a one-step-
   lookahead oracle, all through PhaseOrderEnv (the phase-ordering plugin
   over pipes): at each state the oracle tries every pass sub-sequence and
@@ -49,8 +41,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "python"))
 
-from mlbridge.llvm_plugins import (INLINER_FEATURES, compile_to_ir, find_llvm_tool,  # noqa: E402
-                                   find_plugins, serve_inliner, tool_env)
+from mlbridge.llvm_plugins import (compile_to_ir, find_llvm_tool, find_plugins,  # noqa: E402
+                                   tool_env)
 
 CSMITH_SEEDS = range(1000, 1012)
 
@@ -76,78 +68,6 @@ def build_corpus(tmp: Path) -> list:
         out.append(compile_to_ir(src, tmp / f"csmith{seed}.ll", clang=clang,
                                  flags=["-w", "-I/usr/include/csmith"]))
     return out
-
-
-# ---- inliner -------------------------------------------------------------------
-
-
-def collect_inliner_data(info, corpus, opt):
-    xs, ys = [], []
-    for ll in corpus:
-        for passes in ("default<Oz>", "default<O2>"):
-            run = serve_inliner(
-                lambda base: [opt, f"-load-pass-plugin={info.inline_advisor}",
-                              f"-passes={passes}", f"-mlbridge-inline-channel={base}",
-                              "-mlbridge-inline-include-default", str(ll), "-o", os.devnull],
-                "default", env=tool_env(info))
-            if run.returncode != 0:
-                raise RuntimeError(f"opt failed on {ll}: {run.stderr[-1000:]}")
-            if len(run.decisions):
-                xs.append(run.features[:, :len(INLINER_FEATURES)])
-                ys.append(run.decisions)
-    return np.concatenate(xs).astype(np.float32), np.concatenate(ys).astype(np.int64)
-
-
-def train_inliner(info, corpus, opt, metrics):
-    import torch
-    from torch import nn
-
-    torch.manual_seed(0)
-    X, y = collect_inliner_data(info, corpus, opt)
-    mean = X.mean(axis=0)
-    std = np.maximum(X.std(axis=0), 1.0)
-    n = len(INLINER_FEATURES)
-
-    class InlinerNet(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.register_buffer("mean", torch.tensor(mean).reshape(1, n))
-            self.register_buffer("std", torch.tensor(std).reshape(1, n))
-            self.l1 = nn.Linear(n, 32)
-            self.l2 = nn.Linear(32, 2)
-
-        def logits(self, x):
-            return self.l2(torch.relu(self.l1((x - self.mean) / self.std)))
-
-        def forward(self, *features):  # one [1, 1] tensor per LLVM feature
-            return torch.argmax(self.logits(torch.cat(features, dim=1)), dim=1)
-
-    net = InlinerNet()
-    xt, yt = torch.tensor(X), torch.tensor(y)
-    pos = float(y.mean())
-    weight = torch.tensor([0.5 / max(1 - pos, 1e-3), 0.5 / max(pos, 1e-3)])
-    optim = torch.optim.Adam(net.parameters(), lr=1e-2)
-    loss_fn = nn.CrossEntropyLoss(weight=weight)
-    for _ in range(600):
-        optim.zero_grad()
-        loss = loss_fn(net.logits(xt), yt)
-        loss.backward()
-        optim.step()
-    with torch.no_grad():
-        acc = float((net.logits(xt).argmax(dim=1) == yt).float().mean())
-    net.eval()
-    path = HERE / "inliner_policy.onnx"
-    with torch.no_grad():
-        torch.onnx.export(net, tuple(torch.zeros(1, 1) for _ in range(n)), str(path),
-                          input_names=list(INLINER_FEATURES),
-                          output_names=["inlining_decision"], opset_version=13,
-                          do_constant_folding=True)
-    np.savez(HERE / "inliner_policy.npz",
-             **{k: v.detach().numpy() for k, v in net.state_dict().items()})
-    metrics.append(("inliner_policy", f"inliner: {len(y)} decisions ({int(y.sum())} inline) from "
-                   f"{len(corpus)} programs x (-Oz, -O2); train accuracy vs LLVM's "
-                   f"default decision {acc:.3f}"))
-    print(metrics[-1][1], flush=True)
 
 
 # ---- phase ordering ---------------------------------------------------------------
@@ -282,21 +202,13 @@ def train_phase_order(info, corpus, opt, tmp, metrics):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build-dir", default=None, help="CMake build directory")
-    ap.add_argument("what", nargs="*", help="inliner, phase-order (default: both)")
     args = ap.parse_args(argv)
-    args.what = args.what or ["inliner", "phase-order"]
-    for w in args.what:
-        if w not in ("inliner", "phase-order"):
-            ap.error(f"unknown model {w!r} (inliner, phase-order)")
     info = find_plugins(args.build_dir)
     opt = find_llvm_tool("opt-19")
     metrics = []
     with tempfile.TemporaryDirectory(prefix="mlbridge-train-") as tmp:
         corpus = build_corpus(Path(tmp))
-        if "inliner" in args.what:
-            train_inliner(info, corpus, opt, metrics)
-        if "phase-order" in args.what:
-            train_phase_order(info, corpus, opt, Path(tmp), metrics)
+        train_phase_order(info, corpus, opt, Path(tmp), metrics)
     for name, m in metrics:
         (HERE / f"{name}.metrics.txt").write_text(m + "\n")
 
