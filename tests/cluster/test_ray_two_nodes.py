@@ -36,7 +36,13 @@ def _free_port():
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     port = _free_port()
-    env = dict(os.environ, PYTHONPATH=str(REPO / "python"), RAY_USAGE_STATS_ENABLED="0")
+    # A raylet may need more than Ray's default 10 s to register on a busy
+    # 2-core machine.
+    # Both nodes and this driver must agree on authentication; a loopback
+    # test cluster runs without Ray's token authentication.
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"), RAY_USAGE_STATS_ENABLED="0",
+               RAY_raylet_start_wait_time_s="120")
     head = [RAY, "start", "--head", f"--port={port}", "--num-cpus=1",
             "--node-ip-address=127.0.0.1", "--include-dashboard=false", "--disable-usage-stats"]
     worker = [RAY, "start", f"--address=127.0.0.1:{port}", "--num-cpus=1",
