@@ -1,0 +1,184 @@
+"""End to end: both LLVM plugins (MLBridgeInlineAdvisor.so and
+MLBridgePhaseOrder.so) loaded into ONE opt-19 and ONE clang-19 process, each
+doing its job.
+
+Both plugins contain the gRPC component; its generated protobuf code lives
+in one shared library (libmlbridge_proto.so, src/grpc/CMakeLists.txt) so
+that mlbridge.proto is registered once per process. Before that, loading
+both aborted at start-up ("File already exists in database: mlbridge.proto").
+
+* opt-19, phase-ordering plugin loaded first: LLVM's inliner wrapper
+  (which asks the ML inline advisor's in-process model) runs before a
+  scripted episode driven by a Python agent (over gRPC when built, so the
+  protobuf code is in use): the advisor's log shows model decisions, the
+  episode ends as scripted, the program still prints its reference output.
+* opt-19, inline advisor loaded first, both with in-process models:
+  default<Oz> then an episode; both logs, the reference output.
+* clang-19 -fpass-plugin twice on a multi-file program (make-like, one
+  process per file): the inline advisor and the phase-ordering pass
+  (OptimizerLast) each log their work for every file, no warnings, and the
+  linked program prints its reference output.
+
+The in-process runner (compiled-in model or ONNX Runtime) is skipped only
+when plugins.json (written by the build) says it is not built.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+E2E = Path(__file__).resolve().parent
+REPO = E2E.parents[1]
+PROGRAMS = E2E / "programs" / "plugins"
+MODELS = REPO / "models" / "plugins"
+RUN_TIMEOUT = 60.0
+
+#: mem2reg-combine, inline, instcombine, STOP. (The "inline" action runs
+#: LLVM's InlinerPass on its own, which uses LLVM's default advisor: only the
+#: inliner wrapper asks a plugin advisor, hence the pipeline prefix below.)
+SCRIPTED_ACTIONS = (2, 3, 5, 15)
+
+
+@pytest.fixture(scope="module")
+def plugins(mlbridge_pkg):
+    from mlbridge.llvm_plugins import PluginNotFound, find_plugins
+    try:
+        return find_plugins()
+    except PluginNotFound as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+def in_process_runner(plugins, runner):
+    if not plugins.has_runner(runner):
+        pytest.skip(f"the build says the plugins have no '{runner}' runner "
+                    f"({plugins.source})")
+    return runner
+
+
+def reference_output(e2e, clang19, sources, tmp: Path) -> str:
+    exe = tmp / "reference.exe"
+    e2e.run_checked([clang19, "-O0", *map(str, sources), "-o", str(exe)])
+    return e2e.run_checked([str(exe)], timeout=RUN_TIMEOUT)
+
+
+def log_entries(path: Path):
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def inline_options(runner, log: Path):
+    opts = [f"-mlbridge-inline-runner={runner}", f"-mlbridge-inline-log={log}"]
+    if runner == "onnx":
+        opts.append(f"-mlbridge-inline-model={MODELS / 'inliner_policy.onnx'}")
+    return opts
+
+
+def check_inline_log(log: Path, runner: str):
+    entries = log_entries(log)
+    assert entries, "the inline advisor was never used"
+    assert all(e["runner"] == runner and e["fallbacks"] == 0 for e in entries), entries
+    assert sum(e["model_decisions"] for e in entries) > 0, entries
+
+
+@pytest.mark.parametrize("runner", ["compiled", "onnx"])
+def test_opt_ml_inliner_then_a_python_phase_ordering_agent(plugins, opt19, clang19, e2e,
+                                                        tmp_path, runner):
+    """MLBridgePhaseOrder.so loaded first (by PhaseOrderEnv), then the inline
+    advisor, asked by the inliner wrapper that runs before the episode."""
+    from mlbridge.llvm_plugins import PhaseOrderEnv, compile_to_ir
+    in_process_runner(plugins, runner)
+    src = PROGRAMS / "interp.c"
+    ll = compile_to_ir(src, tmp_path / "interp.ll", clang=clang19)
+    inline_log = tmp_path / "inline.log"
+    extra = [f"-load-pass-plugin={plugins.inline_advisor}", *inline_options(runner, inline_log)]
+    transport = "grpc" if plugins.has_runner("grpc") else "pipe"
+    with PhaseOrderEnv([ll], max_steps=len(SCRIPTED_ACTIONS), plugins=plugins, opt=opt19,
+                       transport=transport, extra_args=extra, timeout=RUN_TIMEOUT,
+                       pipeline_prefix="inliner-wrapper", workdir=tmp_path / "episode") as env:
+        env.reset(options={"program": 0})
+        for action in SCRIPTED_ACTIONS:
+            _, _, terminated, truncated, info = env.step(action)
+            if terminated or truncated:
+                break
+        assert terminated, "the scripted episode ends with STOP"
+        assert env.actions == list(SCRIPTED_ACTIONS)
+        assert "warning" not in env.stderr, env.stderr
+        exe = tmp_path / "interp.exe"
+        e2e.run_checked([clang19, "-O0", info["output"], "-o", str(exe)])
+        assert e2e.run_checked([str(exe)], timeout=RUN_TIMEOUT) == \
+            reference_output(e2e, clang19, [src], tmp_path)
+    check_inline_log(inline_log, runner)
+
+
+@pytest.mark.parametrize("runner", ["compiled", "onnx"])
+def test_opt_inliner_loaded_first_both_in_process(plugins, opt19, clang19, e2e, tmp_path,
+                                                  runner):
+    """The other load order, both plugins with in-process models:
+    default<Oz> (the advisor decides) then the phase-ordering episode."""
+    from mlbridge.llvm_plugins import compile_to_ir, tool_env
+    in_process_runner(plugins, runner)
+    src = PROGRAMS / "bitops.c"
+    ll = compile_to_ir(src, tmp_path / "bitops.ll", clang=clang19)
+    inline_log, po_log, out = tmp_path / "inline.log", tmp_path / "po.log", tmp_path / "out.ll"
+    cmd = [opt19, f"-load-pass-plugin={plugins.inline_advisor}",
+           f"-load-pass-plugin={plugins.phase_order}", *inline_options(runner, inline_log),
+           f"-mlbridge-po-runner={runner}", f"-mlbridge-po-log={po_log}",
+           "-passes=default<Oz>,mlbridge-phase-order", str(ll), "-S", "-o", str(out)]
+    if runner == "onnx":
+        cmd.insert(3, f"-mlbridge-po-model={MODELS / 'phase_order_policy.onnx'}")
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                         env=tool_env(plugins), stdin=subprocess.DEVNULL)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "" and "warning" not in res.stderr, res.stderr
+    check_inline_log(inline_log, runner)
+    (episode,) = log_entries(po_log)
+    assert episode["runner"] == runner and episode["error"] == "" and episode["actions"]
+    exe = tmp_path / "bitops.exe"
+    e2e.run_checked([clang19, "-O0", str(out), "-o", str(exe)])
+    assert e2e.run_checked([str(exe)], timeout=RUN_TIMEOUT) == \
+        reference_output(e2e, clang19, [src], tmp_path)
+
+
+@pytest.mark.parametrize("runner", ["compiled", "onnx"])
+def test_clang_runs_both_plugins_in_one_process(plugins, clang19, e2e, tmp_path, runner):
+    from mlbridge.llvm_plugins import tool_env
+    in_process_runner(plugins, runner)
+    sources = sorted((PROGRAMS / "minicalc").glob("*.c"))
+    inline_log, po_log = tmp_path / "inline.log", tmp_path / "po.log"
+    env = tool_env(plugins, {
+        **os.environ,
+        "MLBRIDGE_INLINE_RUNNER": runner, "MLBRIDGE_INLINE_LOG": str(inline_log),
+        "MLBRIDGE_PO_ENABLE": "1", "MLBRIDGE_PO_RUNNER": runner,
+        "MLBRIDGE_PO_LOG": str(po_log)})
+    if runner == "onnx":
+        env["MLBRIDGE_INLINE_MODEL"] = str(MODELS / "inliner_policy.onnx")
+        env["MLBRIDGE_PO_MODEL"] = str(MODELS / "phase_order_policy.onnx")
+    objects = []
+    for src in sources:
+        obj = tmp_path / (src.stem + ".o")
+        res = subprocess.run([clang19, "-Oz", f"-fpass-plugin={plugins.inline_advisor}",
+                              f"-fpass-plugin={plugins.phase_order}", "-c", str(src),
+                              "-o", str(obj)],
+                             capture_output=True, text=True, timeout=RUN_TIMEOUT, env=env,
+                             stdin=subprocess.DEVNULL)
+        assert res.returncode == 0, res.stderr
+        assert res.stdout == "" and "warning" not in res.stderr, res.stderr
+        objects.append(obj)
+    exe = tmp_path / "minicalc.exe"
+    e2e.run_checked([clang19, *map(str, objects), "-o", str(exe)])
+    assert e2e.run_checked([str(exe)], timeout=RUN_TIMEOUT) == \
+        reference_output(e2e, clang19, sources, tmp_path)
+
+    po = log_entries(po_log)
+    # One phase-ordering episode per file; the advisor is created at least
+    # once per file and decides with the model.
+    assert sorted(Path(e["module"]).name for e in po) == sorted(s.name for s in sources)
+    assert all(e["runner"] == runner and e["error"] == "" and e["fallback_steps"] == 0
+               and e["actions"] for e in po), po
+    assert {Path(e["module"]).name for e in log_entries(inline_log)} == \
+        {s.name for s in sources}
+    check_inline_log(inline_log, runner)
