@@ -6,6 +6,8 @@
   the environment variable ``MLBRIDGE_BUILD_DIR`` (default: ``<repo>/build``).
 * LLVM 19 tools are required: a missing ``opt-19``/``clang-19`` is a test
   *failure* with a message saying what to install, never a skip.
+* Optional components (tests/build_components.py): a test is skipped only
+  when the build says the component is off.
 
 Every subprocess started here is bounded by a timeout and killed when the
 test ends, whatever the outcome, so a wedged compiler never hangs the run.
@@ -28,8 +30,9 @@ REPO_ROOT = E2E_DIR.parents[1]
 PYTHON_DIR = REPO_ROOT / "python"
 PROGRAMS_DIR = E2E_DIR / "programs"
 
-if str(PYTHON_DIR) not in sys.path:
-    sys.path.insert(0, str(PYTHON_DIR))
+for _path in (PYTHON_DIR, E2E_DIR.parent):  # the package; build_components.py
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 #: Upper bound for one compiler / tool invocation, in seconds.
 SUBPROCESS_TIMEOUT = 30.0
@@ -200,6 +203,19 @@ def procs() -> Iterator[ProcessGuard]:
         yield guard
     finally:
         guard.close()
+
+
+@pytest.fixture(scope="module")
+def plugins(mlbridge_pkg):
+    """The built LLVM plugins (plugins.json); skipped only when the build
+    says the plugins are off."""
+    from build_components import require_component
+    require_component("llvm_plugins")
+    from mlbridge.llvm_plugins import PluginNotFound, find_plugins
+    try:
+        return find_plugins()
+    except PluginNotFound as exc:
+        pytest.fail(str(exc), pytrace=False)
 
 
 @pytest.fixture(scope="session")

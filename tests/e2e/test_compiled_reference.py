@@ -23,6 +23,10 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+from build_components import require_component
+
+require_component("compiled_model")
+
 SAMPLES = 1000
 TOLERANCE = 1e-5
 
@@ -41,8 +45,8 @@ def build_dir() -> Path:
 def harness() -> Path:
     path = build_dir() / "tests" / "cpp" / "compiled" / "mlbridge-compiled-harness"
     assert path.is_file(), (
-        f"{path} is missing: build the project first (it is built with the "
-        "tests when Protobuf is installed; scripts/install-deps.sh)")
+        f"{path} is missing: build the project first (cmake --build "
+        f"{build_dir()})")
     return path
 
 

@@ -50,15 +50,6 @@ LLVM_FLAG_BASE = "-inliner-interactive-channel-base"
 
 
 @pytest.fixture(scope="module")
-def plugins(mlbridge_pkg):
-    from mlbridge.llvm_plugins import PluginNotFound, find_plugins
-    try:
-        return find_plugins()
-    except PluginNotFound as exc:
-        pytest.fail(str(exc), pytrace=False)
-
-
-@pytest.fixture(scope="module")
 def llvm_link(e2e):
     return e2e.require_llvm_tool("llvm-link-19")
 

@@ -39,15 +39,6 @@ RUN_TIMEOUT = 60.0
 
 
 @pytest.fixture(scope="module")
-def plugins(mlbridge_pkg):
-    from mlbridge.llvm_plugins import PluginNotFound, find_plugins
-    try:
-        return find_plugins()
-    except PluginNotFound as exc:
-        pytest.fail(str(exc), pytrace=False)
-
-
-@pytest.fixture(scope="module")
 def corpus(tmp_path_factory, clang19, mlbridge_pkg, e2e) -> Dict[str, Dict]:
     from mlbridge.llvm_plugins import compile_to_ir
     from mlbridge.llvm_plugins.corpus import csmith_include_dir, csmith_ir, linked_ir

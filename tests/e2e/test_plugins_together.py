@@ -19,8 +19,8 @@ both aborted at start-up ("File already exists in database: mlbridge.proto").
   (OptimizerLast) each log their work for every file, no warnings, and the
   linked program prints its reference output.
 
-The in-process runner (compiled-in model or ONNX Runtime) is skipped only
-when plugins.json (written by the build) says it is not built.
+A test of an in-process runner (compiled-in model or ONNX Runtime) is
+skipped only when the build says that component is off.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
+from build_components import require_component
 
 E2E = Path(__file__).resolve().parent
 REPO = E2E.parents[1]
@@ -44,19 +46,15 @@ RUN_TIMEOUT = 60.0
 SCRIPTED_ACTIONS = (2, 3, 5, 15)
 
 
-@pytest.fixture(scope="module")
-def plugins(mlbridge_pkg):
-    from mlbridge.llvm_plugins import PluginNotFound, find_plugins
-    try:
-        return find_plugins()
-    except PluginNotFound as exc:
-        pytest.fail(str(exc), pytrace=False)
+#: The build component each in-process runner of the plugins comes from.
+RUNNER_COMPONENT = {"compiled": "compiled_model", "onnx": "onnx"}
 
 
 def in_process_runner(plugins, runner):
-    if not plugins.has_runner(runner):
-        pytest.skip(f"the build says the plugins have no '{runner}' runner "
-                    f"({plugins.source})")
+    """Skipped only when the build says the runner's component is off."""
+    require_component(RUNNER_COMPONENT[runner])
+    assert plugins.has_runner(runner), \
+        f"the build has {RUNNER_COMPONENT[runner]} but {plugins.source} says the plugins lack it"
     return runner
 
 

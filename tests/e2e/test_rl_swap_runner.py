@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from build_components import require_component
+
 SOURCE = Path(os.environ.get("MLBRIDGE_SOURCE_DIR", Path(__file__).resolve().parents[2]))
 BUILD = Path(os.environ.get("MLBRIDGE_BUILD_DIR", SOURCE / "build"))
 EXAMPLE = BUILD / "examples" / "rl" / "mlbridge-rl-example"
@@ -21,13 +23,7 @@ AGENT = SOURCE / "examples" / "rl" / "python_agent.py"
 PROGRAMS = 12
 
 
-def onnx_runner_built():
-    cache = BUILD / "CMakeCache.txt"
-    return not (cache.is_file() and "MLBRIDGE_ENABLE_ONNX:BOOL=OFF" in cache.read_text())
-
-
-pytestmark = pytest.mark.skipif(not onnx_runner_built(),
-                                reason="built with MLBRIDGE_ENABLE_ONNX=OFF: no ONNX agents")
+require_component("onnx")  # the in-process ONNX agents
 
 
 def episodes(stdout):

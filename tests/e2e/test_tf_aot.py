@@ -7,8 +7,8 @@ SavedModel's signature in TensorFlow itself, run by the TensorFlow
 virtualenv's Python (.venv-tf); the outputs must agree to 1e-5.
 
 The build writes <build>/tf_aot/config.json when MLBRIDGE_ENABLE_TF_AOT is
-ON; without it (TF-AOT off) there is nothing to compare and the module is
-skipped.
+ON. The module is skipped only when the build says TF-AOT is off
+(mlbridge-components.json); when it is on, a missing config.json fails.
 """
 
 from __future__ import annotations
@@ -23,12 +23,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-BUILD_DIR = Path(os.environ.get("MLBRIDGE_BUILD_DIR",
-                                Path(__file__).resolve().parents[2] / "build"))
+from build_components import build_dir, require_component
+
+require_component("tf_aot")
+BUILD_DIR = build_dir()
 CONFIG = BUILD_DIR / "tf_aot" / "config.json"
 if not CONFIG.exists():
-    pytest.skip(f"built without MLBRIDGE_ENABLE_TF_AOT ({CONFIG} missing)",
-                allow_module_level=True)
+    pytest.fail(f"the build says TF-AOT is on, but {CONFIG} is missing: build the "
+                f"project (cmake --build {BUILD_DIR})", pytrace=False)
 CFG = json.loads(CONFIG.read_text())
 CASES = 25
 SEED = int(os.environ.get("MLBRIDGE_TF_TEST_SEED", time.time_ns() % 2**31))

@@ -25,6 +25,7 @@ import torch  # noqa: E402  Debian's python3-torch, through the .venv
 import onnxruntime  # noqa: E402
 
 import nets  # noqa: E402
+from build_components import require_component  # noqa: E402
 
 TOL = 1e-5
 DTYPES = {"float": np.float32, "double": np.float64, "int32_t": np.int32,
@@ -32,14 +33,10 @@ DTYPES = {"float": np.float32, "double": np.float64, "int32_t": np.int32,
 NAMES = {np.dtype(v): k for k, v in DTYPES.items()}
 
 
-def onnx_runner_built():
-    """False only for a build configured with -DMLBRIDGE_ENABLE_ONNX=OFF."""
-    cache = BUILD / "CMakeCache.txt"
-    return not (cache.is_file() and "MLBRIDGE_ENABLE_ONNX:BOOL=OFF" in cache.read_text())
-
-
-needs_cpp_runner = pytest.mark.skipif(
-    not onnx_runner_built(), reason="built with MLBRIDGE_ENABLE_ONNX=OFF: no C++ ONNX runner")
+@pytest.fixture
+def cpp_runner():
+    """The C++ ONNX runner's tests: skipped only when the build says it is off."""
+    require_component("onnx")
 
 
 # ---- the text format of models/reference.txt ---------------------------------
@@ -160,9 +157,8 @@ def test_committed_models_weights_and_references_belong_together():
     assert checked >= 40
 
 
-@needs_cpp_runner
 @pytest.mark.parametrize("name", sorted(MODEL_SPECS))
-def test_cpp_runner_matches_pytorch_and_onnxruntime(name):
+def test_cpp_runner_matches_pytorch_and_onnxruntime(name, cpp_runner):
     rng = np.random.default_rng(zlib.crc32(name.encode()))
     cases = random_cases(name, rng)
     got = cpp_run(name, cases)
@@ -176,8 +172,7 @@ def test_cpp_runner_matches_pytorch_and_onnxruntime(name):
             assert_close(cpp[out], ref_ort[out], f"{name}/{out}: C++ runner vs onnxruntime")
 
 
-@needs_cpp_runner
-def test_cpp_runner_reports_a_corrupt_model(tmp_path):
+def test_cpp_runner_reports_a_corrupt_model(tmp_path, cpp_runner):
     bad = tmp_path / "bad.onnx"
     bad.write_bytes((MODELS / "mlp_300_64_15.onnx").read_bytes()[:5000])
     res = subprocess.run([str(EVAL), str(bad)], input="", capture_output=True,

@@ -2,6 +2,7 @@
 program (mlbridge-grpc-e2e-compiler), read its JSON lines, run a Python
 model in a separate process (so a test can kill it), find free ports.
 Every process has a bounded lifetime (the tests' ``procs`` guard kills it).
+Importing it skips the test module only when the build says gRPC is off.
 """
 
 import json
@@ -14,6 +15,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from build_components import require_component
+
+# Every test module using these helpers needs the C++ gRPC component.
+require_component("grpc")
 
 SOURCE = Path(os.environ.get("MLBRIDGE_SOURCE_DIR", Path(__file__).resolve().parents[3]))
 BUILD = Path(os.environ.get("MLBRIDGE_BUILD_DIR", SOURCE / "build"))

@@ -1,0 +1,74 @@
+# Which optional components this build has, recorded for the tests.
+#
+# Included at the end of the top-level CMakeLists.txt, when every component
+# has decided whether it is built. Writes <build>/mlbridge-components.json:
+#   {"built": {"grpc": true, "onnx": true, ...},
+#    "not_applicable": {"llvm_plugins": "<why this configuration never has it>"},
+#    "sanitize": "<MLBRIDGE_SANITIZE>"}
+# The tests read it (tests/build_components.py): a test of a component is
+# skipped only when this file says the component is off; when it says ON,
+# anything of the component that is missing is a failure.
+#
+# MLBRIDGE_REQUIRE_ALL_COMPONENTS=ON (what scripts/test.sh configures) makes
+# a component that switched itself off (a dependency not found) a
+# configuration error, so the test command never passes with a component
+# silently missing. Components a configuration never has by design (the
+# LLVM plugins in a ThreadSanitizer build) are listed as not applicable.
+option(MLBRIDGE_REQUIRE_ALL_COMPONENTS
+       "Fail the configuration when an optional component is not built" OFF)
+
+set(_mlb_component_targets
+    grpc mlbridge_grpc
+    onnx mlbridge_onnx
+    tf_aot mlbridge_tf
+    compiled_model mlbridge-model-compiler
+    llvm_plugins MLBridgeInlineAdvisor)
+
+set(_mlb_not_applicable "")
+if(MLBRIDGE_SANITIZE MATCHES "thread")
+  set(_mlb_na_llvm_plugins "not built with ThreadSanitizer (integrations/llvm/CMakeLists.txt)")
+elseif(MLBRIDGE_SANITIZE MATCHES "undefined" AND NOT TARGET MLBridgeInlineAdvisor
+       AND LLVM_FOUND AND NOT LLVM_ENABLE_RTTI)
+  set(_mlb_na_llvm_plugins "UBSan needs RTTI in the plugins; this LLVM has none")
+endif()
+
+set(_mlb_built_json "")
+set(_mlb_na_json "")
+set(_mlb_missing "")
+list(LENGTH _mlb_component_targets _n)
+math(EXPR _last "${_n} - 1")
+foreach(_i RANGE 0 ${_last} 2)
+  math(EXPR _j "${_i} + 1")
+  list(GET _mlb_component_targets ${_i} _name)
+  list(GET _mlb_component_targets ${_j} _target)
+  if(TARGET ${_target})
+    set(_on true)
+  else()
+    set(_on false)
+    if(DEFINED _mlb_na_${_name})
+      string(APPEND _mlb_na_json "${_mlb_na_sep}\"${_name}\": \"${_mlb_na_${_name}}\"")
+      set(_mlb_na_sep ", ")
+    else()
+      list(APPEND _mlb_missing ${_name})
+    endif()
+  endif()
+  string(APPEND _mlb_built_json "${_mlb_built_sep}\"${_name}\": ${_on}")
+  set(_mlb_built_sep ", ")
+endforeach()
+
+file(WRITE ${CMAKE_BINARY_DIR}/mlbridge-components.json
+"{\"built\": {${_mlb_built_json}},
+ \"not_applicable\": {${_mlb_na_json}},
+ \"sanitize\": \"${MLBRIDGE_SANITIZE}\"}
+")
+if(_mlb_missing)
+  string(REPLACE ";" ", " _mlb_missing_text "${_mlb_missing}")
+  if(MLBRIDGE_REQUIRE_ALL_COMPONENTS)
+    message(FATAL_ERROR
+      "MLBRIDGE_REQUIRE_ALL_COMPONENTS is ON but these components are not built: "
+      "${_mlb_missing_text}. The messages above say which dependency is missing; "
+      "scripts/install-deps.sh installs them all.")
+  endif()
+  message(STATUS "MLBridge: components not built: ${_mlb_missing_text} "
+                 "(their tests are skipped; mlbridge-components.json)")
+endif()
