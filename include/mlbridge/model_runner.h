@@ -75,6 +75,8 @@ public:
   const TensorSpec &featureSpec(size_t I) const { return Features[I].spec(); }
   /// Index of the feature called Name, if declared.
   std::optional<size_t> featureIndex(std::string_view Name) const;
+  /// Feature I's current value (spec and bytes), e.g. for a TrainingLogWriter.
+  const TensorValue &feature(size_t I) const { return Features[I]; }
 
   /// LLVM-style in-place access: the buffer of feature I, typed. nullptr if
   /// I is out of range or T is not the feature's dtype.

@@ -23,6 +23,7 @@ from .pipe import PipeCompilerInterface
 from .reader import BufferReader, FdReader
 from .shm import ShmCompilerInterface
 from .tensor_spec import DYNAMIC, TensorSpec
+from .training_log import TrainingLog, read_training_log
 
 __version__ = "0.1.0"
 
@@ -38,6 +39,8 @@ __all__ = [
     "SessionState",
     "FdReader",
     "BufferReader",
+    "TrainingLog",
+    "read_training_log",
     "MLBridgeError",
     "ProtocolError",
     "MessageTooLarge",

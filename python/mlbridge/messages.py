@@ -30,7 +30,7 @@ class Header:
     session id (protocol §5.1), 0 when it offered none (LLVM never does)."""
 
     feature_specs: Tuple[TensorSpec, ...]
-    advice_spec: TensorSpec
+    advice_spec: Optional[TensorSpec]  # None only in a training log without one
     score_spec: Optional[TensorSpec] = None
     continues: bool = False
     session: int = 0
@@ -58,19 +58,22 @@ class SessionState:
     limits (protocol §4). ``in_message`` is True while a decoder has
     consumed part of a message; a timeout then leaves the stream unusable.
     ``session`` (0: none) and ``requests`` (replies sent) frame the replies
-    of a session that asked for it (protocol §5.1).
+    of a session that asked for it (protocol §5.1). ``advice_optional``:
+    accept headers without "advice" (training logs, where LLVM omits it; a
+    compiler session always has one).
     """
 
     __slots__ = ("feature_specs", "advice_spec", "score_spec", "context",
                  "max_message_bytes", "max_header_bytes", "max_features", "in_message",
-                 "cache", "session", "requests")
+                 "cache", "session", "requests", "advice_optional")
 
     def __init__(self, max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
                  max_header_bytes=DEFAULT_MAX_HEADER_BYTES,
-                 max_features=DEFAULT_MAX_FEATURES):
+                 max_features=DEFAULT_MAX_FEATURES, advice_optional=False):
         self.max_message_bytes = int(max_message_bytes)
         self.max_header_bytes = int(max_header_bytes)
         self.max_features = int(max_features)
+        self.advice_optional = bool(advice_optional)
         self.reset()
 
     def reset(self):

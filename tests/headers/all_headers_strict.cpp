@@ -13,6 +13,7 @@
 #include "mlbridge/status.h"
 #include "mlbridge/tensor_spec.h"
 #include "mlbridge/tensor_value.h"
+#include "mlbridge/training_log.h"
 
 #include <cstddef>
 #include <string>
@@ -36,4 +37,13 @@ int64_t useEverything(mlbridge::ModelRunner &R) {
   (void)B;
   (void)S;
   return R.evaluateOr<int64_t>(-1);
+}
+
+mlbridge::Status logEverything(mlbridge::TrainingLogWriter &Log,
+                               const mlbridge::ModelRunner &R) {
+  (void)Log.switchContext("f");
+  (void)Log.logRunner(R);
+  (void)Log.logScore(1.5f);
+  (void)Log.logScore(int64_t{2});
+  return Log.close();
 }

@@ -119,7 +119,7 @@ def parse_header(obj, state):
     if len(features) > state.max_features:
         raise MessageTooLarge(f"header: {len(features)} feature specs exceed the "
                               f"feature-count limit of {state.max_features}")
-    if "advice" not in obj:
+    if "advice" not in obj and not state.advice_optional:
         raise ProtocolError('header: missing "advice" tensor spec')
     limit = state.max_message_bytes
     specs = []
@@ -141,8 +141,8 @@ def parse_header(obj, state):
     if total > limit:
         raise MessageTooLarge(f"header: observations of {total} bytes exceed the "
                               f"{limit}-byte message limit")
-    advice = TensorSpec.from_json(obj["advice"])
-    if not advice.is_dynamic and advice.nbytes > limit:
+    advice = TensorSpec.from_json(obj["advice"]) if "advice" in obj else None
+    if advice is not None and not advice.is_dynamic and advice.nbytes > limit:
         raise MessageTooLarge(f"header: advice {advice.describe()} needs {advice.nbytes} "
                               f"bytes, above the {limit}-byte message limit")
     score = None
