@@ -40,8 +40,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))
 
-from mlbridge.llvm_plugins import INLINER_FEATURES, find_llvm_tool, find_plugins, tool_env  # noqa: E402
-from mlbridge.llvm_plugins.corpus import csmith_include_dir, csmith_program  # noqa: E402
+from mlbridge.llvm.plugins import INLINER_FEATURES, find_llvm_tool, find_plugins, tool_env  # noqa: E402
+from mlbridge.llvm.plugins.corpus import csmith_include_dir, csmith_program  # noqa: E402
 
 MODEL = REPO / "models" / "plugins" / "inliner_policy.onnx"
 

@@ -211,7 +211,7 @@ def plugins(mlbridge_pkg):
     says the plugins are off."""
     from build_components import require_component
     require_component("llvm_plugins")
-    from mlbridge.llvm_plugins import PluginNotFound, find_plugins
+    from mlbridge.llvm.plugins import PluginNotFound, find_plugins
     try:
         return find_plugins()
     except PluginNotFound as exc:

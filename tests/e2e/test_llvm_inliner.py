@@ -58,22 +58,6 @@ WAIT_TIMEOUT = 5.0
 REPLAY_TOOL = "mlbridge-bitstream-replay"
 EX_IOERR = 74  # how LLVM tools exit on SIGPIPE
 
-#: LLVM 19's inliner features, in header order (llvm/Analysis/InlineModelFeatureMaps.h).
-LLVM19_INLINER_FEATURES = [
-    "sroa_savings", "sroa_losses", "load_elimination", "call_penalty",
-    "call_argument_setup", "load_relative_intrinsic", "lowered_call_arg_setup",
-    "indirect_call_penalty", "jump_table_penalty", "case_cluster_penalty",
-    "switch_default_dest_penalty", "switch_penalty",
-    "unsimplified_common_instructions", "num_loops", "dead_blocks",
-    "simplified_instructions", "constant_args", "constant_offset_ptr_args",
-    "callsite_cost", "cold_cc_penalty", "last_call_to_static_bonus",
-    "is_multiple_blocks", "nested_inlines", "nested_inline_cost_estimate",
-    "threshold", "callee_basic_block_count", "callsite_height", "node_count",
-    "nr_ctant_params", "cost_estimate", "edge_count", "caller_users",
-    "caller_conditionally_executed_blocks", "caller_basic_block_count",
-    "callee_conditionally_executed_blocks", "callee_users",
-    "is_callee_avail_external", "is_caller_avail_external",
-]
 BUGGY_DEFAULT_INDEX = 25  # where LLVM 17-20 put the default decision
 
 #: Programs whose default (-Oz) heuristic declines at least one call site, so
@@ -383,7 +367,8 @@ def test_header_context_and_observation_layout(mlbridge_pkg, opt19, program_ir,
     sessions = parse_capture(run.capture)
     assert len(sessions) == 1
     s = sessions[0]
-    names = LLVM19_INLINER_FEATURES + ["inlining_default"]
+    from mlbridge.llvm.advisors import INLINE_FEATURES
+    names = list(INLINE_FEATURES) + ["inlining_default"]
     spec = '{"name":"%s","type":"int64_t","port":0,"shape":[1]}'
     expected_header = ('{"features":[' + ",".join(spec % n for n in names) +
                        '],"advice":' + spec % "inlining_decision" + "}\n").encode()

@@ -57,8 +57,8 @@ def llvm_link(e2e):
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory, clang19, llvm_link, mlbridge_pkg) -> Dict[str, Dict[str, Path]]:
     """name -> {"ir": module for opt, "sources": C files, "flags": clang flags}."""
-    from mlbridge.llvm_plugins import compile_to_ir
-    from mlbridge.llvm_plugins.corpus import csmith_include_dir, csmith_ir, linked_ir
+    from mlbridge.llvm.plugins import compile_to_ir
+    from mlbridge.llvm.plugins.corpus import csmith_include_dir, csmith_ir, linked_ir
     if shutil.which("csmith") is None:
         pytest.fail("csmith not found: run scripts/install-deps.sh "
                     "(scripts/deps/plugins.apt installs csmith)", pytrace=False)
@@ -92,7 +92,7 @@ def reference_outputs(corpus, clang19, tmp_path_factory, e2e) -> Dict[str, str]:
 
 
 def run_tool(cmd, plugins, timeout=RUN_TIMEOUT, env=None):
-    from mlbridge.llvm_plugins import tool_env
+    from mlbridge.llvm.plugins import tool_env
     res = subprocess.run(list(map(str, cmd)), capture_output=True, text=True,
                          timeout=timeout, env=tool_env(plugins, env), stdin=subprocess.DEVNULL)
     return res
@@ -108,7 +108,7 @@ def serve(plugins, opt19, ll, out, policy, *, passes="default<Oz>", plugin=True,
           include_default=False, extra=(), transport="pipe"):
     """Runs opt-19 (with the plugin, or stock interactive mode) against a
     Python policy; returns the InlinerRun."""
-    from mlbridge.llvm_plugins import serve_inliner, tool_env
+    from mlbridge.llvm.plugins import serve_inliner, tool_env
 
     def cmd(endpoint):
         c = [opt19]
@@ -169,7 +169,7 @@ def test_plugin_links_no_llvm_library_and_exports_only_its_entry(plugins):
 def test_features_equal_llvm_interactive_mode(plugins, opt19, corpus, tmp_path, policy):
     """Same call sites, same 38 features (names, order, dtypes, values), same
     IR as stock opt-19 -enable-ml-inliner=release in interactive mode."""
-    from mlbridge.llvm_plugins import INLINER_FEATURES
+    from mlbridge.llvm.plugins import INLINER_FEATURES
     include_default = policy == "default"
     llvm_policy = policy
     if policy == "default":
@@ -405,7 +405,7 @@ def test_model_that_dies_mid_compile_falls_back(plugins, opt19, corpus, tmp_path
     """The Python model answers a few requests, then goes away: one warning,
     LLVM's default decisions for the rest, a successful compile."""
     import mlbridge
-    from mlbridge.llvm_plugins import tool_env
+    from mlbridge.llvm.plugins import tool_env
     p = corpus["csmith4"]
     out = tmp_path / "out.ll"
     with mlbridge.PipeCompilerInterface(timeout=30) as iface:

@@ -40,8 +40,8 @@ RUN_TIMEOUT = 60.0
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory, clang19, mlbridge_pkg, e2e) -> Dict[str, Dict]:
-    from mlbridge.llvm_plugins import compile_to_ir
-    from mlbridge.llvm_plugins.corpus import csmith_include_dir, csmith_ir, linked_ir
+    from mlbridge.llvm.plugins import compile_to_ir
+    from mlbridge.llvm.plugins.corpus import csmith_include_dir, csmith_ir, linked_ir
     e2e.require_llvm_tool("llvm-link-19")
     if shutil.which("csmith") is None:
         pytest.fail("csmith not found: run scripts/install-deps.sh "
@@ -78,12 +78,12 @@ def reference_outputs(corpus, clang19, tmp_path_factory, e2e) -> Dict[str, str]:
 def agent(mlbridge_pkg):
     assert POLICY_PT.is_file() and POLICY_ONNX.is_file(), \
         "models/plugins/phase_order_policy.{pt,onnx} missing (models/plugins/train_models.py)"
-    from mlbridge.llvm_plugins import TorchAgent
+    from mlbridge.llvm.plugins import TorchAgent
     return TorchAgent.load(POLICY_PT)
 
 
 def run_tool(cmd, plugins, timeout=RUN_TIMEOUT, env=None):
-    from mlbridge.llvm_plugins import tool_env
+    from mlbridge.llvm.plugins import tool_env
     return subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=timeout,
                           env=tool_env(plugins, env), stdin=subprocess.DEVNULL)
 
@@ -121,7 +121,7 @@ def python_episode(env, agent, program: int):
 
 
 def test_plugin_description_matches_the_python_package(plugins, opt19, tmp_path):
-    from mlbridge.llvm_plugins import ACTIONS, OBSERVATION_NAMES, STOP_ACTION
+    from mlbridge.llvm.plugins import ACTIONS, OBSERVATION_NAMES, STOP_ACTION
     empty = tmp_path / "empty.ll"
     empty.write_text("")
     desc = tmp_path / "describe.json"
@@ -141,7 +141,7 @@ def test_every_action_runs_and_programs_stay_correct(plugins, opt19, clang19, co
     """A scripted Python agent applies all 15 pass sub-sequences, in order
     and then in reverse; the IR stays valid (opt verifies it) and the
     programs print the reference output."""
-    from mlbridge.llvm_plugins import PhaseOrderEnv
+    from mlbridge.llvm.plugins import PhaseOrderEnv
     names = list(corpus)
     orders = {"forward": list(range(15)), "reverse": list(range(14, -1, -1))}
     with PhaseOrderEnv([corpus[n]["ir"] for n in names], max_steps=15, plugins=plugins,
@@ -167,7 +167,7 @@ def test_every_action_runs_and_programs_stay_correct(plugins, opt19, clang19, co
 
 def test_python_agent_and_in_process_agents_take_identical_actions(
         plugins, opt19, clang19, corpus, reference_outputs, agent, tmp_path, e2e):
-    from mlbridge.llvm_plugins import STOP_ACTION, PhaseOrderEnv
+    from mlbridge.llvm.plugins import STOP_ACTION, PhaseOrderEnv
     names = list(corpus)
     distinct = set()
     with PhaseOrderEnv([corpus[n]["ir"] for n in names], max_steps=10, plugins=plugins,
@@ -203,7 +203,7 @@ def test_python_agent_and_in_process_agents_take_identical_actions(
 def test_grpc_agent_takes_the_same_actions(plugins, opt19, corpus, agent, tmp_path):
     """The Python agent over gRPC (mlbridge.grpc) when the plugin has the
     gRPC runner; otherwise asking for it is a clear diagnostic."""
-    from mlbridge.llvm_plugins import PhaseOrderEnv
+    from mlbridge.llvm.plugins import PhaseOrderEnv
     p = corpus["minicalc"]
     if not plugins.has_runner("grpc"):
         res = run_tool([opt19, f"-load-pass-plugin={plugins.phase_order}",
@@ -226,7 +226,7 @@ def test_grpc_agent_takes_the_same_actions(plugins, opt19, corpus, agent, tmp_pa
 def test_phase_order_env_passes_gymnasium_env_checker(plugins, opt19, corpus, tmp_path):
     import gymnasium
     from gymnasium.utils.env_checker import check_env
-    from mlbridge.llvm_plugins.phase_order import ENV_ID
+    from mlbridge.llvm.plugins.phase_order import ENV_ID
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         env = gymnasium.make(ENV_ID, programs=[corpus["interp"]["ir"], corpus["csmith7"]["ir"]],
@@ -240,8 +240,8 @@ def test_phase_order_env_passes_gymnasium_env_checker(plugins, opt19, corpus, tm
 
 
 def test_episode_semantics_stop_budget_and_rewards(plugins, opt19, corpus, tmp_path, e2e):
-    from mlbridge.llvm_plugins import NUM_OBSERVATIONS, OBSERVATION_NAMES, STOP_ACTION
-    from mlbridge.llvm_plugins import PhaseOrderEnv
+    from mlbridge.llvm.plugins import NUM_OBSERVATIONS, OBSERVATION_NAMES, STOP_ACTION
+    from mlbridge.llvm.plugins import PhaseOrderEnv
     p = corpus["minicalc"]
     with PhaseOrderEnv([p["ir"]], max_steps=3, plugins=plugins, opt=opt19,
                        workdir=tmp_path, render_mode="ansi") as env:
@@ -304,7 +304,7 @@ def test_agent_that_misbehaves_mid_episode(plugins, opt19, clang19, corpus, refe
     """An illegal action, then an agent that disappears: warnings, the
     actions applied so far are kept, the compile succeeds."""
     import mlbridge
-    from mlbridge.llvm_plugins import tool_env
+    from mlbridge.llvm.plugins import tool_env
     p = corpus["interp"]
     for case in ("illegal", "dies"):
         out = tmp_path / f"{case}.ll"

@@ -87,7 +87,7 @@ def test_opt_ml_inliner_then_a_python_phase_ordering_agent(plugins, opt19, clang
                                                         tmp_path, runner):
     """MLBridgePhaseOrder.so loaded first (by PhaseOrderEnv), then the inline
     advisor, asked by the inliner wrapper that runs before the episode."""
-    from mlbridge.llvm_plugins import PhaseOrderEnv, compile_to_ir
+    from mlbridge.llvm.plugins import PhaseOrderEnv, compile_to_ir
     in_process_runner(plugins, runner)
     src = PROGRAMS / "interp.c"
     ll = compile_to_ir(src, tmp_path / "interp.ll", clang=clang19)
@@ -117,7 +117,7 @@ def test_opt_inliner_loaded_first_both_in_process(plugins, opt19, clang19, e2e, 
                                                   runner):
     """The other load order, both plugins with in-process models:
     default<Oz> (the advisor decides) then the phase-ordering episode."""
-    from mlbridge.llvm_plugins import compile_to_ir, tool_env
+    from mlbridge.llvm.plugins import compile_to_ir, tool_env
     in_process_runner(plugins, runner)
     src = PROGRAMS / "bitops.c"
     ll = compile_to_ir(src, tmp_path / "bitops.ll", clang=clang19)
@@ -143,7 +143,7 @@ def test_opt_inliner_loaded_first_both_in_process(plugins, opt19, clang19, e2e, 
 
 @pytest.mark.parametrize("runner", ["compiled", "onnx"])
 def test_clang_runs_both_plugins_in_one_process(plugins, clang19, e2e, tmp_path, runner):
-    from mlbridge.llvm_plugins import tool_env
+    from mlbridge.llvm.plugins import tool_env
     in_process_runner(plugins, runner)
     sources = sorted((PROGRAMS / "minicalc").glob("*.c"))
     inline_log, po_log = tmp_path / "inline.log", tmp_path / "po.log"

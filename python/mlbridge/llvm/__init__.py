@@ -19,6 +19,12 @@ with a policy::
 Command line: ``python -m mlbridge.llvm inline --policy always -- opt-19 ...``.
 Guide: docs/llvm.md. The gymnasium environment is
 :class:`mlbridge.llvm.env.InliningEnv` (imported on first use).
+
+The project's own LLVM pass plugins have their Python side in
+:mod:`mlbridge.llvm.plugins` (docs/llvm-plugins.md); it shares this
+package's policies (:mod:`~mlbridge.llvm.policies`), its feature table
+(:data:`~mlbridge.llvm.advisors.INLINE_FEATURES`) and its process
+supervisor (:mod:`~mlbridge.llvm.process`).
 """
 
 from .advisors import (ADVISORS, EVICT, INLINE, PRIORITY, Advisor, InvalidAdvice, Layout,

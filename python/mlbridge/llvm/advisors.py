@@ -26,7 +26,29 @@ from ..errors import MLBridgeError, ProtocolError
 from ..observation import Observation
 
 __all__ = ["Advisor", "ADVISORS", "INLINE", "EVICT", "PRIORITY", "InvalidAdvice",
-           "Layout", "layout_of", "eviction_mask", "legal_columns"]
+           "Layout", "layout_of", "eviction_mask", "legal_columns", "INLINE_FEATURES"]
+
+#: LLVM 19's ML inliner features, in the order LLVM sends them
+#: (llvm/Analysis/InlineModelFeatureMaps.h): the inline-cost features, then
+#: the call-site and module features. All int64_t [1]. With include-default
+#: a 39th, ``inlining_default``, follows. The one table of these names: the
+#: synthetic requests, the inline advisor plugin's Python side and the tests
+#: use it.
+INLINE_FEATURES = (
+    "sroa_savings", "sroa_losses", "load_elimination", "call_penalty",
+    "call_argument_setup", "load_relative_intrinsic", "lowered_call_arg_setup",
+    "indirect_call_penalty", "jump_table_penalty", "case_cluster_penalty",
+    "switch_default_dest_penalty", "switch_penalty",
+    "unsimplified_common_instructions", "num_loops", "dead_blocks",
+    "simplified_instructions", "constant_args", "constant_offset_ptr_args",
+    "callsite_cost", "cold_cc_penalty", "last_call_to_static_bonus",
+    "is_multiple_blocks", "nested_inlines", "nested_inline_cost_estimate",
+    "threshold", "callee_basic_block_count", "callsite_height", "node_count",
+    "nr_ctant_params", "cost_estimate", "edge_count", "caller_users",
+    "caller_conditionally_executed_blocks", "caller_basic_block_count",
+    "callee_conditionally_executed_blocks", "callee_users",
+    "is_callee_avail_external", "is_caller_avail_external",
+)
 
 
 class InvalidAdvice(MLBridgeError, ValueError):

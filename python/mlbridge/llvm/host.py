@@ -24,16 +24,15 @@ Rules the host keeps:
 import itertools
 import logging
 import os
-import signal
 import struct
 import subprocess
-import sys
 import threading
 import time
 
 from ..errors import MLBridgeError, PeerClosed, TimeoutError
 from ..pipe import PipeCompilerInterface
 from . import policies as _policies
+from . import process
 from .advisors import ADVISORS, INLINE, InvalidAdvice, Layout
 from .tools import elf_text_size, llvm_major_version, output_path, tool_kind
 from .trace import Tracer
@@ -413,10 +412,9 @@ class Compilation:
             self._t0 = time.monotonic()
             self.deadline = self._t0 + self.timeout
             pipe = subprocess.PIPE if self.capture_output else None
-            self.proc = subprocess.Popen(
+            self.proc = process.start(
                 self.command, stdin=subprocess.DEVNULL if self.stdin is None else self.stdin,
-                stdout=pipe, stderr=pipe, cwd=self.cwd, env=self.env,
-                start_new_session=True, preexec_fn=_die_with_parent())
+                stdout=pipe, stderr=pipe, cwd=self.cwd, env=self.env)
         except BaseException:
             self.close()
             raise
@@ -445,7 +443,7 @@ class Compilation:
             if proc is None or proc.poll() is not None:
                 return
             self._killed = True
-            _kill(proc)
+            process.kill(proc)
 
     def kill(self, reason="stopped by the host"):
         self._stop(reason)
@@ -548,7 +546,7 @@ class Compilation:
                 self._killed = True
                 if self._stop_reason is None:
                     self._stop_reason = "closed by the host"
-            _kill(proc)
+            process.kill(proc)
         if proc is not None:
             try:
                 proc.wait(timeout=10)
@@ -583,37 +581,6 @@ def _drain(stream, sink):
         try:
             stream.close()
         except OSError:
-            pass
-
-
-def _die_with_parent():
-    """A preexec_fn making the compiler die (SIGKILL) with the thread that
-    started it: if the host process itself is killed, LLVM would otherwise
-    spin forever on the closed B.in (Linux only; None elsewhere)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-    sigkill = int(signal.SIGKILL)
-
-    def child():  # runs between fork and exec: no locks, no allocation-heavy work
-        prctl(1, sigkill, 0, 0, 0)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the host died before prctl took effect
-            os._exit(1)
-    return child
-
-
-def _kill(proc):
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        try:
-            proc.kill()
-        except ProcessLookupError:
             pass
 
 

@@ -75,6 +75,11 @@ class _InlineDefault(Policy):
     _q = struct.Struct("<q")
 
     def __call__(self, obs):
+        if obs.raw is None:  # a decoded observation (JSON, gRPC): by name
+            if "inlining_default" not in obs:
+                raise LookupError("the 'default' inlining policy needs the "
+                                  "inlining_default feature: run with include_default=True")
+            return 1 if int(np.asarray(obs["inlining_default"]).reshape(-1)[0]) else 0
         lay = layout_of(obs)
         off = lay.offsets.get("inlining_default")
         if off is None:

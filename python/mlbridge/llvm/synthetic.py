@@ -16,27 +16,12 @@ from ..observation import Observation
 from ..reader import BufferReader
 from ..serdes import bitstream
 from ..tensor_spec import TensorSpec
+from .advisors import INLINE_FEATURES
 
 __all__ = ["INLINE_FEATURES", "EVICT_FEATURES", "INLINE_ADVICE", "EVICT_ADVICE",
            "PRIORITY_ADVICE", "inline_specs", "evict_specs", "priority_specs",
            "observations", "observation", "mask_row", "evict_observation"]
 
-#: LLVM 19's inliner features, in header order.
-INLINE_FEATURES = [
-    "sroa_savings", "sroa_losses", "load_elimination", "call_penalty",
-    "call_argument_setup", "load_relative_intrinsic", "lowered_call_arg_setup",
-    "indirect_call_penalty", "jump_table_penalty", "case_cluster_penalty",
-    "switch_default_dest_penalty", "switch_penalty",
-    "unsimplified_common_instructions", "num_loops", "dead_blocks",
-    "simplified_instructions", "constant_args", "constant_offset_ptr_args",
-    "callsite_cost", "cold_cc_penalty", "last_call_to_static_bonus",
-    "is_multiple_blocks", "nested_inlines", "nested_inline_cost_estimate",
-    "threshold", "callee_basic_block_count", "callsite_height", "node_count",
-    "nr_ctant_params", "cost_estimate", "edge_count", "caller_users",
-    "caller_conditionally_executed_blocks", "caller_basic_block_count",
-    "callee_conditionally_executed_blocks", "callee_users",
-    "is_callee_avail_external", "is_caller_avail_external",
-]
 
 INLINE_ADVICE = TensorSpec("inlining_decision", "int64_t", (1,))
 EVICT_ADVICE = TensorSpec("index_to_evict", "int64_t", (1,))
@@ -44,7 +29,7 @@ PRIORITY_ADVICE = TensorSpec("priority", "float", (1,))
 
 
 def inline_specs(include_default=False):
-    names = INLINE_FEATURES + (["inlining_default"] if include_default else [])
+    names = INLINE_FEATURES + (("inlining_default",) if include_default else ())
     return tuple(TensorSpec(n, "int64_t", (1,)) for n in names)
 
 

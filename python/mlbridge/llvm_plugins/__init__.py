@@ -1,59 +1,16 @@
-"""mlbridge.llvm_plugins: the Python side of the LLVM 19 pass plugins.
+"""Deprecated name of :mod:`mlbridge.llvm.plugins` (kept so existing code
+runs; it warns once). ``mlbridge.llvm_plugins.X`` is the same object as
+``mlbridge.llvm.plugins.X``, submodules included."""
 
-Two plugins are built from ``integrations/llvm`` (docs/llvm-plugins.md):
+import warnings
 
-* ``MLBridgeInlineAdvisor.so`` -- an ML inline advisor that sends exactly the
-  features of LLVM's own ML inliner (:data:`INLINER_FEATURES`) and asks a
-  model (in-process ONNX / compiled, or this package over pipes or gRPC);
-* ``MLBridgePhaseOrder.so`` -- the ``mlbridge-phase-order`` module pass, a
-  phase-ordering RL environment (:data:`OBSERVATION_NAMES`, :data:`ACTIONS`).
+from ..llvm import plugins as _plugins
+from ..llvm.plugins import *  # noqa: F401,F403
+from ..llvm.plugins import __all__  # noqa: F401
 
-This package finds the built plugins (:func:`find_plugins`), runs
-``opt-19``/``clang-19`` with them (:func:`tool_env` adds what a sanitizer
-build needs), serves the inliner from a Python policy
-(:func:`serve_inliner`) and wraps the phase-ordering pass as a
-``gymnasium.Env`` (:class:`PhaseOrderEnv`, imported lazily: gymnasium is only
-needed for it).
-"""
-
-from ._plugins import (ACTIONS, INLINER_FEATURES, NUM_ACTIONS, NUM_OBSERVATIONS,
-                       OBSERVATION_NAMES, STOP_ACTION, PluginInfo, PluginNotFound,
-                       compile_to_ir, find_llvm_tool, find_plugins, tool_env)
-from .inliner import InlinerRun, serve_inliner
-
-__all__ = [
-    "ACTIONS",
-    "INLINER_FEATURES",
-    "NUM_ACTIONS",
-    "NUM_OBSERVATIONS",
-    "OBSERVATION_NAMES",
-    "STOP_ACTION",
-    "PluginInfo",
-    "PluginNotFound",
-    "compile_to_ir",
-    "find_llvm_tool",
-    "find_plugins",
-    "tool_env",
-    "InlinerRun",
-    "serve_inliner",
-    "PhaseOrderEnv",
-    "PolicyNet",
-    "TorchAgent",
-]
-
-_LAZY = {
-    "PhaseOrderEnv": ".phase_order",
-    "PolicyNet": ".policy",
-    "TorchAgent": ".policy",
-}
+warnings.warn("mlbridge.llvm_plugins is deprecated; use mlbridge.llvm.plugins",
+              DeprecationWarning, stacklevel=2)
 
 
-def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+def __getattr__(name):  # the lazily imported names (PhaseOrderEnv, ...)
+    return getattr(_plugins, name)

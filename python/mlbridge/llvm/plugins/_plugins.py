@@ -10,28 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from ..errors import MLBridgeError
+from ...errors import MLBridgeError
+from ..advisors import INLINE_FEATURES
 
 #: LLVM 19's ML inliner features, in the order LLVM (and the inline advisor
-#: plugin) sends them: the inline-cost features, then the call-site and
-#: module features (llvm/Analysis/InlineModelFeatureMaps.h). All int64 [1].
-#: With -mlbridge-inline-include-default a 39th, ``inlining_default``,
-#: follows. The advice is ``inlining_decision`` (int64 [1], 0 or 1).
-INLINER_FEATURES = (
-    "sroa_savings", "sroa_losses", "load_elimination", "call_penalty",
-    "call_argument_setup", "load_relative_intrinsic", "lowered_call_arg_setup",
-    "indirect_call_penalty", "jump_table_penalty", "case_cluster_penalty",
-    "switch_default_dest_penalty", "switch_penalty",
-    "unsimplified_common_instructions", "num_loops", "dead_blocks",
-    "simplified_instructions", "constant_args", "constant_offset_ptr_args",
-    "callsite_cost", "cold_cc_penalty", "last_call_to_static_bonus",
-    "is_multiple_blocks", "nested_inlines", "nested_inline_cost_estimate",
-    "threshold", "callee_basic_block_count", "callsite_height", "node_count",
-    "nr_ctant_params", "cost_estimate", "edge_count", "caller_users",
-    "caller_conditionally_executed_blocks", "caller_basic_block_count",
-    "callee_conditionally_executed_blocks", "callee_users",
-    "is_callee_avail_external", "is_caller_avail_external",
-)
+#: plugin) sends them: :data:`mlbridge.llvm.advisors.INLINE_FEATURES`. With
+#: -mlbridge-inline-include-default a 39th, ``inlining_default``, follows.
+#: The advice is ``inlining_decision`` (int64 [1], 0 or 1).
+INLINER_FEATURES = INLINE_FEATURES
 
 #: The phase-ordering observation ``observation`` (float32 [1, 25]): raw
 #: counts over the module's defined functions. ``code_size`` is the reward's
@@ -173,7 +159,9 @@ def compile_to_ir(source, output, *, clang: Optional[str] = None,
                   flags: Sequence[str] = (), timeout: float = 60.0) -> Path:
     """C source -> LLVM IR that optimizations (and the inliner) still apply to:
     ``clang-19 -O2 -Xclang -disable-llvm-passes -emit-llvm -S`` (``-O0`` would
-    mark every function optnone/noinline)."""
+    mark every function optnone/noinline). For code-size experiments pass
+    ``flags=["-Oz"]`` (a later -O wins): -O2 IR lacks the optsize/minsize
+    attributes of real ``clang-19 -Oz`` (docs/llvm.md, "Pitfalls")."""
     clang = clang or find_llvm_tool("clang-19")
     cmd = [clang, "-O2", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-S",
            *flags, str(source), "-o", str(output)]

@@ -1,0 +1,82 @@
+"""The phase-ordering policy network (PyTorch) and an agent around it.
+
+The same network is the Python agent while training (over pipes or gRPC,
+through :class:`~mlbridge.llvm.plugins.PhaseOrderEnv`) and, exported to ONNX
+(:meth:`PolicyNet.export_onnx`), the in-process agent of the plugin
+(``-mlbridge-po-model=policy.onnx``) or, compiled to C++, the plugin's
+built-in agent (``-mlbridge-po-runner=compiled``).
+
+Only operators the compiled-model generator supports are used (Div, Gemm,
+Tanh), so one export serves both deployments. The network scales the raw
+counts of the observation by fixed constants (:data:`OBSERVATION_SCALE`),
+then an MLP gives one score per action; the agent takes the argmax (the
+plugin's rl::Agent does the same with ActionRule::Auto).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from ._plugins import NUM_ACTIONS, NUM_OBSERVATIONS, OBSERVATION_NAMES
+
+#: Typical magnitude of each observation entry for small C programs, used
+#: to bring the inputs near 1 (order as OBSERVATION_NAMES).
+OBSERVATION_SCALE = {
+    "functions": 10, "basic_blocks": 100, "instructions": 1000, "loads": 200,
+    "stores": 200, "allocas": 50, "phis": 50, "geps": 100, "casts": 100,
+    "int_arith": 100, "fp_arith": 50, "compares": 100, "selects": 20,
+    "calls": 50, "intrinsics": 50, "cond_branches": 50, "uncond_branches": 100,
+    "switches": 10, "returns": 10, "cfg_edges": 200, "loops": 10,
+    "max_loop_depth": 3, "global_variables": 20, "code_size": 1000, "step": 10,
+}
+assert tuple(OBSERVATION_SCALE) == OBSERVATION_NAMES
+
+
+class PolicyNet(nn.Module):
+    """observation float32 [1, 25] -> scores float32 [1, 16]."""
+
+    def __init__(self, hidden: int = 32):
+        super().__init__()
+        scale = torch.tensor([float(OBSERVATION_SCALE[n]) for n in OBSERVATION_NAMES],
+                             dtype=torch.float32).reshape(1, NUM_OBSERVATIONS)
+        self.register_buffer("scale", scale)
+        self.hidden = nn.Linear(NUM_OBSERVATIONS, hidden)
+        self.out = nn.Linear(hidden, NUM_ACTIONS)
+
+    def forward(self, observation: torch.Tensor) -> torch.Tensor:
+        x = observation / self.scale
+        return self.out(torch.tanh(self.hidden(x)))
+
+    @torch.no_grad()
+    def act(self, observation) -> int:
+        """The greedy action for one observation (numpy or tensor)."""
+        x = torch.as_tensor(np.asarray(observation, dtype=np.float32)).reshape(1, NUM_OBSERVATIONS)
+        return int(torch.argmax(self.forward(x), dim=1)[0])
+
+    def export_onnx(self, path, opset: int = 13) -> None:
+        """Writes the ONNX model the plugin loads: input ``observation``
+        float32 [1, 25], output ``scores`` float32 [1, 16]."""
+        self.eval()
+        with torch.no_grad():
+            torch.onnx.export(self, torch.zeros(1, NUM_OBSERVATIONS), str(path),
+                              input_names=["observation"], output_names=["scores"],
+                              opset_version=opset, do_constant_folding=True)
+
+
+class TorchAgent:
+    """A greedy agent for PhaseOrderEnv: ``action = agent(observation)``."""
+
+    def __init__(self, net: PolicyNet):
+        self.net = net.eval()
+
+    @classmethod
+    def load(cls, path) -> "TorchAgent":
+        """From a state dict saved with ``torch.save(net.state_dict(), path)``."""
+        net = PolicyNet()
+        net.load_state_dict(torch.load(str(path), map_location="cpu"))
+        return cls(net)
+
+    def __call__(self, observation) -> int:
+        return self.net.act(observation)
