@@ -4,9 +4,19 @@
 #   include/onnxruntime_c_api.h ...   lib/libonnxruntime.so.1.29.0 (+ .so.1, .so)
 #   LICENSE, ThirdPartyNotices.txt, VERSION_NUMBER, SOURCE
 # Source: the npm package com.github.asus4.onnxruntime@0.4.9 (MIT, a
-# repackaged official release; DESIGN.md §5), checked against its pinned
-# sha512 before anything is extracted. Idempotent: does nothing when the
-# stamp file matches. Point CMake at another release with -DONNXRUNTIME_ROOT.
+# repackaged official release), checked against its pinned sha512 before
+# anything is extracted. Its library and ThirdPartyNotices.txt are then
+# checked byte for byte against Microsoft's own package: the sha256 below
+# are those of ai/onnxruntime/native/linux-x64/libonnxruntime.so and
+# ThirdPartyNotices.txt in Maven Central's com.microsoft.onnxruntime:
+# onnxruntime:1.29.0 jar. Why not Microsoft's packages directly: the jar has
+# no C headers; npm's onnxruntime-node@1.29.0 (Microsoft) ships a different,
+# CUDA/TensorRT-capable 44 MB build of the library and no headers or
+# licence file; the Android AAR that carries the headers
+# (com.microsoft.onnxruntime:onnxruntime-android) is not on the reachable
+# Maven Central mirror. docs/deployment.md says how to use an official
+# release instead (-DONNXRUNTIME_ROOT). Idempotent: does nothing when the
+# stamp file matches.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -14,6 +24,9 @@ ORT_VERSION=1.29.0
 NPM_PACKAGE=com.github.asus4.onnxruntime
 NPM_VERSION=0.4.9
 NPM_SHA512=064cf176e499f4891e0cfe90f25cf64c553689eee1492bd2ed921fccca28131a2ad02373267bae19a509ec8b288c182a3b8a2e0f58d76a1f0e63225b08ddbd16
+# Microsoft's files (Maven Central, com.microsoft.onnxruntime:onnxruntime:1.29.0).
+MS_LIB_SHA256=5715f06d8992ca8eeeddcce43df3a7d38f97d537052126f558e912cb312460ca
+MS_NOTICES_SHA256=4c5b864d8974c94b37461f38163facef79a1bb5dea461667ee9e5be6a8e73f83
 DEST=.deps/onnxruntime-$ORT_VERSION
 STAMP=$DEST/.installed
 
@@ -53,6 +66,14 @@ tar -xzf "$work/$tarball" -C "$work" \
   package/Plugins/Linux/x64/libonnxruntime.so \
   package/Plugins/Linux/x64/libonnxruntime_providers_shared.so \
   package/Plugins/Android/onnxruntime.aar
+for check in "$MS_LIB_SHA256 $work/package/Plugins/Linux/x64/libonnxruntime.so" \
+             "$MS_NOTICES_SHA256 $work/package/ThirdPartyNotices.txt"; do
+  if ! sha256sum --quiet -c <<<"${check/ /  }" >/dev/null 2>&1; then
+    echo "onnxruntime.sh: ${check#* } is not Microsoft's file (sha256 differs from" \
+         "com.microsoft.onnxruntime:onnxruntime:$ORT_VERSION)" >&2
+    exit 1
+  fi
+done
 stage=$work/stage
 mkdir -p "$stage/include" "$stage/lib"
 # The official C/C++ headers are in the Android archive (identical for all
@@ -71,7 +92,10 @@ echo "$ORT_VERSION" > "$stage/VERSION_NUMBER"
 cat > "$stage/SOURCE" <<SRC
 ONNX Runtime $ORT_VERSION (Linux x86_64, CPU), from the npm package
 $NPM_PACKAGE@$NPM_VERSION (sha512 $NPM_SHA512),
-installed by scripts/deps/onnxruntime.sh. Licence: LICENSE (MIT) and ThirdPartyNotices.txt.
+installed by scripts/deps/onnxruntime.sh. The library and ThirdPartyNotices.txt
+are byte-identical to those of Microsoft's com.microsoft.onnxruntime:onnxruntime:$ORT_VERSION
+(sha256 $MS_LIB_SHA256 and $MS_NOTICES_SHA256).
+Licence: LICENSE (MIT) and ThirdPartyNotices.txt.
 SRC
 echo "$NPM_SHA512" > "$stage/.installed"
 
