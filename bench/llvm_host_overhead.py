@@ -8,7 +8,7 @@ registers), measured three ways on the same IR:
   served  the same, with mlbridge.llvm.run(..., evict="noevict")
   naive   the same, served by a straightforward pure-Python host (buffered
           file objects, json per line, one numpy array per tensor) -- the
-          kind of host the ~70-80 us/request figure of DESIGN.md refers to
+          kind of host measured at ~70-80 us per request on this machine
 
 Reported per mode (median and best of --repeat interleaved runs): wall
 time, compiler CPU time, host CPU time; then requests/s, the wall-clock

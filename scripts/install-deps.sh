@@ -26,7 +26,7 @@ if ((${#missing[@]})); then
 fi
 
 # One project virtualenv from Debian's interpreter, so Debian's python3-*
-# packages (e.g. python3-torch) stay visible to it (DESIGN §5).
+# packages (e.g. python3-torch) stay visible to it.
 VENV=.venv
 if [[ ! -x $VENV/bin/python ]]; then
   echo "install-deps: creating $VENV"
