@@ -13,7 +13,8 @@
 # a component that switched itself off (a dependency not found) a
 # configuration error, so the test command never passes with a component
 # silently missing. Components a configuration never has by design (the
-# LLVM plugins in a ThreadSanitizer build) are listed as not applicable.
+# LLVM plugins in a ThreadSanitizer build, the MLIR plugin in any sanitizer
+# build) are listed as not applicable.
 option(MLBRIDGE_REQUIRE_ALL_COMPONENTS
        "Fail the configuration when an optional component is not built" OFF)
 
@@ -22,9 +23,13 @@ set(_mlb_component_targets
     onnx mlbridge_onnx
     tf_aot mlbridge_tf
     compiled_model mlbridge-model-compiler
-    llvm_plugins MLBridgeInlineAdvisor)
+    llvm_plugins MLBridgeInlineAdvisor
+    mlir_plugin MLBridgeMLIRUnroll
+    c_tool mlb-loop-pragmas)
 
-set(_mlb_not_applicable "")
+if(MLBRIDGE_SANITIZE)
+  set(_mlb_na_mlir_plugin "not built with sanitizers (integrations/mlir/CMakeLists.txt)")
+endif()
 if(MLBRIDGE_SANITIZE MATCHES "thread")
   set(_mlb_na_llvm_plugins "not built with ThreadSanitizer (integrations/llvm/CMakeLists.txt)")
 elseif(MLBRIDGE_SANITIZE MATCHES "undefined" AND NOT TARGET MLBridgeInlineAdvisor

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Sequence
 
 from .errors import MLBridgeError
-from .llvm_plugins._plugins import PluginNotFound
+from .llvm.plugins._plugins import PluginNotFound
 
 FEATURES = ("depth", "trip_count", "body_stmts", "calls", "array_refs", "float_ops",
             "innermost", "loop_kind")
@@ -79,13 +79,14 @@ def command(info: CToolInfo, src, out, *options: str, clang_args: Sequence[str] 
     return cmd + ["--", *clang_args] if clang_args else cmd
 
 
-def serve_pragmas(info: CToolInfo, src, out, policy: Callable[[Dict[str, int]], int], *,
+def serve_pragmas(info: CToolInfo, src, out, policy: Callable[..., int], *,
                   transport: str = "pipe", serdes: str = "bitstream", timeout: float = 60.0,
                   options: Sequence[str] = ()):
-    """Runs the tool on ``src`` with ``policy`` (feature dict -> action)
+    """Runs the tool on ``src`` with ``policy`` (observation: feature name ->
+    numpy array; returns the action)
     answering every loop over a pipe or gRPC; returns the run
     (``features``, ``decisions``, ``contexts``, ``stderr``)."""
-    from .llvm_plugins.inliner import serve_inliner
+    from .llvm.plugins.inliner import serve_inliner
 
     def cmd(endpoint):
         how = (["--channel", endpoint, "--format", serdes] if transport == "pipe"

@@ -32,7 +32,7 @@ TOOL = "mlb-loop-pragmas"
 @pytest.fixture(scope="module")
 def ct(mlbridge_pkg):
     import mlbridge.c_tool as ct
-    from mlbridge.llvm_plugins import PluginNotFound
+    from mlbridge.llvm.plugins import PluginNotFound
     try:
         return ct, ct.find_tool()
     except ct.ToolNotBuilt as exc:

@@ -33,7 +33,7 @@ RESULT_KERNELS = ("matmul", "jacobi2d", "conv2d", "reduce_rows")
 @pytest.fixture(scope="module")
 def mlir(mlbridge_pkg):
     import mlbridge.mlir as m
-    from mlbridge.llvm_plugins import PluginNotFound
+    from mlbridge.llvm.plugins import PluginNotFound
     try:
         return m, m.find_plugin()
     except m.PluginNotBuilt as exc:

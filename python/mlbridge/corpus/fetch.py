@@ -116,7 +116,7 @@ def fetch_csmith(seed: int, max_funcs: int, sha256, cache_dir) -> Path:
     """The csmith program of ``seed`` under ``<cache>/csmith``, generated once;
     raises FetchError when ``sha256`` is given and the program differs (another
     csmith version)."""
-    from ..llvm_plugins.corpus import csmith_program
+    from ..llvm.plugins.corpus import csmith_program
     path = Path(cache_dir) / "csmith" / f"csmith{seed}.c"
     if not (path.is_file() and (sha256 is None or sha256_of(path) == sha256)):
         path.parent.mkdir(parents=True, exist_ok=True)

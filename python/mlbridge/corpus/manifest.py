@@ -198,7 +198,7 @@ class Corpus:
         (library NAME's) and ``{csmith_include}`` (csmith.h's folder) filled in."""
         def subst(m):
             if m.group(1) == "csmith_include":
-                from ..llvm_plugins.corpus import csmith_include_dir
+                from ..llvm.plugins.corpus import csmith_include_dir
                 return csmith_include_dir()
             name = m.group(2)
             return str(self.source_dir(self.select([name])[0] if name else lib))

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
 from ..errors import MLBridgeError
-from ..llvm_plugins._plugins import PluginNotFound, find_llvm_tool
+from ..llvm.plugins._plugins import PluginNotFound, find_llvm_tool
 
 #: The features of one innermost loop, in the plugin's order.
 FEATURES = ("trip_count", "depth", "outer_trips", "body_ops", "loads", "stores",
@@ -165,15 +165,16 @@ def count_instructions(exe: Path, function: str = "kernel") -> int:
 
 
 def serve_unroll(info: MLIRPluginInfo, src: Path, out: Path,
-                 policy: Callable[[Dict[str, int]], int], *, transport: str = "pipe",
+                 policy: Callable[..., int], *, transport: str = "pipe",
                  serdes: str = "bitstream", timeout: float = TIMEOUT,
                  options: Optional[Dict[str, str]] = None):
     """Runs the pass on ``src`` with ``policy`` answering every loop (a
-    callable from the feature dict to an action index), over named pipes or
+    callable from the observation -- feature name -> numpy array -- to an
+    action index, as every mlbridge.llvm policy), over named pipes or
     gRPC. Returns the run: ``features`` (one row per loop, columns
     ``feature_names``), ``decisions``, ``contexts`` (the function of each
     loop), ``stderr``; raises if mlir-opt-19 fails."""
-    from ..llvm_plugins.inliner import serve_inliner
+    from ..llvm.plugins.inliner import serve_inliner
 
     opts = dict(options or {})
     if transport == "pipe":
