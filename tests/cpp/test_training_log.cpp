@@ -8,6 +8,7 @@
 // byte, from plain tensors and from a runner's features and advice.
 //
 //===----------------------------------------------------------------------===//
+#include "mlbridge/c/training_log.h"
 #include "mlbridge/model_runner.h"
 #include "mlbridge/training_log.h"
 
@@ -317,6 +318,53 @@ TEST(TrainingLog, ASinkErrorStopsTheWriter) {
   EXPECT_EQ((*Log)->logObservation({&X}).code(), ErrorCode::IOError);
   EXPECT_EQ((*Log)->close().code(), ErrorCode::IOError);
   EXPECT_EQ(Calls, 2);
+}
+
+TEST(TrainingLog, FromCThroughARunnersFeatures) {
+  // A pipe runner that is never connected: its features are set, the log
+  // records them; no model is involved.
+  TempDir D;
+  mlb_runner *R = nullptr;
+  ASSERT_EQ(mlb_pipe_runner_create(D.file("never").c_str(), MLB_SERDES_BITSTREAM,
+                                   nullptr, &R),
+            MLB_OK);
+  ASSERT_EQ(mlb_set_int64(R, "callee_basic_block_count", 10), MLB_OK);
+  const float W[6] = {0, 0.5f, 1, 1.5f, 2, 2.5f};
+  ASSERT_EQ(mlb_set_float_array(R, "edge_weights", W, 6), MLB_OK);
+  mlb_training_log *Log = nullptr;
+  ASSERT_EQ(mlb_training_log_create_for_runner(D.file("c.log").c_str(), R, false,
+                                               "reward", MLB_FLOAT, &Log),
+            MLB_OK)
+      << mlb_last_error();
+  EXPECT_EQ(mlb_training_log_observe(Log, R), MLB_OK) << mlb_last_error();
+  EXPECT_EQ(mlb_training_log_score_int64(Log, 3), MLB_ERR_TYPE_MISMATCH);
+  mlb_training_log_destroy(Log);
+  Log = nullptr;
+  ASSERT_EQ(mlb_training_log_create_for_runner(D.file("c.log").c_str(), R, false,
+                                               "reward", MLB_FLOAT, &Log),
+            MLB_OK);
+  ASSERT_EQ(mlb_training_log_switch_context(Log, "main"), MLB_OK);
+  ASSERT_EQ(mlb_training_log_observe(Log, R), MLB_OK);
+  ASSERT_EQ(mlb_training_log_score_float(Log, 2.0f), MLB_OK);
+  EXPECT_EQ(mlb_training_log_close(Log), MLB_OK);
+  mlb_training_log_destroy(Log);
+  EXPECT_EQ(mlb_training_log_observe(nullptr, R), MLB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(mlb_training_log_create_for_runner(D.file("d.log").c_str(), R, true, nullptr,
+                                               MLB_FLOAT, &Log),
+            MLB_ERR_INVALID_ARGUMENT); // no advice spec to log
+  EXPECT_EQ(Log, nullptr);
+  mlb_runner_destroy(R);
+
+  int64_t Ten = 10;
+  const std::string Want =
+      "{\"features\":[{\"name\":\"callee_basic_block_count\",\"type\":\"int64_t\","
+      "\"port\":0,\"shape\":[1]},{\"name\":\"edge_weights\",\"type\":\"float\","
+      "\"port\":0,\"shape\":[6]}],\"score\":{\"name\":\"reward\",\"type\":\"float\","
+      "\"port\":0,\"shape\":[1]}}\n{\"context\":\"main\"}\n{\"observation\":0}\n" +
+      std::string(reinterpret_cast<const char *>(&Ten), 8) +
+      std::string(reinterpret_cast<const char *>(W), sizeof W) + "\n{\"outcome\":0}\n" +
+      std::string("\0\0\0\x40", 4) + "\n";
+  EXPECT_EQ(readFile(D.file("c.log")), Want);
 }
 
 } // namespace

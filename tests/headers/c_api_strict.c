@@ -1,10 +1,12 @@
 /* Compiled with -std=c99/-std=c11 -Wall -Wextra -Wpedantic -Werror by ctest:
  * the C API header must be valid, warning-free C. */
 #include "mlbridge/c/mlbridge.h"
+#include "mlbridge/c/training_log.h"
 
 int mlb_header_check(void);
 int mlb_header_check(void) {
   mlb_pipe_options opts;
   mlb_pipe_options_init(&opts);
+  mlb_training_log_destroy(NULL);
   return (int)MLB_OK + (int)MLB_SERDES_JSON + (int)MLB_STRING;
 }
