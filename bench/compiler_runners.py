@@ -49,7 +49,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))
 
-from mlbridge.llvm_plugins import INLINER_FEATURES, compile_to_ir, find_llvm_tool, find_plugins, tool_env  # noqa: E402
+from mlbridge.llvm.plugins import INLINER_FEATURES, compile_to_ir, find_llvm_tool, find_plugins, tool_env  # noqa: E402
 
 INLINER_MODEL = REPO / "models" / "plugins" / "inliner_policy.onnx"
 UNROLL_MODEL = REPO / "models" / "mlir" / "unroll_policy.onnx"
