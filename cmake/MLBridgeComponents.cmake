@@ -25,10 +25,14 @@ set(_mlb_component_targets
     compiled_model mlbridge-model-compiler
     llvm_plugins MLBridgeInlineAdvisor
     mlir_plugin MLBridgeMLIRUnroll
-    c_tool mlb-loop-pragmas)
+    c_tool mlb-loop-pragmas
+    fuzzers mlbridge-fuzzers)
 
 if(MLBRIDGE_SANITIZE)
   set(_mlb_na_mlir_plugin "not built with sanitizers (integrations/mlir/CMakeLists.txt)")
+  set(_mlb_na_fuzzers "built in unsanitized builds only (tests/CMakeLists.txt)")
+elseif(NOT MLBRIDGE_BUILD_TESTS)
+  set(_mlb_na_fuzzers "MLBRIDGE_BUILD_TESTS is OFF")
 endif()
 if(MLBRIDGE_SANITIZE MATCHES "thread")
   set(_mlb_na_llvm_plugins "not built with ThreadSanitizer (integrations/llvm/CMakeLists.txt)")

@@ -18,7 +18,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 COMPONENTS = ("grpc", "onnx", "tf_aot", "compiled_model", "llvm_plugins", "mlir_plugin",
-              "c_tool")
+              "c_tool", "fuzzers")
 
 
 def build_dir() -> Path:
