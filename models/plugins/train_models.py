@@ -41,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "python"))
 
-from mlbridge.llvm_plugins import (compile_to_ir, find_llvm_tool, find_plugins,  # noqa: E402
+from mlbridge.llvm.plugins import (compile_to_ir, find_llvm_tool, find_plugins,  # noqa: E402
                                    tool_env)
 
 CSMITH_SEEDS = range(1000, 1012)
@@ -90,7 +90,7 @@ def measure(info, ll, prefix, workdir, keep_as=None):
     """(observation, output) after running the pipeline `prefix` on ll: an
     episode of the plugin that STOPs at once reports the module as the prefix
     left it; the module is kept as workdir/keep_as if given."""
-    from mlbridge.llvm_plugins.phase_order import PhaseOrderEnv
+    from mlbridge.llvm.plugins.phase_order import PhaseOrderEnv
 
     with PhaseOrderEnv([ll], max_steps=1, plugins=info, pipeline_prefix=prefix,
                        workdir=workdir) as env:
@@ -156,8 +156,8 @@ def oz_sizes(info, corpus, opt, tmp):
 def train_phase_order(info, corpus, opt, tmp, metrics):
     import torch
 
-    from mlbridge.llvm_plugins import PolicyNet
-    from mlbridge.llvm_plugins.phase_order import PhaseOrderEnv
+    from mlbridge.llvm.plugins import PolicyNet
+    from mlbridge.llvm.plugins.phase_order import PhaseOrderEnv
 
     torch.manual_seed(0)
     start = time.monotonic()

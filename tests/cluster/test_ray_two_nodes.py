@@ -20,7 +20,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "python"))
 
-from mlbridge.llvm_plugins.corpus import csmith_include_dir, csmith_program  # noqa: E402
+from mlbridge.llvm.plugins.corpus import csmith_include_dir, csmith_program  # noqa: E402
 from mlbridge.train.cluster import TaskFailed, WorkerPool  # noqa: E402
 from mlbridge.train.compile import make_task  # noqa: E402
 

@@ -20,7 +20,7 @@ import pytest
 from conftest import require_llvm_tool
 
 from mlbridge.llvm.tools import elf_text_size
-from mlbridge.llvm_plugins.corpus import csmith_program, csmith_include_dir
+from mlbridge.llvm.plugins.corpus import csmith_program, csmith_include_dir
 from mlbridge.train.cluster import TaskFailed, WorkerPool
 from mlbridge.train.compile import make_task
 from mlbridge.train.policy import MODEL_FEATURES, InlinePolicy

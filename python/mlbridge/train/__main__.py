@@ -113,7 +113,7 @@ def cmd_throughput(args):
 
 
 def cmd_evaluate(args):
-    from ..llvm_plugins import find_plugins
+    from ..llvm.plugins import find_plugins
     from . import evaluate
     mods = _corpus_modules(args.split, args)
     if args.max_modules:

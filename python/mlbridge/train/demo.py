@@ -42,7 +42,7 @@ def main(argv=None):
     from ..corpus import Corpus
     from ..llvm import run as llvm_run
     from ..llvm.tools import elf_text_size
-    from ..llvm_plugins import find_plugins
+    from ..llvm.plugins import find_plugins
     from . import evaluate
     from .policy import InlinePolicy
 

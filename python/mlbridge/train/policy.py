@@ -20,7 +20,7 @@ import json
 
 import numpy as np
 
-from ..llvm.synthetic import INLINE_FEATURES
+from ..llvm.advisors import INLINE_FEATURES
 
 __all__ = ["MODEL_FEATURES", "InlinePolicy", "feature_matrix"]
 
