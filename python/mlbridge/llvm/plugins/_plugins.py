@@ -45,7 +45,7 @@ NUM_ACTIONS = len(ACTIONS)
 STOP_ACTION = NUM_ACTIONS - 1
 
 LLVM_BIN_DIRS = ("/usr/lib/llvm-19/bin",)
-_REPO_ROOT = Path(__file__).resolve().parents[3]
+_REPO_ROOT = Path(__file__).resolve().parents[4]  # python/mlbridge/llvm/plugins/ -> repo
 
 
 class PluginNotFound(MLBridgeError, FileNotFoundError):
