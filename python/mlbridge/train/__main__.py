@@ -87,11 +87,8 @@ def cmd_throughput(args):
         mods = [_IRModule(p) for p in args.train_ir]
     else:
         mods = _select(_corpus_modules("train", args), args, args.max_train)
-    tasks = []
-    for m in mods:
-        with open(m.ir(args.build_dir), "rb") as f:
-            tasks.append({"ir": f.read(), "key": m.name, "policy": None, "flip": None,
-                          "record": False, "timeout": 900.0})
+    from .compile import make_task
+    tasks = [make_task(m.ir(args.build_dir), key=m.name, timeout=900.0) for m in mods]
     tasks = tasks * args.repeat
     rows = []
     for n in args.workers:

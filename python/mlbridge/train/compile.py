@@ -40,12 +40,17 @@ __all__ = ["CLANG", "execute", "Workdir", "make_task"]
 CLANG = os.environ.get("MLBRIDGE_CLANG", "clang-19")
 
 
-def make_task(ir_path, *, policy=None, flip=None, record=False, timeout=600.0, key=None):
-    """A task for :func:`execute` (reads the IR file into the task)."""
-    with open(ir_path, "rb") as f:
-        data = f.read()
-    return {"ir": data, "key": key or os.fspath(ir_path), "policy": policy, "flip": flip,
-            "record": record, "timeout": timeout}
+def make_task(ir, *, policy=None, flip=None, record=False, timeout=600.0, key=None):
+    """A task for :func:`execute`; ``ir`` is the module's bitcode (bytes)
+    or the path of a file to read it from."""
+    if isinstance(ir, (bytes, bytearray)):
+        data = bytes(ir)
+    else:
+        with open(ir, "rb") as f:
+            data = f.read()
+        key = key or os.fspath(ir)
+    return {"ir": data, "key": key, "policy": policy, "flip": flip, "record": record,
+            "timeout": timeout}
 
 
 class Workdir:

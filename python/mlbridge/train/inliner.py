@@ -43,6 +43,7 @@ import time
 import numpy as np
 
 from .cluster import TaskFailed, WorkerPool
+from .compile import make_task
 from .policy import MODEL_FEATURES, InlinePolicy
 
 __all__ = ["TrainConfig", "train", "label_from_flip", "RolloutCache"]
@@ -98,8 +99,8 @@ class _Module:
         return hashlib.sha256(self.data()).hexdigest()
 
     def task(self, policy=None, flip=None, record=False, timeout=900.0):
-        return {"ir": self.data(), "key": self.key, "policy": policy, "flip": flip,
-                "record": record, "timeout": timeout}
+        return make_task(self.data(), key=self.key, policy=policy, flip=flip, record=record,
+                         timeout=timeout)
 
 
 class RolloutCache:
@@ -149,8 +150,8 @@ def _clang_version_tag():
 class _Run:
     """Bookkeeping of one training run: the pool, the log, compile counts."""
 
-    def __init__(self, pool, out_dir, progress):
-        self.pool, self.out_dir, self.progress = pool, out_dir, progress
+    def __init__(self, pool, progress):
+        self.pool, self.progress = pool, progress
         self.compiles = 0
         self.compile_seconds = 0.0
         self.failures = 0
@@ -326,7 +327,7 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
     t_start = time.monotonic()
     with WorkerPool(workers, address=address, task_timeout=cfg.task_timeout) as pool, \
             open(log_path, "w") as log:
-        run = _Run(pool, out_dir, bar)
+        run = _Run(pool, bar)
         cache = RolloutCache(cache_dir) if cache_dir else None
         train_mods = _rollout_defaults(run, train_mods, "train: -Oz rollout", cache)
         val_mods = _rollout_defaults(run, val_mods, "validation: -Oz rollout", cache)
