@@ -16,23 +16,50 @@
 
 namespace mlbridge {
 
+/// The numeric dtypes, in enum order, as X(Enumerator, ElementType, Name):
+/// the one list every switch over DType is written from, so a new dtype is
+/// added here and nowhere else. Name is LLVM's TensorSpec type name. A
+/// switch that dispatches on the element type looks like
+///   switch (T) {
+///   #define MLBRIDGE_CASE(E, Ty, Name) case DType::E: return f<Ty>(...);
+///     MLBRIDGE_NUMERIC_DTYPES(MLBRIDGE_CASE)
+///   #undef MLBRIDGE_CASE
+///   case DType::Bool: ...
+///   case DType::String: ...
+///   }
+#define MLBRIDGE_NUMERIC_DTYPES(X)                                             \
+  X(Float, float, "float")                                                     \
+  X(Double, double, "double")                                                  \
+  X(Int8, int8_t, "int8_t")                                                    \
+  X(Int16, int16_t, "int16_t")                                                 \
+  X(Int32, int32_t, "int32_t")                                                 \
+  X(Int64, int64_t, "int64_t")                                                 \
+  X(UInt8, uint8_t, "uint8_t")                                                 \
+  X(UInt16, uint16_t, "uint16_t")                                              \
+  X(UInt32, uint32_t, "uint32_t")                                              \
+  X(UInt64, uint64_t, "uint64_t")
+
+/// Every dtype: the numeric ones, then Bool (one byte, 0 or 1; "bool" is an
+/// extension to LLVM's names) and String (UTF-8 bytes, element size 1;
+/// "string" is an extension too).
+#define MLBRIDGE_DTYPES(X)                                                     \
+  MLBRIDGE_NUMERIC_DTYPES(X)                                                   \
+  X(Bool, uint8_t, "bool")                                                     \
+  X(String, char, "string")
+
+/// Float is IEEE-754 binary32, Double binary64.
 enum class DType : uint8_t {
-  Float,  ///< IEEE-754 binary32, name "float".
-  Double, ///< IEEE-754 binary64, name "double".
-  Int8,
-  Int16,
-  Int32,
-  Int64,
-  UInt8,
-  UInt16,
-  UInt32,
-  UInt64,
-  Bool,   ///< One byte, 0 or 1, name "bool" (an extension to LLVM's names).
-  String, ///< UTF-8 bytes, name "string" (an extension to LLVM's names).
+#define MLBRIDGE_DTYPE_ENUMERATOR(E, Ty, Name) E,
+  MLBRIDGE_DTYPES(MLBRIDGE_DTYPE_ENUMERATOR)
+#undef MLBRIDGE_DTYPE_ENUMERATOR
 };
 
 /// Number of dtypes; DType values are 0..kNumDTypes-1.
-inline constexpr int kNumDTypes = 12;
+inline constexpr int kNumDTypes = 0
+#define MLBRIDGE_DTYPE_COUNT(E, Ty, Name) +1
+    MLBRIDGE_DTYPES(MLBRIDGE_DTYPE_COUNT)
+#undef MLBRIDGE_DTYPE_COUNT
+    ;
 
 /// Bytes per element (1 for Bool and String).
 size_t dtypeSize(DType T);

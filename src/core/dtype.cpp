@@ -9,14 +9,12 @@ struct DTypeInfo {
   std::string_view Name;
   size_t Size;
 };
-// Indexed by DType; names are LLVM's TensorSpec type names.
+// Indexed by DType.
 constexpr DTypeInfo Infos[kNumDTypes] = {
-    {"float", 4},   {"double", 8},   {"int8_t", 1},   {"int16_t", 2},
-    {"int32_t", 4}, {"int64_t", 8},  {"uint8_t", 1},  {"uint16_t", 2},
-    {"uint32_t", 4}, {"uint64_t", 8}, {"bool", 1},     {"string", 1},
+#define MLBRIDGE_DTYPE_INFO(E, Ty, Name) {Name, sizeof(Ty)},
+    MLBRIDGE_DTYPES(MLBRIDGE_DTYPE_INFO)
+#undef MLBRIDGE_DTYPE_INFO
 };
-static_assert(static_cast<int>(DType::String) == kNumDTypes - 1,
-              "Infos must cover every DType");
 static_assert(sizeof(float) == 4 && sizeof(double) == 8 && sizeof(bool) == 1,
               "the wire format assumes IEEE binary32/64 and one-byte bool");
 

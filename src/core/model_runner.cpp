@@ -1,24 +1,13 @@
 #include "mlbridge/model_runner.h"
 
-#include "serdes/json_value.h"
+#include "support/shape_text.h"
+#include "support/utf8.h"
 
 #include <cstring>
 
 namespace mlbridge {
 
-namespace {
-
-std::string shapeText(const std::vector<int64_t> &Shape) {
-  std::string S = "[";
-  for (size_t I = 0; I < Shape.size(); ++I) {
-    if (I)
-      S += ',';
-    S += std::to_string(Shape[I]);
-  }
-  return S + "]";
-}
-
-} // namespace
+using support::shapeText;
 
 ModelRunner::ModelRunner(std::vector<TensorSpec> FeatureSpecs,
                          std::optional<TensorSpec> Advice,
@@ -192,7 +181,7 @@ Status ModelRunner::setBytesImpl(std::string_view Name, DType Type,
 
 Status ModelRunner::setFeatureString(std::string_view Name,
                                      std::string_view Value) {
-  if (size_t Bad = 0; !json::isValidUtf8(Value, &Bad))
+  if (size_t Bad = 0; !support::isValidUtf8(Value, &Bad))
     return noteSetResult(Status(ErrorCode::InvalidArgument,
                   "feature '" + std::string(Name) +
                       "': string is not valid UTF-8 (byte " +

@@ -3,7 +3,9 @@
 #include "mlbridge/tensor_spec.h"
 
 #include "core/tensor_spec_json.h"
-#include "serdes/json_value.h"
+#include "support/json.h"
+#include "support/shape_text.h"
+#include "support/utf8.h"
 
 #include <climits>
 #include <cstdint>
@@ -38,7 +40,7 @@ Status TensorSpec::validate(size_t MaxBytes) const {
   if (Name.empty())
     return Status(ErrorCode::InvalidArgument, "tensor spec has an empty name");
   size_t Bad;
-  if (!json::isValidUtf8(Name, &Bad))
+  if (!support::isValidUtf8(Name, &Bad))
     return Fail(ErrorCode::InvalidArgument,
                 "name is not valid UTF-8 (bad byte at offset " +
                     std::to_string(Bad) + ")");
@@ -69,7 +71,7 @@ Status TensorSpec::validate(size_t MaxBytes) const {
 
 void TensorSpec::appendJSON(std::string &Out) const {
   Out += "{\"name\":";
-  if (json::isValidUtf8(Name)) {
+  if (support::isValidUtf8(Name)) {
     json::appendQuoted(Out, Name);
   } else {
     // llvm::json replaces invalid UTF-8 with U+FFFD; do the same so the
@@ -77,7 +79,7 @@ void TensorSpec::appendJSON(std::string &Out) const {
     std::string Fixed;
     size_t Bad;
     std::string_view Rest = Name;
-    while (!json::isValidUtf8(Rest, &Bad)) {
+    while (!support::isValidUtf8(Rest, &Bad)) {
       Fixed.append(Rest.data(), Bad);
       Fixed += "\xEF\xBF\xBD";
       Rest.remove_prefix(Bad + 1);
@@ -115,16 +117,7 @@ Expected<TensorSpec> TensorSpec::fromJSON(std::string_view Json) {
 }
 
 std::string TensorSpec::describe() const {
-  std::string S(dtypeName(Type));
-  S.push_back('[');
-  for (size_t I = 0; I < Shape.size(); ++I) {
-    if (I)
-      S.push_back(',');
-    S += std::to_string(Shape[I]);
-  }
-  S += "] ";
-  S += Name;
-  return S;
+  return std::string(dtypeName(Type)) + support::shapeText(Shape) + " " + Name;
 }
 
 namespace detail {

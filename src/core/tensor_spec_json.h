@@ -9,7 +9,7 @@
 #define MLBRIDGE_CORE_TENSOR_SPEC_JSON_H
 
 #include "mlbridge/tensor_spec.h"
-#include "serdes/json_value.h"
+#include "support/json.h"
 
 namespace mlbridge::detail {
 

@@ -1,6 +1,7 @@
 //===- grpc/grpc_common.cpp - Credentials, arguments, status mapping ------===//
 
 #include "grpc_internal.h"
+#include "support/checked_cast.h"
 
 #include <grpc/grpc.h>
 #include <grpcpp/security/credentials.h>
@@ -97,12 +98,11 @@ serverCredentials(const GrpcOptions &Opts) {
 
 grpc::ChannelArguments channelArguments(const GrpcOptions &Opts) {
   grpc::ChannelArguments A;
-  const int Max = static_cast<int>(
-      std::min<size_t>(Opts.MaxMessageBytes, size_t(INT32_MAX)));
+  const int Max = support::saturatingCast<int>(Opts.MaxMessageBytes);
   A.SetMaxReceiveMessageSize(Max);
   A.SetMaxSendMessageSize(Max);
   auto Ms = [](std::chrono::milliseconds D) {
-    return static_cast<int>(std::min<int64_t>(D.count(), INT32_MAX));
+    return support::saturatingCast<int>(D.count());
   };
   // gRPC reconnects with exponential backoff (x1.6) and +-20% jitter; these
   // bound it. An attempt may take up to the whole connect budget (a TLS

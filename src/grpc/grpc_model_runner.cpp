@@ -4,6 +4,7 @@
 #include "mlbridge/protobuf_serdes.h"
 
 #include "grpc_internal.h"
+#include "support/checked_cast.h"
 
 namespace mlbridge {
 
@@ -25,7 +26,7 @@ Status validate(const std::string &Address, const GrpcOptions &O) {
     return Bad("LingerTimeout and ShutdownTimeout must not be negative");
   if (O.MaxMessageBytes < 1024)
     return Bad("MaxMessageBytes must be at least 1024");
-  if (O.MaxMessageBytes > size_t(INT32_MAX))
+  if (!support::fitsIn<int>(O.MaxMessageBytes))
     return Bad("MaxMessageBytes above 2 GiB is not supported by gRPC");
   if (O.UserMessages && O.Mode == GrpcMode::Training)
     return Bad("user-defined messages are for inference mode; training mode "

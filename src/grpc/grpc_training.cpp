@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "grpc_internal.h"
+#include "support/checked_cast.h"
 
 #include "mlbridge.grpc.pb.h"
 
@@ -49,8 +50,7 @@ public:
     int Selected = 0;
     B.AddListeningPort(Address, *Creds, &Selected);
     B.RegisterService(this);
-    const int Max = static_cast<int>(
-        std::min<size_t>(Opts.MaxMessageBytes, size_t(INT32_MAX)));
+    const int Max = support::saturatingCast<int>(Opts.MaxMessageBytes);
     B.SetMaxReceiveMessageSize(Max);
     B.SetMaxSendMessageSize(Max);
     // A port in use must be an error, never silently shared.

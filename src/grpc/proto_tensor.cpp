@@ -1,6 +1,7 @@
 //===- grpc/proto_tensor.cpp - Tensors <-> proto/mlbridge.proto -----------===//
 
 #include "proto_tensor.h"
+#include "support/shape_text.h"
 
 #include "core/tensor_spec_json.h"
 #include "serdes/serdes_internal.h"
@@ -21,17 +22,9 @@ using serdes_detail::prepareValue;
 using serdes_detail::rowElements;
 using serdes_detail::setConcreteShape;
 
-namespace {
+using support::shapeText;
 
-std::string shapeText(const google::protobuf::RepeatedField<int64_t> &Shape) {
-  std::string S = "[";
-  for (int I = 0; I < Shape.size(); ++I) {
-    if (I)
-      S += ',';
-    S += std::to_string(Shape.Get(I));
-  }
-  return S + "]";
-}
+namespace {
 
 /// Element count of a concrete wire shape; false on a negative dimension or
 /// overflow.

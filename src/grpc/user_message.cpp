@@ -3,6 +3,7 @@
 #include "user_message.h"
 
 #include "serdes/serdes_internal.h"
+#include "support/checked_cast.h"
 
 #include <cmath>
 #include <cstring>
@@ -105,19 +106,23 @@ Num readTensor(const TensorValue &V, size_t Index) {
     using T = decltype(Tag);
     T X;
     std::memcpy(&X, P + Index * sizeof(T), sizeof(T));
-    return X;
+    if constexpr (std::is_floating_point_v<T>) {
+      N.K = Num::Float;
+      N.F = X;
+    } else if constexpr (std::is_signed_v<T>) {
+      N.I = X;
+    } else {
+      N.K = Num::UInt;
+      N.U = X;
+    }
   };
   switch (V.type()) {
-  case DType::Float: N.K = Num::Float; N.F = Load(float()); break;
-  case DType::Double: N.K = Num::Float; N.F = Load(double()); break;
-  case DType::Int8: N.I = Load(int8_t()); break;
-  case DType::Int16: N.I = Load(int16_t()); break;
-  case DType::Int32: N.I = Load(int32_t()); break;
-  case DType::Int64: N.I = Load(int64_t()); break;
-  case DType::UInt8: N.K = Num::UInt; N.U = Load(uint8_t()); break;
-  case DType::UInt16: N.K = Num::UInt; N.U = Load(uint16_t()); break;
-  case DType::UInt32: N.K = Num::UInt; N.U = Load(uint32_t()); break;
-  case DType::UInt64: N.K = Num::UInt; N.U = Load(uint64_t()); break;
+#define MLBRIDGE_CASE(E, Ty, Name)                                              \
+  case DType::E:                                                               \
+    Load(Ty());                                                                \
+    break;
+    MLBRIDGE_NUMERIC_DTYPES(MLBRIDGE_CASE)
+#undef MLBRIDGE_CASE
   case DType::Bool: N.K = Num::Bool; N.B = P[Index] != 0; break;
   case DType::String: break;
   }
@@ -134,24 +139,14 @@ const char *kindName(Num::Kind K) {
   return "?";
 }
 
-/// N as an integer in [Lo, Hi]; false if N is not an integer or out of range.
-bool asInteger(const Num &N, int64_t Lo, uint64_t Hi, int64_t &SOut,
-               uint64_t &UOut) {
-  if (N.K == Num::Int) {
-    if (N.I < Lo || (N.I >= 0 && static_cast<uint64_t>(N.I) > Hi))
-      return false;
-    SOut = N.I;
-    UOut = static_cast<uint64_t>(N.I);
-    return true;
-  }
-  if (N.K == Num::UInt) {
-    if (N.U > Hi)
-      return false;
-    SOut = static_cast<int64_t>(N.U);
-    UOut = N.U;
-    return true;
-  }
-  return false;
+/// N as the integer type I, exactly; nullopt when N is not an integer or I
+/// cannot hold it.
+template <typename I> std::optional<I> asInteger(const Num &N) {
+  if (N.K == Num::Int)
+    return support::checkedCast<I>(N.I);
+  if (N.K == Num::UInt)
+    return support::checkedCast<I>(N.U);
+  return std::nullopt;
 }
 
 double asDouble(const Num &N) {
@@ -168,11 +163,6 @@ std::string describe(const Num &N) {
   return "?";
 }
 
-template <typename T> void bounds(int64_t &Lo, uint64_t &Hi) {
-  Lo = static_cast<int64_t>(std::numeric_limits<T>::min());
-  Hi = static_cast<uint64_t>(std::numeric_limits<T>::max());
-}
-
 /// Writes N into element Index of the field (repeated: appended).
 Status writeField(gp::Message &M, const FD *F, const Num &N,
                   const std::string &Path) {
@@ -182,37 +172,35 @@ Status writeField(gp::Message &M, const FD *F, const Num &N,
     return Status(ErrorCode::TypeMismatch, "field '" + Path + "' (" +
                                                F->type_name() + "): " + Why);
   };
-  int64_t S = 0, Lo = 0;
-  uint64_t U = 0, Hi = 0;
   switch (F->cpp_type()) {
   case FD::CPPTYPE_INT32:
-    bounds<int32_t>(Lo, Hi);
-    if (!asInteger(N, Lo, Hi, S, U))
-      return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
-                      describe(N));
-    Rep ? R->AddInt32(&M, F, int32_t(S)) : R->SetInt32(&M, F, int32_t(S));
-    return Status::ok();
+    if (std::optional<int32_t> V = asInteger<int32_t>(N)) {
+      Rep ? R->AddInt32(&M, F, *V) : R->SetInt32(&M, F, *V);
+      return Status::ok();
+    }
+    return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
+                    describe(N));
   case FD::CPPTYPE_INT64:
-    bounds<int64_t>(Lo, Hi);
-    if (!asInteger(N, Lo, Hi, S, U))
-      return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
-                      describe(N));
-    Rep ? R->AddInt64(&M, F, S) : R->SetInt64(&M, F, S);
-    return Status::ok();
+    if (std::optional<int64_t> V = asInteger<int64_t>(N)) {
+      Rep ? R->AddInt64(&M, F, *V) : R->SetInt64(&M, F, *V);
+      return Status::ok();
+    }
+    return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
+                    describe(N));
   case FD::CPPTYPE_UINT32:
-    bounds<uint32_t>(Lo, Hi);
-    if (!asInteger(N, Lo, Hi, S, U))
-      return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
-                      describe(N));
-    Rep ? R->AddUInt32(&M, F, uint32_t(U)) : R->SetUInt32(&M, F, uint32_t(U));
-    return Status::ok();
+    if (std::optional<uint32_t> V = asInteger<uint32_t>(N)) {
+      Rep ? R->AddUInt32(&M, F, *V) : R->SetUInt32(&M, F, *V);
+      return Status::ok();
+    }
+    return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
+                    describe(N));
   case FD::CPPTYPE_UINT64:
-    bounds<uint64_t>(Lo, Hi);
-    if (!asInteger(N, Lo, Hi, S, U))
-      return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
-                      describe(N));
-    Rep ? R->AddUInt64(&M, F, U) : R->SetUInt64(&M, F, U);
-    return Status::ok();
+    if (std::optional<uint64_t> V = asInteger<uint64_t>(N)) {
+      Rep ? R->AddUInt64(&M, F, *V) : R->SetUInt64(&M, F, *V);
+      return Status::ok();
+    }
+    return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
+                    describe(N));
   case FD::CPPTYPE_DOUBLE:
     if (N.K == Num::Bool)
       return Mismatch("cannot hold a bool");
@@ -230,14 +218,14 @@ Status writeField(gp::Message &M, const FD *F, const Num &N,
     Rep ? R->AddBool(&M, F, N.B) : R->SetBool(&M, F, N.B);
     return Status::ok();
   case FD::CPPTYPE_ENUM: {
-    bounds<int32_t>(Lo, Hi);
-    if (!asInteger(N, Lo, Hi, S, U))
+    std::optional<int32_t> V = asInteger<int32_t>(N);
+    if (!V)
       return Mismatch("needs an enum number, got " +
                       std::string(kindName(N.K)) + " " + describe(N));
-    if (!F->enum_type()->FindValueByNumber(int(S)))
-      return Mismatch(std::to_string(S) + " is not a value of enum " +
+    if (!F->enum_type()->FindValueByNumber(*V))
+      return Mismatch(std::to_string(*V) + " is not a value of enum " +
                       F->enum_type()->full_name());
-    Rep ? R->AddEnumValue(&M, F, int(S)) : R->SetEnumValue(&M, F, int(S));
+    Rep ? R->AddEnumValue(&M, F, *V) : R->SetEnumValue(&M, F, *V);
     return Status::ok();
   }
   default:
@@ -296,40 +284,28 @@ Status writeTensor(TensorValue &Out, size_t Index, const Num &N,
                       describe(N) + ", which " + std::string(dtypeName(T)) +
                       " cannot represent");
   };
-  auto StoreInt = [&](auto Tag) -> Status {
+  auto Store = [&](auto Tag) -> Status {
     using I = decltype(Tag);
-    int64_t Lo, S;
-    uint64_t Hi, U;
-    bounds<I>(Lo, Hi);
-    if (!asInteger(N, Lo, Hi, S, U))
-      return Mismatch();
-    I X = std::is_signed_v<I> ? static_cast<I>(S) : static_cast<I>(U);
-    std::memcpy(P + Index * sizeof(I), &X, sizeof(I));
-    return Status::ok();
+    if constexpr (std::is_floating_point_v<I>) {
+      if (N.K == Num::Bool)
+        return Mismatch();
+      I X = I(asDouble(N));
+      std::memcpy(P + Index * sizeof(I), &X, sizeof(I));
+      return Status::ok();
+    } else {
+      std::optional<I> X = asInteger<I>(N);
+      if (!X)
+        return Mismatch();
+      std::memcpy(P + Index * sizeof(I), &*X, sizeof(I));
+      return Status::ok();
+    }
   };
   switch (T) {
-  case DType::Float: {
-    if (N.K == Num::Bool)
-      return Mismatch();
-    float X = float(asDouble(N));
-    std::memcpy(P + Index * 4, &X, 4);
-    return Status::ok();
-  }
-  case DType::Double: {
-    if (N.K == Num::Bool)
-      return Mismatch();
-    double X = asDouble(N);
-    std::memcpy(P + Index * 8, &X, 8);
-    return Status::ok();
-  }
-  case DType::Int8: return StoreInt(int8_t());
-  case DType::Int16: return StoreInt(int16_t());
-  case DType::Int32: return StoreInt(int32_t());
-  case DType::Int64: return StoreInt(int64_t());
-  case DType::UInt8: return StoreInt(uint8_t());
-  case DType::UInt16: return StoreInt(uint16_t());
-  case DType::UInt32: return StoreInt(uint32_t());
-  case DType::UInt64: return StoreInt(uint64_t());
+#define MLBRIDGE_CASE(E, Ty, Name)                                              \
+  case DType::E:                                                               \
+    return Store(Ty());
+    MLBRIDGE_NUMERIC_DTYPES(MLBRIDGE_CASE)
+#undef MLBRIDGE_CASE
   case DType::Bool:
     if (N.K != Num::Bool)
       return Mismatch();

@@ -1,6 +1,7 @@
 //===- onnx/onnx_model.cpp - Loading a model into an ONNX Runtime session --===//
 
 #include "onnx/onnx_model_impl.h"
+#include "support/shape_text.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -12,17 +13,10 @@ namespace mlbridge {
 
 using namespace ort;
 
+using support::shapeText;
+
 namespace {
 
-std::string shapeText(const std::vector<int64_t> &Shape) {
-  std::string S = "[";
-  for (size_t I = 0; I < Shape.size(); ++I) {
-    if (I)
-      S += ',';
-    S += Shape[I] == kDynamicDim ? std::string("?") : std::to_string(Shape[I]);
-  }
-  return S + "]";
-}
 
 Expected<SessionOptionsPtr> makeSessionOptions(const OnnxModelOptions &O) {
   const OrtApi &A = api();

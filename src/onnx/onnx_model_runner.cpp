@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "onnx/onnx_model_impl.h"
+#include "support/shape_text.h"
 
 #include <algorithm>
 #include <cstring>
@@ -18,22 +19,14 @@ namespace mlbridge {
 
 using namespace ort;
 
+using support::shapeText;
+
 namespace {
 
 constexpr size_t kNone = static_cast<size_t>(-1);
 
 // ONNX Runtime wants a non-null pointer even for empty tensors.
 alignas(16) unsigned char EmptyBuffer[16];
-
-std::string shapeText(const std::vector<int64_t> &Shape) {
-  std::string S = "[";
-  for (size_t I = 0; I < Shape.size(); ++I) {
-    if (I)
-      S += ',';
-    S += Shape[I] == kDynamicDim ? std::string("?") : std::to_string(Shape[I]);
-  }
-  return S + "]";
-}
 
 std::string nameList(const std::vector<TensorSpec> &Specs) {
   std::string R;

@@ -2,6 +2,8 @@
 
 #include "mlbridge/rl.h"
 
+#include "support/checked_cast.h"
+
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -27,10 +29,20 @@ Expected<int64_t> argmaxOf(const TensorValue &Out, size_t N) {
   return static_cast<int64_t>(Best);
 }
 
-template <typename T> int64_t valueOf(const TensorValue &Out) {
-  T V;
-  std::memcpy(&V, Out.data(), sizeof(T));
-  return static_cast<int64_t>(V);
+/// The single element of an integer output as an action.
+template <typename T> Expected<int64_t> valueOf(const TensorValue &Out) {
+  if constexpr (!std::is_integral_v<T>) {
+    return Status(ErrorCode::TypeMismatch,
+                  "model output " + Out.spec().describe() +
+                      " is not a single integer action");
+  } else {
+    T V;
+    std::memcpy(&V, Out.data(), sizeof(T));
+    if (std::optional<int64_t> Action = support::checkedCast<int64_t>(V))
+      return *Action;
+    return Status(ErrorCode::TypeMismatch,
+                  "action " + std::to_string(V) + " does not fit int64");
+  }
 }
 
 Expected<int64_t> argmax(const TensorValue &Out) {
@@ -40,26 +52,11 @@ Expected<int64_t> argmax(const TensorValue &Out) {
                   "model output '" + Out.spec().name() +
                       "' is empty; there is no action to pick");
   switch (Out.type()) {
-  case DType::Float:
-    return argmaxOf<float>(Out, N);
-  case DType::Double:
-    return argmaxOf<double>(Out, N);
-  case DType::Int8:
-    return argmaxOf<int8_t>(Out, N);
-  case DType::Int16:
-    return argmaxOf<int16_t>(Out, N);
-  case DType::Int32:
-    return argmaxOf<int32_t>(Out, N);
-  case DType::Int64:
-    return argmaxOf<int64_t>(Out, N);
-  case DType::UInt8:
-    return argmaxOf<uint8_t>(Out, N);
-  case DType::UInt16:
-    return argmaxOf<uint16_t>(Out, N);
-  case DType::UInt32:
-    return argmaxOf<uint32_t>(Out, N);
-  case DType::UInt64:
-    return argmaxOf<uint64_t>(Out, N);
+#define MLBRIDGE_CASE(E, Ty, Name)                                              \
+  case DType::E:                                                               \
+    return argmaxOf<Ty>(Out, N);
+    MLBRIDGE_NUMERIC_DTYPES(MLBRIDGE_CASE)
+#undef MLBRIDGE_CASE
   case DType::Bool: {
     const auto *P = static_cast<const unsigned char *>(Out.data());
     for (size_t K = 0; K < N; ++K)
@@ -82,30 +79,14 @@ Expected<int64_t> value(const TensorValue &Out) {
                   "model output " + Out.spec().describe() +
                       " is not a single integer action");
   switch (Out.type()) {
-  case DType::Int8:
-    return valueOf<int8_t>(Out);
-  case DType::Int16:
-    return valueOf<int16_t>(Out);
-  case DType::Int32:
-    return valueOf<int32_t>(Out);
-  case DType::Int64:
-    return valueOf<int64_t>(Out);
-  case DType::UInt8:
+#define MLBRIDGE_CASE(E, Ty, Name)                                              \
+  case DType::E:                                                               \
+    return valueOf<Ty>(Out);
+    MLBRIDGE_NUMERIC_DTYPES(MLBRIDGE_CASE)
+#undef MLBRIDGE_CASE
   case DType::Bool:
     return valueOf<uint8_t>(Out);
-  case DType::UInt16:
-    return valueOf<uint16_t>(Out);
-  case DType::UInt32:
-    return valueOf<uint32_t>(Out);
-  case DType::UInt64: {
-    uint64_t V = 0;
-    std::memcpy(&V, Out.data(), sizeof V);
-    if (V > uint64_t(INT64_MAX))
-      return Status(ErrorCode::TypeMismatch,
-                    "action " + std::to_string(V) + " does not fit int64");
-    return static_cast<int64_t>(V);
-  }
-  default:
+  case DType::String:
     break;
   }
   return Status(ErrorCode::Internal, "unreachable action dtype");

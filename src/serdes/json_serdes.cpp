@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "serdes/json_serdes.h"
+#include "support/utf8.h"
 
 #include <cmath>
 #include <cstring>
@@ -94,7 +95,7 @@ Status appendValue(std::string &B, const TensorValue &V, bool Bare,
                    std::string_view Role) {
   if (V.type() == DType::String) {
     size_t Bad = 0;
-    if (!json::isValidUtf8(V.asString(), &Bad))
+    if (!support::isValidUtf8(V.asString(), &Bad))
       return Status(ErrorCode::InvalidArgument,
                     subject(Role, V.spec()) +
                         ": string is not valid UTF-8 (bad byte at offset " +
@@ -111,16 +112,12 @@ Status appendValue(std::string &B, const TensorValue &V, bool Bare,
     *P++ = '[';
   const void *D = V.data();
   switch (V.type()) {
-  case DType::Float: P = writeElements<float>(P, D, N); break;
-  case DType::Double: P = writeElements<double>(P, D, N); break;
-  case DType::Int8: P = writeElements<int8_t>(P, D, N); break;
-  case DType::Int16: P = writeElements<int16_t>(P, D, N); break;
-  case DType::Int32: P = writeElements<int32_t>(P, D, N); break;
-  case DType::Int64: P = writeElements<int64_t>(P, D, N); break;
-  case DType::UInt8: P = writeElements<uint8_t>(P, D, N); break;
-  case DType::UInt16: P = writeElements<uint16_t>(P, D, N); break;
-  case DType::UInt32: P = writeElements<uint32_t>(P, D, N); break;
-  case DType::UInt64: P = writeElements<uint64_t>(P, D, N); break;
+#define MLBRIDGE_CASE(E, Ty, Name)                                              \
+  case DType::E:                                                               \
+    P = writeElements<Ty>(P, D, N);                                            \
+    break;
+    MLBRIDGE_NUMERIC_DTYPES(MLBRIDGE_CASE)
+#undef MLBRIDGE_CASE
   case DType::Bool: P = writeElements<unsigned char, true>(P, D, N); break;
   case DType::String: break;
   }
@@ -382,16 +379,11 @@ Status decodeValue(json::Reader &R, const TensorSpec &Spec,
                   subject(Role, Spec) + ": invalid spec " + Spec.describe());
   prepareValue(Out, Spec);
   switch (Spec.type()) {
-  case DType::Float: return decodeNumbers<float>(R, Spec, Role, Row, MaxBytes, Out);
-  case DType::Double: return decodeNumbers<double>(R, Spec, Role, Row, MaxBytes, Out);
-  case DType::Int8: return decodeNumbers<int8_t>(R, Spec, Role, Row, MaxBytes, Out);
-  case DType::Int16: return decodeNumbers<int16_t>(R, Spec, Role, Row, MaxBytes, Out);
-  case DType::Int32: return decodeNumbers<int32_t>(R, Spec, Role, Row, MaxBytes, Out);
-  case DType::Int64: return decodeNumbers<int64_t>(R, Spec, Role, Row, MaxBytes, Out);
-  case DType::UInt8: return decodeNumbers<uint8_t>(R, Spec, Role, Row, MaxBytes, Out);
-  case DType::UInt16: return decodeNumbers<uint16_t>(R, Spec, Role, Row, MaxBytes, Out);
-  case DType::UInt32: return decodeNumbers<uint32_t>(R, Spec, Role, Row, MaxBytes, Out);
-  case DType::UInt64: return decodeNumbers<uint64_t>(R, Spec, Role, Row, MaxBytes, Out);
+#define MLBRIDGE_CASE(E, Ty, Name)                                              \
+  case DType::E:                                                               \
+    return decodeNumbers<Ty>(R, Spec, Role, Row, MaxBytes, Out);
+    MLBRIDGE_NUMERIC_DTYPES(MLBRIDGE_CASE)
+#undef MLBRIDGE_CASE
   case DType::Bool:
     return decodeNumbers<unsigned char, true>(R, Spec, Role, Row, MaxBytes, Out);
   case DType::String:
@@ -463,7 +455,7 @@ JsonSerDes::encodeObservation(int64_t Index,
                              std::to_string(F->byteSize()) +
                              " bytes but its shape " + S.describe() +
                              " needs " + std::to_string(S.byteSize())));
-    if (!json::isValidUtf8(S.name()))
+    if (!support::isValidUtf8(S.name()))
       return Fail(Status(ErrorCode::InvalidArgument,
                          "feature name is not valid UTF-8"));
     if (I)

@@ -6,6 +6,7 @@
 #include "serdes/bitstream_serdes.h"
 #include "serdes/json_serdes.h"
 #include "serdes/serdes_internal.h"
+#include "support/utf8.h"
 
 #include <atomic>
 #include <cstdio>
@@ -148,7 +149,7 @@ void setConcreteShape(TensorValue &Out, const TensorSpec &Spec,
 Status checkTensorBytes(const TensorValue &V, std::string_view What) {
   if (V.type() == DType::String) {
     size_t Bad = 0;
-    if (!json::isValidUtf8(V.asString(), &Bad))
+    if (!support::isValidUtf8(V.asString(), &Bad))
       return Status(ErrorCode::Malformed,
                     std::string(What) + ": string is not valid UTF-8 (byte " +
                         std::to_string(Bad) + ")");

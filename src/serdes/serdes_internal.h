@@ -9,7 +9,7 @@
 #define MLBRIDGE_SERDES_SERDES_INTERNAL_H
 
 #include "mlbridge/serdes.h"
-#include "serdes/json_value.h"
+#include "support/json.h"
 
 #include <string>
 #include <string_view>

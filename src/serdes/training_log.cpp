@@ -7,7 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "mlbridge/training_log.h"
 
-#include "serdes/json_value.h"
+#include "support/json.h"
+#include "support/utf8.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -35,7 +36,7 @@ Status checkSpec(const TensorSpec &S, const char *What) {
                       ": LLVM's training logs have no " +
                       std::string(dtypeName(S.type())) +
                       " type (use uint8_t for flags)");
-  if (!json::isValidUtf8(S.name()))
+  if (!support::isValidUtf8(S.name()))
     return Status(ErrorCode::InvalidArgument,
                   std::string(What) + " name is not valid UTF-8");
   return Status::ok();
@@ -215,7 +216,7 @@ Status TrainingLogWriter::switchContext(std::string_view Name) {
   if (ScorePending)
     return fail(Status(ErrorCode::InvalidArgument,
                        "switchContext: the last observation has no score yet"));
-  if (!json::isValidUtf8(Name))
+  if (!support::isValidUtf8(Name))
     return fail(Status(ErrorCode::InvalidArgument,
                        "context name is not valid UTF-8"));
   Buffer += "{\"context\":";

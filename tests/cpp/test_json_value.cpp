@@ -1,6 +1,7 @@
-//===- tests/cpp/test_json_value.cpp - The internal JSON reader/writer ----===//
+//===- tests/cpp/test_json_value.cpp - support/: JSON reader/writer, UTF-8===//
 
-#include "serdes/json_value.h"
+#include "support/json.h"
+#include "support/utf8.h"
 
 #include "serdes_test_util.h"
 
@@ -14,6 +15,7 @@
 
 using namespace mlbridge;
 using namespace mlbridge::json;
+using mlbridge::support::isValidUtf8;
 
 namespace {
 

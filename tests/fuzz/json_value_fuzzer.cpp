@@ -1,6 +1,6 @@
 // The JSON parser every JSON line from a peer goes through: any bytes give
 // a value or a Malformed status, never a crash, a hang or a leak.
-#include "serdes/json_value.h"
+#include "support/json.h"
 
 #include <cstddef>
 #include <cstdint>

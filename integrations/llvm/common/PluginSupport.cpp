@@ -2,6 +2,7 @@
 
 #include "PluginSupport.h"
 
+#include "mlbridge/json_escape.h"
 #include "mlbridge/pipe_model_runner.h"
 #if MLBRIDGE_PLUGINS_HAVE_ONNX
 #include "mlbridge/onnx_model_runner.h"
@@ -321,36 +322,7 @@ void appendLine(LLVMContext &Ctx, StringRef Prefix, const std::string &Path,
 }
 
 std::string jsonEscape(StringRef S) {
-  std::string Out;
-  Out.reserve(S.size());
-  for (char C : S) {
-    switch (C) {
-    case '"':
-      Out += "\\\"";
-      break;
-    case '\\':
-      Out += "\\\\";
-      break;
-    case '\n':
-      Out += "\\n";
-      break;
-    case '\t':
-      Out += "\\t";
-      break;
-    case '\r':
-      Out += "\\r";
-      break;
-    default:
-      if (static_cast<unsigned char>(C) < 0x20) {
-        char Buf[8];
-        std::snprintf(Buf, sizeof Buf, "\\u%04x", static_cast<unsigned>(C));
-        Out += Buf;
-      } else {
-        Out += C;
-      }
-    }
-  }
-  return Out;
+  return mlbridge::jsonEscape(std::string_view(S.data(), S.size()));
 }
 
 } // namespace mlbridge::plugins

@@ -120,26 +120,11 @@ void FeatureBinding::write(ModelRunner &R, size_t I, const T *V) const {
   const size_t J = static_cast<size_t>(Slot[I]);
   const size_t N = Counts[I];
   switch (R.featureSpec(J).type()) {
-  case DType::Float:
-    return convert<float>(R, J, V, N);
-  case DType::Double:
-    return convert<double>(R, J, V, N);
-  case DType::Int8:
-    return convert<int8_t>(R, J, V, N);
-  case DType::Int16:
-    return convert<int16_t>(R, J, V, N);
-  case DType::Int32:
-    return convert<int32_t>(R, J, V, N);
-  case DType::Int64:
-    return convert<int64_t>(R, J, V, N);
-  case DType::UInt8:
-    return convert<uint8_t>(R, J, V, N);
-  case DType::UInt16:
-    return convert<uint16_t>(R, J, V, N);
-  case DType::UInt32:
-    return convert<uint32_t>(R, J, V, N);
-  case DType::UInt64:
-    return convert<uint64_t>(R, J, V, N);
+#define MLBRIDGE_CASE(E, Ty, Name)                                              \
+  case DType::E:                                                               \
+    return convert<Ty>(R, J, V, N);
+    MLBRIDGE_NUMERIC_DTYPES(MLBRIDGE_CASE)
+#undef MLBRIDGE_CASE
   case DType::Bool:
     if (auto *Dst = R.getTensor<bool>(J))
       for (size_t K = 0; K < N; ++K)
@@ -184,7 +169,8 @@ bool boolSetting(const llvm::cl::opt<bool> &Opt, const char *Env);
 void appendLine(llvm::LLVMContext &Ctx, llvm::StringRef Prefix,
                 const std::string &Path, const std::string &Line);
 
-/// Escapes S for a JSON string literal (without the quotes).
+/// Escapes S for a JSON string literal (without the quotes), as the
+/// library does (mlbridge/json_escape.h).
 std::string jsonEscape(llvm::StringRef S);
 
 } // namespace mlbridge::plugins

@@ -9,6 +9,8 @@
 
 #include "mlbridge/status.h"
 
+#include "mlbridge/json_escape.h"
+
 #include <chrono>
 #include <cinttypes>
 #include <cstdint>
@@ -26,22 +28,7 @@ inline double msSince(Clock::time_point T) {
   return std::chrono::duration<double, std::milli>(Clock::now() - T).count();
 }
 
-inline std::string jsonEscape(const std::string &S) {
-  std::string Out;
-  for (char C : S) {
-    if (C == '"' || C == '\\') {
-      Out += '\\';
-      Out += C;
-    } else if (static_cast<unsigned char>(C) < 0x20) {
-      char Buf[8];
-      std::snprintf(Buf, sizeof Buf, "\\u%04x", C);
-      Out += Buf;
-    } else {
-      Out += C;
-    }
-  }
-  return Out;
-}
+using mlbridge::jsonEscape;
 
 /// {"event":"error","where":...,"code":...,"message":...,"elapsed_ms":...}
 inline void printError(const char *Where, const mlbridge::Status &S,

@@ -1,4 +1,4 @@
-//===- serdes/json_value.h - Strict JSON reader and writers -----*- C++ -*-===//
+//===- support/json.h - Strict JSON reader and writers -----*- C++ -*-===//
 //
 // Internal to the library. A small JSON reader in two layers:
 //  * Reader: a cursor over one message. SerDes code uses it to decode
@@ -15,8 +15,8 @@
 // escaping and shortest round-trip numbers.
 //
 //===----------------------------------------------------------------------===//
-#ifndef MLBRIDGE_SERDES_JSON_VALUE_H
-#define MLBRIDGE_SERDES_JSON_VALUE_H
+#ifndef MLBRIDGE_SUPPORT_JSON_H
+#define MLBRIDGE_SUPPORT_JSON_H
 
 #include "mlbridge/status.h"
 
@@ -31,13 +31,6 @@ namespace mlbridge::json {
 
 /// Maximum nesting of arrays/objects accepted by default.
 inline constexpr unsigned kDefaultMaxDepth = 64;
-
-// ---- UTF-8 -------------------------------------------------------------
-
-/// True when S is well-formed UTF-8 (no overlongs, surrogates or code points
-/// above U+10FFFF). On failure *ErrorOffset (if given) is the offset of the
-/// first byte of the bad sequence.
-bool isValidUtf8(std::string_view S, size_t *ErrorOffset = nullptr);
 
 // ---- numbers -------------------------------------------------------------
 
@@ -225,4 +218,4 @@ template <typename IntT> void appendInteger(std::string &Out, IntT V) {
 
 } // namespace mlbridge::json
 
-#endif // MLBRIDGE_SERDES_JSON_VALUE_H
+#endif // MLBRIDGE_SUPPORT_JSON_H
