@@ -7,6 +7,7 @@ the feature "f" (one float) is the small-message test: the answer is the
 int64 1 if f > 0 else 0.
 
     bench_peer.py --mode pipe --serdes bitstream|json|protobuf --dir D [--channels K]
+                  (FIFO pairs D/ch0 ... D/ch<K-1>, one event loop serves them all)
     bench_peer.py --mode shm --serdes ... --dir D   (socket D/ch0.sock, one event loop)
     bench_peer.py --mode grpc
 
@@ -55,37 +56,38 @@ def watch_stdin():
         os._exit(0)
 
 
+def serve_forever(loop, timeout):
+    while True:
+        try:
+            loop.run(timeout=timeout)
+        except Exception as e:  # a broken session: keep serving the others
+            print(f"bench_peer: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+
+
 def serve_pipe(args):
-    from mlbridge import PipeCompilerInterface
+    # Every channel in one event loop (one thread, no GIL contention).
+    from mlbridge import EventLoop, PipeCompilerInterface
     ifaces = [PipeCompilerInterface(base=os.path.join(args.dir, f"ch{i}"),
                                     serdes=args.serdes, timeout=args.timeout)
               for i in range(args.channels)]
-
-    def loop(iface):
-        while True:
-            try:
-                iface.serve(fc, sessions=None, timeout=args.timeout)
-            except Exception as e:  # a broken session: keep serving the channel
-                print(f"bench_peer: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
-
+    loop = EventLoop()
     for iface in ifaces:
-        threading.Thread(target=loop, args=(iface,), daemon=True).start()
+        loop.add(iface, fc)
+    threading.Thread(target=watch_stdin, daemon=True).start()
     print(json.dumps({"pid": os.getpid(), "bases": [i.base for i in ifaces]}), flush=True)
-    watch_stdin()
+    serve_forever(loop, args.timeout)
 
 
 def serve_shm(args):
     # One interface whose event loop serves every connected compiler.
-    from mlbridge import ShmCompilerInterface
+    from mlbridge import EventLoop, ShmCompilerInterface
     iface = ShmCompilerInterface(os.path.join(args.dir, "ch0.sock"), serdes=args.serdes,
                                  timeout=args.timeout)
+    loop = EventLoop()
+    loop.add(iface, fc)
     threading.Thread(target=watch_stdin, daemon=True).start()
     print(json.dumps({"pid": os.getpid(), "path": iface.path}), flush=True)
-    while True:
-        try:
-            iface.serve(fc, sessions=None, timeout=args.timeout)
-        except Exception as e:  # a broken session: keep serving
-            print(f"bench_peer: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+    serve_forever(loop, args.timeout)
 
 
 def serve_grpc(args):

@@ -779,7 +779,7 @@ void scaling(const std::string &Kind, const std::string &Serdes) {
   const int Count = Cfg.Quick ? 50 : 2000;
   double Base1 = NAN;
   // One model for every K: a pipe peer with 8 channels (the first K are
-  // used; one serving thread each), one shm socket served by one event
+  // used; one event loop serves them), one shm socket served by one event
   // loop, or one gRPC server.
   const bool Channels = Kind != "grpc";
   auto P = Peer::start(Kind, Serdes, Channels ? 8 : 1);

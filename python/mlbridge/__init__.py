@@ -17,6 +17,7 @@ import logging as _logging
 from . import dtypes, serdes
 from .errors import (MLBridgeError, MessageTooLarge, ModelError, PeerClosed,
                      ProtocolError, TimeoutError)
+from .event_loop import ChannelStats, EventLoop
 from .messages import Context, Header, Outcome, SessionState
 from .observation import Observation
 from .pipe import PipeCompilerInterface
@@ -30,6 +31,8 @@ __version__ = "0.1.0"
 __all__ = [
     "PipeCompilerInterface",
     "ShmCompilerInterface",
+    "EventLoop",
+    "ChannelStats",
     "Observation",
     "TensorSpec",
     "DYNAMIC",

@@ -7,8 +7,9 @@ for reading), never blocks without a deadline, and serves any number of
 consecutive compiler sessions: each ends with EOF on ``B.out`` and the next
 begins with a new header.
 
-Threads: one thread at a time per interface. Serve two channels (e.g. two
-advisors in one clang process) with two interfaces in two threads.
+Threads: one thread at a time per interface. Serve several channels (e.g.
+two advisors in one clang process, or many compilers) from one thread with
+:class:`mlbridge.EventLoop`.
 """
 
 import errno
@@ -16,6 +17,7 @@ import fcntl
 import logging
 import os
 import select
+import selectors
 import shutil
 import stat
 import struct
@@ -25,8 +27,10 @@ import time
 import weakref
 
 from . import serdes as _serdes
+from ._model_side import StreamInterface
 from ._spin import SpinBudget
 from .errors import MLBridgeError, PeerClosed, ProtocolError, TimeoutError
+from .event_loop import ChannelStats
 from .messages import (DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_MESSAGE_BYTES, Header,
                        Observation, SessionState)
 from .reader import FdReader
@@ -41,6 +45,8 @@ _OPEN_BACKOFF_MIN = 0.001
 _OPEN_BACKOFF_MAX = 0.02
 # The reply frame of protocol §5.1: session id, request number, length.
 _FRAME = struct.Struct("<QQQ")
+# With a compiler process to watch, an event loop looks at it this often.
+_WATCH_EVERY = 0.02
 
 
 def _check_private_fifo(st, path):
@@ -138,7 +144,7 @@ class _Resources:
             self.trace = None
 
 
-class PipeCompilerInterface:
+class PipeCompilerInterface(StreamInterface):
     """Serve a compiler over the FIFO pair ``<base>.in`` / ``<base>.out``.
 
     ``base=None`` creates a private directory (0700) holding ``channel.in``
@@ -163,6 +169,7 @@ class PipeCompilerInterface:
         self._codec = _serdes.get(serdes)
         if spin_us < 0:
             raise ValueError(f"spin_us must not be negative, got {spin_us}")
+        self._spin_us = spin_us
         self._spinner = SpinBudget(spin_us / 1e6) if spin_us else None
         if timeout is None or not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
@@ -179,6 +186,7 @@ class PipeCompilerInterface:
         self._session_started = False  # a message of this session was read
         self._in_session = False
         self._closed = False
+        self._generation = 0  # counts every change of our descriptors
         try:
             if base is None:
                 self._res.dir = tempfile.mkdtemp(prefix="mlbridge-")
@@ -215,52 +223,14 @@ class PipeCompilerInterface:
         return self._out_path
 
     @property
-    def serdes(self):
-        return self._codec.NAME
-
-    @property
-    def feature_specs(self):
-        """Feature specs of the last header (None before the first)."""
-        return self._state.feature_specs
-
-    @property
-    def advice_spec(self):
-        """Advice spec of the last header (None before the first)."""
-        return self._state.advice_spec
-
-    @property
-    def context(self):
-        """The last context name the compiler announced (None if none)."""
-        return self._state.context
-
-    @property
     def session_open(self):
         """True while a compiler session is connected (between its opening
         and the EOF or new header that ends it)."""
         return self._reader is not None and self._in_session
 
-    @property
-    def process(self):
-        """The compiler's ``subprocess.Popen`` being watched (or None).
-
-        Settable, because a compiler is usually started after the interface
-        (it needs ``base``)."""
-        return self._process
-
-    @process.setter
-    def process(self, process):
-        self._process = process
+    def _process_changed(self):
         if self._reader is not None:
             self._reader.alive = self._alive_check()
-
-    def _alive_check(self):
-        proc = self._process
-        return None if proc is None else (lambda: proc.poll() is None)
-
-    @property
-    def pending(self):
-        """The observation awaiting populate_buffer(), or None."""
-        return self._pending
 
     # ---- lifecycle ------------------------------------------------------------------
     def close(self):
@@ -268,13 +238,6 @@ class PipeCompilerInterface:
         self._closed = True
         self._drop_session()
         self._finalizer()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
     def _drop_session(self, broken=False):
         """End the session and close our ends of the FIFOs.
@@ -289,6 +252,7 @@ class PipeCompilerInterface:
         self._pending = None
         self._wfd = None
         self._wpoll = None
+        self._generation += 1
         if broken:
             # New FIFOs first, then close: the compiler sees EOF only once
             # the new FIFOs exist, so its reconnection can only find them
@@ -329,6 +293,7 @@ class PipeCompilerInterface:
             return
         self._res.fds.append(new)
         self._reader.rebind(new)
+        self._generation += 1
         self._res.close_fd(old)
         try:
             fcntl.fcntl(new, _F_SETPIPE_SZ, _PIPE_SIZE)
@@ -348,25 +313,11 @@ class PipeCompilerInterface:
             _make_fifo(path)
         self._renew_fifos = False
 
-    def _process_exited(self):
-        return self._process is not None and self._process.poll() is not None
-
     def _open_session(self, deadline):
         """Open B.in for writing (waiting for the compiler's reader), then
         B.out for reading. PeerClosed if the compiler process exits first."""
         delay = _OPEN_BACKOFF_MIN
-        while True:
-            try:
-                wfd = _open_fifo(self._in_path, os.O_WRONLY)
-                break
-            except OSError as e:
-                if e.errno == errno.ELOOP:
-                    raise MLBridgeError(f"{self._in_path} is now a symbolic link; "
-                                        f"refusing to follow it") from None
-                if e.errno == errno.ENOENT:
-                    raise MLBridgeError(f"FIFO {self._in_path} no longer exists") from None
-                if e.errno != errno.ENXIO:  # ENXIO: no reader yet
-                    raise MLBridgeError(f"cannot open {self._in_path}: {e.strerror}") from None
+        while not self._try_open():
             if self._process_exited():
                 raise PeerClosed("compiler process exited before opening the pipes")
             remaining = deadline - time.monotonic()
@@ -374,6 +325,23 @@ class PipeCompilerInterface:
                 raise TimeoutError(f"no compiler opened {self._in_path} before the deadline")
             time.sleep(min(delay, remaining))
             delay = min(delay * 2, _OPEN_BACKOFF_MAX)
+
+    def _try_open(self):
+        """One attempt at opening a session; False while no compiler has
+        opened B.in for reading (there is nothing to wait on for that)."""
+        if self._renew_fifos:
+            self._replace_fifos()
+        try:
+            wfd = _open_fifo(self._in_path, os.O_WRONLY)
+        except OSError as e:
+            if e.errno == errno.ENXIO:  # no reader yet
+                return False
+            if e.errno == errno.ELOOP:
+                raise MLBridgeError(f"{self._in_path} is now a symbolic link; "
+                                    f"refusing to follow it") from None
+            if e.errno == errno.ENOENT:
+                raise MLBridgeError(f"FIFO {self._in_path} no longer exists") from None
+            raise MLBridgeError(f"cannot open {self._in_path}: {e.strerror}") from None
         self._res.fds.append(wfd)
         try:
             rfd = _open_fifo(self._out_path, os.O_RDONLY)
@@ -397,7 +365,9 @@ class PipeCompilerInterface:
         self._state.reset()
         self._session_started = False
         self._in_session = True
+        self._generation += 1
         _log.debug("session opened on %s", self._base)
+        return True
 
     # ---- requests ----------------------------------------------------------------------
     def evaluate(self, timeout=None):
@@ -411,16 +381,10 @@ class PipeCompilerInterface:
         on malformed input (the session is dropped), MLBridgeError when the
         previous observation has not been answered.
         """
-        if self._closed:
-            raise MLBridgeError("the interface is closed")
-        if self._pending is not None:
-            raise MLBridgeError(f"observation {self._pending.index} has not been answered; "
-                                f"call populate_buffer() first")
+        self._check_can_evaluate()
         seconds = self.timeout if timeout is None else float(timeout)
         deadline = time.monotonic() + seconds
         if self._reader is None:
-            if self._renew_fifos:
-                self._replace_fifos()
             try:
                 self._open_session(deadline)
             except PeerClosed:
@@ -429,29 +393,36 @@ class PipeCompilerInterface:
             except TimeoutError:
                 raise TimeoutError(f"no compiler opened {self._in_path} within "
                                    f"{seconds:g} s") from None
-        reader = self._reader
+        self._reader.deadline = deadline
+        while True:
+            msg = self._read_message(seconds)
+            if msg is None or type(msg) is Observation:
+                return msg
+
+    def _read_message(self, seconds):
+        """Decode the next message of the open session (waiting for it until
+        the reader's deadline): a Header or Context, an Observation (then
+        pending), or None when the session has ended."""
         state = self._state
-        decode = self._codec.decode_message
-        reader.deadline = deadline
         try:
-            while True:
-                msg = decode(reader, state)
-                if type(msg) is Observation:
-                    if state.advice_spec is None:
-                        raise ProtocolError("observation without an advice spec")
-                    self._pending = msg
-                    return msg
-                if type(msg) is Header:
-                    _log.debug("header: %d features, advice %s", len(msg.feature_specs),
-                               msg.advice_spec.describe())
-                    if not msg.continues:
-                        state.context = None  # a new session starts fresh
-                        if self._session_started:
-                            # The compiler closed and reopened its ends before
-                            # we saw EOF (LLVM does so between inliner runs):
-                            # this header is already the next session's.
-                            return None
-                self._session_started = self._in_session = True
+            msg = self._codec.decode_message(self._reader, state)
+            if type(msg) is Observation:
+                if state.advice_spec is None:
+                    raise ProtocolError("observation without an advice spec")
+                self._pending = msg
+                return msg
+            if type(msg) is Header:
+                _log.debug("header: %d features, advice %s", len(msg.feature_specs),
+                           msg.advice_spec.describe())
+                if not msg.continues:
+                    state.context = None  # a new session starts fresh
+                    if self._session_started:
+                        # The compiler closed and reopened its ends before
+                        # we saw EOF (LLVM does so between inliner runs):
+                        # this header is already the next session's.
+                        return None
+            self._session_started = self._in_session = True
+            return msg
         except PeerClosed as e:
             _log.debug("session ended: %s", e)
             if e.clean and not self._process_exited():
@@ -471,34 +442,6 @@ class PipeCompilerInterface:
             if state.in_message:
                 self._drop_session(broken=True)
             raise
-
-    def populate_buffer(self, advice):
-        """Send the advice for the pending observation.
-
-        ``advice``: Python or numpy scalar, list, array, or str for string
-        advice, checked against ``advice_spec`` before anything is written
-        (TypeError/ValueError; the observation stays pending). Raises
-        MLBridgeError with no pending observation, PeerClosed if the
-        compiler is gone, TimeoutError if it does not take the bytes in time.
-        Returns False (sending nothing) when the compiler stopped waiting
-        for this answer (it wrote again, closed, or timed out), True once
-        sent.
-        """
-        obs = self._pending
-        if obs is None:
-            raise MLBridgeError("no pending observation; call evaluate() first")
-        data = self._codec.encode_advice(obs.advice_spec, advice)
-        return self._send(data)
-
-    def send_error(self, message):
-        """Answer the pending observation with an error (JSON only)."""
-        if self._pending is None:
-            raise MLBridgeError("no pending observation; call evaluate() first")
-        encode_error = getattr(self._codec, "encode_error", None)
-        if encode_error is None:
-            raise MLBridgeError(f"the {self.serdes} format has no error channel; "
-                                f"send advice or close the session")
-        return self._send(encode_error(message))
 
     def _send(self, data):
         """Write the reply ``data`` whole (one syscall when the pipe has room),
@@ -552,38 +495,132 @@ class PipeCompilerInterface:
         state.requests += 1
         return True
 
-    # ---- loop ----------------------------------------------------------------------------
-    def serve(self, policy, *, sessions=None, timeout=None):
-        """Answer requests with ``policy(observation) -> advice``.
+    # ---- the event loop ------------------------------------------------------------------
+    def _loop_source(self, loop, policy, on_header):
+        return _PipeSource(self, loop, policy, on_header)
 
-        Stops after ``sessions`` sessions have ended (None: no limit), when
-        the compiler process (if given) has exited, or when a wait times out
-        -- returning if at least one session has ended, raising
-        mlbridge.TimeoutError otherwise. A policy exception (or an invalid
-        advice) closes the session and propagates. Returns the number of
-        requests answered.
-        """
-        answered = 0
-        ended = 0
-        while sessions is None or ended < sessions:
+
+class _PipeSource:
+    """A PipeCompilerInterface in an EventLoop: waits on B.out while a
+    session is open; before that, tries to open one with the blocking
+    path's backoff (a FIFO offers nothing to wait on until both ends
+    meet)."""
+
+    spin_on_fds = True
+
+    def __init__(self, iface, loop, policy, on_header):
+        self.iface = iface
+        self.loop = loop
+        self.policy = policy
+        self.on_header = on_header
+        self.stats = ChannelStats()
+        self.fd = None
+        self.generation = None
+        self.seen = iface._state.feature_specs
+        self.delay = _OPEN_BACKOFF_MIN
+        self.due = time.monotonic()
+        self._sync()
+
+    def _sync(self):
+        """Keep the selector on the current B.out descriptor (it changes at
+        session boundaries; a closed one has left epoll by itself)."""
+        iface = self.iface
+        if iface._generation == self.generation:
+            return
+        self.generation = iface._generation
+        selector = self.loop.selector
+        if self.fd is not None:
             try:
-                obs = self.evaluate(timeout)
-            except TimeoutError:
-                if ended:
-                    return answered
-                raise
-            if obs is None:
-                ended += 1
-                if self._process_exited():
+                selector.unregister(self.fd)
+            except (KeyError, ValueError, OSError):
+                pass
+            self.fd = None
+        reader = iface._reader
+        if reader is not None:
+            selector.register(reader.fd, selectors.EVENT_READ, self)
+            self.fd = reader.fd
+            self.due = time.monotonic() + _WATCH_EVERY if iface._process is not None else None
+        else:
+            self.delay = _OPEN_BACKOFF_MIN
+            self.due = time.monotonic()
+
+    def ready(self):
+        reader = self.iface._reader
+        return reader is not None and reader.buffered > 0
+
+    def on_event(self, fileobj):
+        self.serve_ready(first=True)
+
+    def serve_ready(self, first=False):
+        """Answer the messages that are there (the first one even if it
+        only announced itself by readiness; a message begun is read to its
+        end within the interface's timeout)."""
+        iface = self.iface
+        reader = iface._reader
+        stats = self.stats
+        try:
+            while reader is not None and (first or reader.buffered):
+                first = False
+                reader.deadline = time.monotonic() + iface.timeout
+                msg = iface._read_message(iface.timeout)
+                if iface._state.feature_specs is not self.seen:
+                    self.seen = iface._state.feature_specs
+                    if self.on_header is not None and self.seen is not None:
+                        self.on_header(self.seen, iface._state.advice_spec)
+                if msg is None:
+                    stats.ended += 1
                     break
-                continue
+                if type(msg) is not Observation:
+                    continue
+                try:
+                    stats.answered += iface.populate_buffer(self.policy(msg))
+                except PeerClosed:
+                    stats.ended += 1
+                    break
+                except BaseException:
+                    iface._drop_session(broken=True)
+                    raise
+        finally:
+            self._sync()
+
+    def on_timer(self):
+        iface = self.iface
+        now = time.monotonic()
+        if iface._reader is not None:  # watching the compiler process
+            self.due = now + _WATCH_EVERY
+            if iface._process_exited() and iface._reader.input_state() is None:
+                iface._drop_session()
+                self.stats.ended += 1
+                self._sync()
+                self.due = None
+            return
+        if iface._process_exited():
+            self.due = None  # finished
+            return
+        try:
+            opened = iface._try_open()
+        finally:
+            self._sync()
+        if opened:
+            self.loop.activity()
+        else:
+            self.due = now + self.delay
+            self.delay = min(self.delay * 2, _OPEN_BACKOFF_MAX)
+
+    def before_sleep(self):
+        pass
+
+    def after_sleep(self):
+        pass
+
+    def finished(self):
+        iface = self.iface
+        return iface._reader is None and iface._process_exited()
+
+    def detach(self):
+        if self.fd is not None:
             try:
-                delivered = self.populate_buffer(policy(obs))
-            except PeerClosed:
-                ended += 1
-                continue
-            except BaseException:
-                self._drop_session(broken=True)
-                raise
-            answered += delivered
-        return answered
+                self.loop.selector.unregister(self.fd)
+            except (KeyError, ValueError, OSError):
+                pass
+            self.fd = None

@@ -33,8 +33,10 @@ import time
 import weakref
 
 from . import serdes as _serdes
+from ._model_side import StreamInterface
 from ._spin import SpinBudget, full_fence
 from .errors import MessageTooLarge, MLBridgeError, PeerClosed, ProtocolError, TimeoutError
+from .event_loop import ChannelStats
 from .messages import (DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_MESSAGE_BYTES, Header,
                        Observation, SessionState)
 
@@ -58,8 +60,6 @@ _MIN_CAPACITY = 4096
 _DEFAULT = object()
 # With a compiler process to watch, sleeps are cut into slices this long.
 _ALIVE_SLICE_MS = 20
-# A busy event loop looks for new connections at least this often (seconds).
-_ACCEPT_EVERY = 0.001
 
 
 def _pad8(n):
@@ -313,7 +313,7 @@ class _Session:
             os.write(self.wake_peer, _ONE)
 
 
-class ShmCompilerInterface:
+class ShmCompilerInterface(StreamInterface):
     """Serve compilers connecting to the Unix socket ``path``.
 
     ``path=None`` creates a private directory (0700) holding
@@ -348,6 +348,7 @@ class ShmCompilerInterface:
         self.timeout = float(timeout)
         self.capacity = capacity
         self.spin = spin_us / 1e6
+        self._spin_us = spin_us
         self._process = process
         self._state = SessionState(max_message_bytes, max_header_bytes)
         self._session = None
@@ -398,47 +399,13 @@ class ShmCompilerInterface:
         return self._path
 
     @property
-    def serdes(self):
-        return self._codec.NAME
-
-    @property
-    def feature_specs(self):
-        return self._state.feature_specs
-
-    @property
-    def advice_spec(self):
-        return self._state.advice_spec
-
-    @property
-    def context(self):
-        return self._state.context
-
-    @property
     def session_open(self):
         """True while a compiler is connected."""
         return self._session is not None
 
-    @property
-    def pending(self):
-        """The observation awaiting populate_buffer(), or None."""
-        return self._pending
-
-    @property
-    def process(self):
-        return self._process
-
-    @process.setter
-    def process(self, process):
-        self._process = process
+    def _process_changed(self):
         if self._session is not None:
             self._session.alive = self._alive_check()
-
-    def _alive_check(self):
-        proc = self._process
-        return None if proc is None else (lambda: proc.poll() is None)
-
-    def _process_exited(self):
-        return self._process is not None and self._process.poll() is not None
 
     # ---- lifecycle ------------------------------------------------------------------
     def close(self):
@@ -446,13 +413,6 @@ class ShmCompilerInterface:
         self._closed = True
         self._drop_session()
         self._finalizer()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
     def _drop_session(self):
         session, self._session = self._session, None
@@ -498,11 +458,7 @@ class ShmCompilerInterface:
         """Wait for the next observation and return it (None when the
         compiler ends the session). Same contract as
         PipeCompilerInterface.evaluate."""
-        if self._closed:
-            raise MLBridgeError("the interface is closed")
-        if self._pending is not None:
-            raise MLBridgeError(f"observation {self._pending.index} has not been answered; "
-                                f"call populate_buffer() first")
+        self._check_can_evaluate()
         seconds = self.timeout if timeout is None else float(timeout)
         deadline = time.monotonic() + seconds
         state = self._state
@@ -542,23 +498,6 @@ class ShmCompilerInterface:
             self._drop_session()
             raise
 
-    def populate_buffer(self, advice):
-        """Send the advice for the pending observation (checked against
-        ``advice_spec`` first: TypeError/ValueError leave it pending)."""
-        obs = self._pending
-        if obs is None:
-            raise MLBridgeError("no pending observation; call evaluate() first")
-        self._send(self._codec.encode_advice(obs.advice_spec, advice))
-
-    def send_error(self, message):
-        """Answer the pending observation with an error (JSON only)."""
-        if self._pending is None:
-            raise MLBridgeError("no pending observation; call evaluate() first")
-        encode_error = getattr(self._codec, "encode_error", None)
-        if encode_error is None:
-            raise MLBridgeError(f"the {self.serdes} format has no error channel")
-        self._send(encode_error(message))
-
     def _send(self, data):
         session = self._session
         try:
@@ -568,73 +507,65 @@ class ShmCompilerInterface:
             self._drop_session()
             raise
         self._pending = None
+        return True
 
-    def serve(self, policy, *, sessions=None, timeout=None):
-        """Answer requests with ``policy(observation) -> advice`` until
-        ``sessions`` sessions have ended (None: no limit) or no request
-        came for ``timeout`` seconds (returning if a session has ended,
-        raising TimeoutError otherwise). Returns the number of requests
-        answered.
-
-        Compilers connected at the same time are served together by one
-        event loop in this thread: every ring is polled for a bounded time,
-        then one ``select`` waits on all their eventfds and sockets. Each
-        compiler's requests are answered in order, replies never cross.
-        Sessions still connected when the loop returns are continued by
-        the next serve() or evaluate(). A policy exception (or an invalid
-        advice) closes that compiler's session and propagates.
-        """
-        if self._closed:
-            raise MLBridgeError("the interface is closed")
-        if self._pending is not None:
-            raise MLBridgeError(f"observation {self._pending.index} has not been answered; "
-                                f"call populate_buffer() first")
-        seconds = self.timeout if timeout is None else float(timeout)
-        active = self._parked
+    # ---- the event loop ------------------------------------------------------------------
+    def _loop_source(self, loop, policy, on_header):
+        """Every connected compiler is served at once: the loop polls each
+        ring for a bounded time, then one ``select`` waits on all their
+        eventfds and sockets and the listener. Sessions still connected
+        when the loop lets go are continued by the next serve() or
+        evaluate()."""
+        sessions = self._parked
         self._parked = []
         if self._session is not None:
             self._session.state = self._state
-            active.insert(0, self._session)
+            sessions.insert(0, self._session)
             self._session = None
-        loop = _EventLoop(self, active)
-        try:
-            return loop.run(policy, sessions, seconds)
-        finally:
-            self._parked = [s for s in loop.sessions if s.conn.fileno() >= 0]
-            for session in self._parked:
-                session.nonblocking = False
-            loop.close()
+        return _ShmSource(self, loop, policy, on_header, sessions)
 
 
-class _EventLoop:
-    """ShmCompilerInterface.serve(): many sessions, one thread."""
+class _ShmSource:
+    """A ShmCompilerInterface in an EventLoop: its listener and every
+    connected compiler's ring, eventfd and socket."""
 
-    def __init__(self, iface, sessions):
+    spin_on_fds = False  # a request shows in its ring without a system call
+
+    def __init__(self, iface, loop, policy, on_header, sessions):
         self.iface = iface
+        self.loop = loop
+        self.policy = policy
+        self.on_header = on_header
+        self.stats = ChannelStats()
         self.sessions = []
-        self.selector = selectors.DefaultSelector()
-        self.selector.register(iface._listener, selectors.EVENT_READ, None)
-        self.spinner = SpinBudget(iface.spin)
+        self.due = None if iface._process is None else time.monotonic() + _ALIVE_SLICE_MS / 1e3
+        loop.selector.register(iface._listener, selectors.EVENT_READ, self)
         for session in sessions:
             self.add(session)
 
     def add(self, session):
         session.nonblocking = True
         self.sessions.append(session)
-        self.selector.register(session.wake_self, selectors.EVENT_READ, session)
-        self.selector.register(session.conn, selectors.EVENT_READ, session)
+        self.loop.selector.register(session.wake_self, selectors.EVENT_READ, self)
+        self.loop.selector.register(session.conn, selectors.EVENT_READ, self)
+
+    def _unregister(self, session):
+        self.loop.selector.unregister(session.wake_self)
+        self.loop.selector.unregister(session.conn)
 
     def drop(self, session):
         self.sessions.remove(session)
-        self.selector.unregister(session.wake_self)
-        self.selector.unregister(session.conn)
+        self._unregister(session)
         session.close()
 
-    def close(self):
+    def detach(self):
+        selector = self.loop.selector
+        selector.unregister(self.iface._listener)
         for session in self.sessions:
-            self.selector.unregister(session.wake_self)
-            self.selector.unregister(session.conn)
-        self.selector.close()
+            self._unregister(session)
+            session.nonblocking = False
+        self.iface._parked += [s for s in self.sessions if s.conn.fileno() >= 0]
+        self.sessions = []
 
     def accept(self):
         iface = self.iface
@@ -657,110 +588,77 @@ class _EventLoop:
                 conn.close()
                 continue
             self.add(session)
+            self.loop.activity()
 
-    def serve_ready(self, policy):
-        """Answer every request already in a ring; the number answered."""
+    # ---- the source interface of EventLoop -----------------------------------------
+    def ready(self):
+        for session in self.sessions:
+            if session.has_request():
+                return True
+        return False
+
+    def serve_ready(self):
+        """Answer every request already in a ring."""
         iface = self.iface
         decode = iface._codec.decode_message
         encode = iface._codec.encode_advice
-        answered = 0
+        stats = self.stats
         for session in list(self.sessions):
             while session.has_request():
                 state = session.state
                 try:
                     msg = decode(session, state)
                     if type(msg) is not Observation:
-                        if type(msg) is Header and not msg.continues:
-                            state.context = None
+                        if type(msg) is Header:
+                            if not msg.continues:
+                                state.context = None
+                            if self.on_header is not None:
+                                self.on_header(msg.feature_specs, msg.advice_spec)
                         continue
                     if state.advice_spec is None:
                         raise ProtocolError("observation without an advice spec")
-                    reply = encode(msg.advice_spec, policy(msg))
+                    reply = encode(msg.advice_spec, self.policy(msg))
                     session.release()
                     session.write(reply, time.monotonic() + iface.timeout)
                 except (PeerClosed, TimeoutError, OSError) as e:
                     _log.debug("session ended: %s", e)
                     self.drop(session)
-                    self.ended += 1
+                    stats.ended += 1
                     break
                 except BaseException:
                     self.drop(session)
                     raise
-                answered += 1
+                stats.answered += 1
             else:
                 session.release()  # all read: a waiting writer may go on
-        return answered
 
-    def run(self, policy, sessions, seconds):
-        iface = self.iface
-        self.ended = 0
-        answered = 0
-        deadline = time.monotonic() + seconds
-        waiting_since = None  # the loop ran out of requests: how long until the next?
-        accepted_at = time.monotonic()
-        while sessions is None or self.ended < sessions:
-            n = self.serve_ready(policy)
-            if n and time.monotonic() - accepted_at > _ACCEPT_EVERY:
-                self.accept()  # busy: new compilers must not wait for a lull
-                accepted_at = time.monotonic()
-            if n:
-                answered += n
-                now = time.monotonic()
-                if waiting_since is not None:
-                    self.spinner.update(now - waiting_since)
-                    waiting_since = None
-                deadline = now + seconds
-                continue
-            if waiting_since is None:
-                waiting_since = time.monotonic()
-                if self.spin_for_request():
-                    continue
-            # Sleep on every eventfd, socket and the listener at once.
-            for session in self.sessions:
-                session.ctl[_MODEL_SLEEPING] = 1
-            full_fence()
-            try:
-                if any(session.has_request() for session in self.sessions):
-                    continue
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    if self.ended:
-                        break
-                    raise TimeoutError(f"no request from a compiler on {iface._path} within "
-                                       f"{seconds:g} s")
-                wait = remaining if iface._process is None else min(remaining, 0.02)
-                events = self.selector.select(wait)
-            finally:
-                for session in self.sessions:
-                    session.ctl[_MODEL_SLEEPING] = 0
-            for key, _ in events:
-                session = key.data
-                if session is None:
-                    self.accept()
-                    deadline = time.monotonic() + seconds
-                elif key.fileobj is session.conn:
-                    if session in self.sessions and not session.has_request():
-                        self.drop(session)  # hang-up: the compiler ended
-                        self.ended += 1
-                else:
-                    try:
-                        os.eventfd_read(session.wake_self)
-                    except BlockingIOError:
-                        pass
-            if iface._process_exited() and not any(s.has_request() for s in self.sessions):
-                break
-        return answered
+    def on_event(self, fileobj):
+        if fileobj is self.iface._listener:
+            self.accept()
+            return
+        for session in self.sessions:
+            if fileobj is session.conn:
+                if not session.has_request():
+                    self.drop(session)  # hang-up: the compiler ended
+                    self.stats.ended += 1
+                return
+            if fileobj == session.wake_self:
+                try:
+                    os.eventfd_read(session.wake_self)
+                except BlockingIOError:
+                    pass
+                return
 
-    def spin_for_request(self):
-        """Polls every ring for the spin budget; True if a request came."""
-        budget = self.spinner.next()
-        if not budget or not self.sessions:
-            return False
-        end = time.monotonic() + budget
-        sessions = self.sessions
-        while True:
-            for session in sessions:
-                if session.has_request():
-                    return True
-            if time.monotonic() >= end:
-                return False
+    def on_timer(self):
+        self.due = time.monotonic() + _ALIVE_SLICE_MS / 1e3
+
+    def before_sleep(self):
+        for session in self.sessions:
+            session.ctl[_MODEL_SLEEPING] = 1
+
+    def after_sleep(self):
+        for session in self.sessions:
+            session.ctl[_MODEL_SLEEPING] = 0
+
+    def finished(self):
+        return not self.sessions and self.iface._process_exited()

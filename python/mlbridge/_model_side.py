@@ -1,0 +1,124 @@
+"""What the stream interfaces (pipes, shared memory) have in common: the
+request/answer contract, the properties of the current session, the
+watched compiler process, and serve() through the event loop."""
+
+from .errors import MLBridgeError
+from .event_loop import EventLoop
+
+__all__ = ["StreamInterface"]
+
+
+class StreamInterface:
+    """Base of PipeCompilerInterface and ShmCompilerInterface.
+
+    A subclass sets ``_codec``, ``_state``, ``_pending``, ``_closed``,
+    ``_process``, ``timeout`` and implements ``_send(data) -> bool``,
+    ``_loop_source(loop, policy, on_header)`` (its part of an
+    :class:`~mlbridge.EventLoop`) and ``_process_changed()``.
+    """
+
+    # ---- properties -------------------------------------------------------------
+    @property
+    def serdes(self):
+        return self._codec.NAME
+
+    @property
+    def feature_specs(self):
+        """Feature specs of the last header (None before the first)."""
+        return self._state.feature_specs
+
+    @property
+    def advice_spec(self):
+        """Advice spec of the last header (None before the first)."""
+        return self._state.advice_spec
+
+    @property
+    def context(self):
+        """The last context name the compiler announced (None if none)."""
+        return self._state.context
+
+    @property
+    def pending(self):
+        """The observation awaiting populate_buffer(), or None."""
+        return self._pending
+
+    @property
+    def process(self):
+        """The compiler's ``subprocess.Popen`` being watched (or None).
+
+        Settable, because a compiler is usually started after the interface
+        (it needs the channel's path)."""
+        return self._process
+
+    @process.setter
+    def process(self, process):
+        self._process = process
+        self._process_changed()
+
+    def _alive_check(self):
+        proc = self._process
+        return None if proc is None else (lambda: proc.poll() is None)
+
+    def _process_exited(self):
+        return self._process is not None and self._process.poll() is not None
+
+    # ---- lifecycle --------------------------------------------------------------
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    # ---- requests ---------------------------------------------------------------
+    def _check_can_evaluate(self):
+        if self._closed:
+            raise MLBridgeError("the interface is closed")
+        if self._pending is not None:
+            raise MLBridgeError(f"observation {self._pending.index} has not been answered; "
+                                f"call populate_buffer() first")
+
+    def populate_buffer(self, advice):
+        """Send the advice for the pending observation.
+
+        ``advice``: Python or numpy scalar, list, array, or str for string
+        advice, checked against ``advice_spec`` before anything is written
+        (TypeError/ValueError; the observation stays pending). Raises
+        MLBridgeError with no pending observation, PeerClosed if the
+        compiler is gone, TimeoutError if it does not take the bytes in
+        time. Returns False (sending nothing) when the compiler stopped
+        waiting for this answer, True once sent.
+        """
+        obs = self._pending
+        if obs is None:
+            raise MLBridgeError("no pending observation; call evaluate() first")
+        return self._send(self._codec.encode_advice(obs.advice_spec, advice))
+
+    def send_error(self, message):
+        """Answer the pending observation with an error (JSON only)."""
+        if self._pending is None:
+            raise MLBridgeError("no pending observation; call evaluate() first")
+        encode_error = getattr(self._codec, "encode_error", None)
+        if encode_error is None:
+            raise MLBridgeError(f"the {self.serdes} format has no error channel; "
+                                f"send advice or close the session")
+        return self._send(encode_error(message))
+
+    def serve(self, policy, *, sessions=None, timeout=None):
+        """Answer requests with ``policy(observation) -> advice``.
+
+        Stops after ``sessions`` sessions have ended (None: no limit), when
+        the compiler process (if given) has exited, or when no request came
+        for ``timeout`` seconds (default: the interface's) -- returning if
+        at least one session has ended, raising mlbridge.TimeoutError
+        otherwise. A policy exception (or an invalid advice) closes the
+        session and propagates. Returns the number of requests answered.
+
+        This is :class:`mlbridge.EventLoop` with this one interface; use
+        the loop directly to serve several interfaces from one thread.
+        """
+        self._check_can_evaluate()
+        with EventLoop(spin_us=self._spin_us) as loop:
+            loop.add(self, policy)
+            return loop.run(sessions=sessions,
+                            timeout=self.timeout if timeout is None else timeout)

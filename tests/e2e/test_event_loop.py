@@ -1,0 +1,116 @@
+"""mlbridge.EventLoop: many real compiler processes (tests/e2e/tools/
+e2e_compiler.cpp) served by one Python thread, over pipes and shared memory
+at once; replies never cross, and an idle loop uses no CPU."""
+import time
+
+import pytest
+
+from mlbridge import EventLoop, PipeCompilerInterface, ShmCompilerInterface
+from test_pipe_e2e import FORMATS, events, start_compiler
+from test_shm_e2e import start_compiler as start_shm_compiler
+
+REQUESTS = 40
+
+
+def doubling_policy(seen, channel):
+    def policy(obs):
+        i = int(obs["i"][0])
+        seen.append((channel, i, obs.context))
+        return 2 * i
+    return policy
+
+
+@pytest.mark.parametrize("serdes", FORMATS)
+def test_eight_pipe_compilers_one_thread(serdes):
+    """Eight compilers ask at the same time, each with its own numbers; each
+    checks that every reply is twice what it sent (a crossed reply fails
+    it), and the model sees each compiler's numbers only on its channel."""
+    ifaces = [PipeCompilerInterface(serdes=serdes, timeout=20) for _ in range(8)]
+    seen = []
+    try:
+        with EventLoop() as loop:
+            stats = [loop.add(iface, doubling_policy(seen, k)) for k, iface in enumerate(ifaces)]
+            procs = [start_compiler(iface.base, serdes, "requests", "--count", REQUESTS,
+                                    "--first", 1000 * k) for k, iface in enumerate(ifaces)]
+            for iface, proc in zip(ifaces, procs):
+                iface.process = proc
+            answered = loop.run(sessions=8, timeout=20)
+        results = [events(proc) for proc in procs]
+    finally:
+        for iface in ifaces:
+            iface.close()
+    assert answered == 8 * REQUESTS
+    assert [s.answered for s in stats] == [REQUESTS] * 8
+    for k, (lines, err) in enumerate(results):
+        assert lines[-1] == {"event": "done", "ok": True}, err
+        advice = [e for e in lines if e["event"] == "advice"]
+        assert [e["i"] for e in advice] == list(range(1000 * k, 1000 * k + REQUESTS))
+        assert all(e["value"] == 2 * e["i"] for e in advice)
+    for channel, i, context in seen:
+        assert i // 1000 == channel and context == f"request{i % 1000}"
+
+
+def test_pipes_and_shared_memory_in_one_loop():
+    """Four pipe compilers and four shared-memory compilers (one interface
+    serves all four) against one loop."""
+    pipes = [PipeCompilerInterface(serdes="bitstream", timeout=20) for _ in range(4)]
+    shm = ShmCompilerInterface(serdes="bitstream", timeout=20)
+    seen = []
+    try:
+        with EventLoop() as loop:
+            for k, iface in enumerate(pipes):
+                loop.add(iface, doubling_policy(seen, k))
+            shm_stats = loop.add(shm, doubling_policy(seen, "shm"))
+            procs = [start_compiler(iface.base, "bitstream", "requests", "--count", REQUESTS,
+                                    "--first", 1000 * k) for k, iface in enumerate(pipes)]
+            procs += [start_shm_compiler(shm.path, "bitstream", "requests", "--count",
+                                         REQUESTS, "--first", 1000 * k) for k in range(4, 8)]
+            answered = loop.run(sessions=8, timeout=20)
+        results = [events(proc) for proc in procs]
+    finally:
+        for iface in pipes + [shm]:
+            iface.close()
+    assert answered == 8 * REQUESTS and shm_stats.answered == 4 * REQUESTS
+    assert shm_stats.ended == 4
+    for k, (lines, err) in enumerate(results):
+        assert lines[-1] == {"event": "done", "ok": True}, err
+        assert sum(e["event"] == "advice" for e in lines) == REQUESTS
+    for channel, i, _ in seen:
+        assert i // 1000 == channel if channel != "shm" else i // 1000 >= 4
+
+
+def test_idle_loop_uses_no_cpu():
+    """Eight connected compilers that each pause a second between two
+    requests (and are watched for exit): the loop must sleep through it."""
+    ifaces = [PipeCompilerInterface(serdes="bitstream", timeout=20) for _ in range(7)]
+    shm = ShmCompilerInterface(serdes="bitstream", timeout=20)
+    calls = []
+
+    def policy(obs):
+        calls.append((time.monotonic(), time.process_time()))
+        return 2 * int(obs["i"][0])
+
+    try:
+        with EventLoop() as loop:
+            procs = []
+            for iface in ifaces:
+                loop.add(iface, policy)
+                procs.append(start_compiler(iface.base, "bitstream", "requests", "--count", 2,
+                                            "--pause-ms", 1000))
+                iface.process = procs[-1]
+            loop.add(shm, policy)
+            procs.append(start_shm_compiler(shm.path, "bitstream", "requests", "--count", 2,
+                                            "--pause-ms", 1000))
+            shm.process = procs[-1]
+            assert loop.run(sessions=8, timeout=20) == 16
+        for proc in procs:
+            lines, err = events(proc)
+            assert lines[-1] == {"event": "done", "ok": True}, err
+    finally:
+        for iface in ifaces + [shm]:
+            iface.close()
+    calls.sort()
+    gaps = [(b[0] - a[0], b[1] - a[1]) for a, b in zip(calls, calls[1:])]
+    wall, cpu = max(gaps)
+    assert wall > 0.5, calls  # the pause is in there
+    assert cpu < 0.1, f"the idle loop used {cpu:.3f} s of CPU in {wall:.2f} s"
