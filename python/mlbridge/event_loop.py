@@ -1,13 +1,13 @@
 """EventLoop: many compiler channels, one Python thread.
 
 A thread per channel makes N compilers fight for the GIL; one loop waits on
-every channel at once (``selectors``: epoll on Linux) and answers whatever
+every channel at once (epoll) and answers whatever
 is ready, so the Python side costs the same per request whether one
 compiler or eight are connected. Pipe and shared-memory interfaces mix
 freely; see docs/event-loop.md.
 """
 
-import selectors
+import select
 import time
 
 from ._spin import SpinBudget, full_fence
@@ -51,10 +51,14 @@ class EventLoop:
     def __init__(self, *, spin_us=50):
         if spin_us < 0:
             raise ValueError(f"spin_us must not be negative, got {spin_us}")
-        self.selector = selectors.DefaultSelector()
+        self._epoll = select.epoll()
+        self._by_fd = {}  # descriptor -> its source
         self._sources = []
         self._spinner = SpinBudget(spin_us / 1e6) if spin_us else None
-        self._activity = False
+        self._current = None
+        self.failed = None  # the interface whose channel failed the last run()
+        self.ended = 0  # sessions ended, counted by the sources
+        self._again = []  # sources with work that no descriptor will signal
 
     # ---- channels -----------------------------------------------------------------
     def add(self, iface, policy, *, on_header=None):
@@ -75,6 +79,7 @@ class EventLoop:
         for source in self._sources:
             if source.iface is iface:
                 self._sources.remove(source)
+                self._again = [s for s in self._again if s is not source]
                 source.detach()
                 return
         raise ValueError("this interface is not in the loop")
@@ -83,7 +88,7 @@ class EventLoop:
         for source in self._sources:
             source.detach()
         self._sources = []
-        self.selector.close()
+        self._epoll.close()
 
     def __enter__(self):
         return self
@@ -93,10 +98,28 @@ class EventLoop:
         return False
 
     # ---- what the sources call -----------------------------------------------------
-    def activity(self):
-        """A source made progress without answering (a session opened or
-        ended): the idle timeout starts again."""
-        self._activity = True
+    def register(self, fd, source):
+        """Wake for ``fd`` (readable or hung up): ``source.on_event(fd)``."""
+        self._epoll.register(fd, select.EPOLLIN)
+        self._by_fd[fd] = source
+
+    def unregister(self, fd):
+        """Forget ``fd`` (before it is closed, or after: a closed descriptor
+        has left epoll by itself)."""
+        if self._by_fd.pop(fd, None) is not None:
+            try:
+                self._epoll.unregister(fd)
+            except OSError:
+                pass
+
+    def again(self, source):
+        """Call ``source.serve_buffered()`` in the next round."""
+        self._again.append(source)
+
+    def _select(self, timeout):
+        """[(source, fd)] of the descriptors ready within ``timeout`` s."""
+        by_fd = self._by_fd
+        return [(by_fd[fd], fd) for fd, _ in self._epoll.poll(timeout) if fd in by_fd]
 
     # ---- the loop ------------------------------------------------------------------
     def run(self, *, sessions=None, timeout=60.0, deadline=None):
@@ -108,36 +131,60 @@ class EventLoop:
         number of requests answered.
 
         A policy exception or a malformed stream closes that compiler's
-        session and propagates (the other channels keep theirs; run()
-        again to continue).
+        session and propagates (``failed`` is then the interface it came
+        from; the other channels keep their sessions: run() again to
+        continue).
         """
         if timeout is None or not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        self.failed = None
+        self._current = None
+        try:
+            return self._run(sessions, timeout, deadline)
+        except BaseException:
+            self.failed = None if self._current is None else self._current.iface
+            raise
+
+    def _run(self, sessions, timeout, deadline):
         sources = self._sources
-        answered = ended = 0
-        idle_deadline = time.monotonic() + timeout
+        # Shared-memory sources show requests in memory (polled, and told
+        # before the loop sleeps); pipe sources only through descriptors.
+        in_memory = [s for s in sources if s.in_memory]
+        poll_fds = len(in_memory) < len(sources)
+        answered0 = sum(s.stats.answered for s in sources)
+        ended0 = self.ended
+        monotonic = time.monotonic
+        select = self._select
+        now = monotonic()
+        idle_deadline = now + timeout
         waiting_since = None  # out of requests: how long until the next one came?
-        polled_at = 0.0
+        polled_at = now
         spinner = self._spinner
-        poll_fds = any(s.spin_on_fds for s in sources)
-        events = []
-        while sessions is None or ended < sessions:
-            before = self._totals()
-            self._activity = False
-            for key, _ in events:
-                key.data.on_event(key.fileobj)
-            events = []
-            for s in sources:
-                if s.ready():
-                    s.serve_ready()
-                due = s.due
-                if due is not None and due <= time.monotonic():
-                    s.on_timer()
-            after = self._totals()
-            answered += after[0] - before[0]
-            ended += after[1] - before[1]
-            if after != before or self._activity:
-                now = time.monotonic()
+        events = ()
+        while True:
+            progress = 0
+            if self._again:
+                again, self._again = self._again, []
+                for source in again:
+                    self._current = source
+                    progress += source.serve_buffered()
+            for source, fd in events:
+                self._current = source
+                progress += source.on_event(fd)
+            for source in in_memory:
+                if source.ready():
+                    self._current = source
+                    progress += source.serve_ready()
+            now = monotonic()
+            if not progress:
+                for source in sources:
+                    if source.due is not None and source.due <= now:
+                        self._current = source
+                        progress += source.on_timer()
+            self._current = None
+            if progress:
+                if sessions is not None and self.ended - ended0 >= sessions:
+                    break
                 if waiting_since is not None:
                     if spinner is not None:
                         spinner.update(now - waiting_since)
@@ -145,68 +192,72 @@ class EventLoop:
                 idle_deadline = now + timeout
                 if deadline is not None and now > deadline:
                     raise TimeoutError("the deadline passed")
-                if poll_fds or now - polled_at > _POLL_EVERY:
-                    events = self.selector.select(0)
+                # While busy, still look at every descriptor now and then.
+                if now - polled_at > _POLL_EVERY:
+                    events = select(0)
                     polled_at = now
+                else:
+                    events = ()
                 continue
-            if all(s.finished() for s in sources):
+            for source in sources:
+                if not source.finished():
+                    break
+            else:
                 break
             if waiting_since is None:
-                waiting_since = time.monotonic()
+                waiting_since = now
                 if spinner is not None:
-                    events = self._spin(spinner.next(), poll_fds)
-                    if events is None:  # a ring has a request
-                        events = []
+                    found = self._spin(spinner.next(), in_memory, poll_fds)
+                    if found:
+                        events = () if found is True else found
                         continue
-                    if events:
-                        continue
-            for s in sources:
-                s.before_sleep()
+            wait = idle_deadline - now
+            if wait <= 0:
+                if self.ended > ended0:
+                    break
+                raise TimeoutError(f"no request from a compiler within {timeout:g} s")
+            if deadline is not None:
+                if deadline <= now:
+                    raise TimeoutError("the deadline passed")
+                wait = min(wait, deadline - now)
+            for source in sources:
+                if source.due is not None:
+                    wait = min(wait, max(0.0, source.due - now))
+            if in_memory:
+                events = self._sleep_on_rings(in_memory, wait)
+            else:
+                events = select(wait)
+            polled_at = monotonic()
+        return sum(s.stats.answered for s in sources) - answered0
+
+    def _sleep_on_rings(self, in_memory, wait):
+        """Sleep like select(), but tell the shared-memory peers first (so
+        they wake us) and look at the rings once more after that."""
+        for source in in_memory:
+            source.before_sleep()
+        try:
             full_fence()
-            try:
-                if any(s.ready() for s in sources):
-                    continue
-                now = time.monotonic()
-                wait = idle_deadline - now
-                if wait <= 0:
-                    if ended:
-                        break
-                    raise TimeoutError(f"no request from a compiler within {timeout:g} s")
-                if deadline is not None:
-                    if deadline <= now:
-                        raise TimeoutError("the deadline passed")
-                    wait = min(wait, deadline - now)
-                for s in sources:
-                    if s.due is not None:
-                        wait = min(wait, max(0.0, s.due - now))
-                events = self.selector.select(wait)
-                polled_at = time.monotonic()
-            finally:
-                for s in sources:
-                    s.after_sleep()
-        return answered
+            for source in in_memory:
+                if source.ready():
+                    return ()
+            return self._select(wait)
+        finally:
+            for source in in_memory:
+                source.after_sleep()
 
-    def _totals(self):
-        a = e = 0
-        for s in self._sources:
-            a += s.stats.answered
-            e += s.stats.ended
-        return a, e
-
-    def _spin(self, budget, poll_fds):
-        """Poll every channel for ``budget`` seconds: None when a source is
-        ready, the events when a descriptor is, [] when nothing came."""
+    def _spin(self, budget, in_memory, poll_fds):
+        """Poll every channel for ``budget`` seconds: the events when a
+        descriptor is ready, True when a ring is, () if nothing came."""
         if not budget:
-            return []
+            return ()
         end = time.monotonic() + budget
-        sources = self._sources
         while True:
-            for s in sources:
+            for s in in_memory:
                 if s.ready():
-                    return None
+                    return True
             if poll_fds:
-                events = self.selector.select(0)
+                events = self._select(0)
                 if events:
                     return events
             if time.monotonic() >= end:
-                return []
+                return ()

@@ -17,7 +17,6 @@ import fcntl
 import logging
 import os
 import select
-import selectors
 import shutil
 import stat
 import struct
@@ -465,10 +464,24 @@ class PipeCompilerInterface(StreamInterface):
         state = self._state
         if state.session:
             data = _FRAME.pack(state.session, state.requests, len(data)) + data
+        try:
+            written = os.write(self._wfd, data)  # the usual case: the pipe has room
+        except BlockingIOError:
+            written = 0
+        except BrokenPipeError:
+            self._drop_session(broken=True)
+            raise PeerClosed(f"the compiler closed {self._in_path}") from None
+        if written < len(data):
+            self._write_rest(data, written)
+        self._pending = None
+        state.requests += 1
+        return True
+
+    def _write_rest(self, data, written):
+        """Finish a reply the pipe had no room for, within the timeout."""
         fd = self._wfd
         deadline = time.monotonic() + self.timeout
         view = memoryview(data)
-        written = 0
         try:
             while written < len(data):
                 try:
@@ -491,9 +504,6 @@ class PipeCompilerInterface(StreamInterface):
         except (TimeoutError, PeerClosed):
             self._drop_session(broken=True)
             raise
-        self._pending = None
-        state.requests += 1
-        return True
 
     # ---- the event loop ------------------------------------------------------------------
     def _loop_source(self, loop, policy, on_header):
@@ -504,9 +514,10 @@ class _PipeSource:
     """A PipeCompilerInterface in an EventLoop: waits on B.out while a
     session is open; before that, tries to open one with the blocking
     path's backoff (a FIFO offers nothing to wait on until both ends
-    meet)."""
+    meet). Methods return their progress (requests answered, sessions
+    opened or ended)."""
 
-    spin_on_fds = True
+    in_memory = False
 
     def __init__(self, iface, loop, policy, on_header):
         self.iface = iface
@@ -528,60 +539,69 @@ class _PipeSource:
         if iface._generation == self.generation:
             return
         self.generation = iface._generation
-        selector = self.loop.selector
-        if self.fd is not None:
-            try:
-                selector.unregister(self.fd)
-            except (KeyError, ValueError, OSError):
-                pass
-            self.fd = None
+        self.detach()
         reader = iface._reader
         if reader is not None:
-            selector.register(reader.fd, selectors.EVENT_READ, self)
+            self.loop.register(reader.fd, self)
             self.fd = reader.fd
             self.due = time.monotonic() + _WATCH_EVERY if iface._process is not None else None
         else:
             self.delay = _OPEN_BACKOFF_MIN
             self.due = time.monotonic()
 
-    def ready(self):
-        reader = self.iface._reader
-        return reader is not None and reader.buffered > 0
-
-    def on_event(self, fileobj):
-        self.serve_ready(first=True)
-
-    def serve_ready(self, first=False):
-        """Answer the messages that are there (the first one even if it
-        only announced itself by readiness; a message begun is read to its
-        end within the interface's timeout)."""
+    def on_event(self, fd):
+        """B.out is readable: answer what is there (a message begun is read
+        to its end within the interface's timeout)."""
         iface = self.iface
         reader = iface._reader
+        if reader is None:  # an event from before the session ended
+            return 0
         stats = self.stats
+        policy = self.policy
+        timeout = iface.timeout
+        progress = 0
         try:
-            while reader is not None and (first or reader.buffered):
-                first = False
-                reader.deadline = time.monotonic() + iface.timeout
-                msg = iface._read_message(iface.timeout)
+            while True:
+                reader.deadline = time.monotonic() + timeout
+                msg = iface._read_message(timeout)
                 if iface._state.feature_specs is not self.seen:
                     self.seen = iface._state.feature_specs
                     if self.on_header is not None and self.seen is not None:
                         self.on_header(self.seen, iface._state.advice_spec)
                 if msg is None:
-                    stats.ended += 1
-                    break
-                if type(msg) is not Observation:
-                    continue
-                try:
-                    stats.answered += iface.populate_buffer(self.policy(msg))
-                except PeerClosed:
-                    stats.ended += 1
-                    break
-                except BaseException:
-                    iface._drop_session(broken=True)
-                    raise
+                    return progress + self._ended()
+                if type(msg) is Observation:
+                    try:
+                        stats.answered += iface.populate_buffer(policy(msg))
+                    except PeerClosed:
+                        return progress + self._ended()
+                    except BaseException:
+                        iface._drop_session(broken=True)
+                        raise
+                    progress += 1
+                if not reader.buffered:
+                    return progress
         finally:
-            self._sync()
+            if iface._generation != self.generation:
+                self._sync()
+
+    def _ended(self):
+        """A session ended. The next one may have begun in what is already
+        buffered: the loop comes back for it (after checking its session
+        limit), as epoll will not signal bytes we have read."""
+        self.stats.ended += 1
+        self.loop.ended += 1
+        reader = self.iface._reader
+        if reader is not None and reader.buffered:
+            self.loop.again(self)
+        return 1
+
+    def serve_buffered(self):
+        """on_event() for bytes already buffered, if they still are."""
+        reader = self.iface._reader
+        if reader is None or not reader.buffered:
+            return 0
+        return self.on_event(self.fd)
 
     def on_timer(self):
         iface = self.iface
@@ -590,28 +610,22 @@ class _PipeSource:
             self.due = now + _WATCH_EVERY
             if iface._process_exited() and iface._reader.input_state() is None:
                 iface._drop_session()
-                self.stats.ended += 1
                 self._sync()
                 self.due = None
-            return
+                return self._ended()
+            return 0
         if iface._process_exited():
             self.due = None  # finished
-            return
+            return 0
         try:
             opened = iface._try_open()
         finally:
             self._sync()
         if opened:
-            self.loop.activity()
-        else:
-            self.due = now + self.delay
-            self.delay = min(self.delay * 2, _OPEN_BACKOFF_MAX)
-
-    def before_sleep(self):
-        pass
-
-    def after_sleep(self):
-        pass
+            return 1
+        self.due = now + self.delay
+        self.delay = min(self.delay * 2, _OPEN_BACKOFF_MAX)
+        return 0
 
     def finished(self):
         iface = self.iface
@@ -619,8 +633,5 @@ class _PipeSource:
 
     def detach(self):
         if self.fd is not None:
-            try:
-                self.loop.selector.unregister(self.fd)
-            except (KeyError, ValueError, OSError):
-                pass
+            self.loop.unregister(self.fd)
             self.fd = None

@@ -23,7 +23,6 @@ import mmap
 import os
 import platform
 import select
-import selectors
 import shutil
 import socket
 import stat
@@ -527,9 +526,10 @@ class ShmCompilerInterface(StreamInterface):
 
 class _ShmSource:
     """A ShmCompilerInterface in an EventLoop: its listener and every
-    connected compiler's ring, eventfd and socket."""
+    connected compiler's ring, eventfd and socket. Methods return their
+    progress (requests answered, sessions opened or ended)."""
 
-    spin_on_fds = False  # a request shows in its ring without a system call
+    in_memory = True  # a request shows in its ring without a system call
 
     def __init__(self, iface, loop, policy, on_header, sessions):
         self.iface = iface
@@ -539,19 +539,19 @@ class _ShmSource:
         self.stats = ChannelStats()
         self.sessions = []
         self.due = None if iface._process is None else time.monotonic() + _ALIVE_SLICE_MS / 1e3
-        loop.selector.register(iface._listener, selectors.EVENT_READ, self)
+        loop.register(iface._listener.fileno(), self)
         for session in sessions:
             self.add(session)
 
     def add(self, session):
         session.nonblocking = True
         self.sessions.append(session)
-        self.loop.selector.register(session.wake_self, selectors.EVENT_READ, self)
-        self.loop.selector.register(session.conn, selectors.EVENT_READ, self)
+        self.loop.register(session.wake_self, self)
+        self.loop.register(session.conn.fileno(), self)
 
     def _unregister(self, session):
-        self.loop.selector.unregister(session.wake_self)
-        self.loop.selector.unregister(session.conn)
+        self.loop.unregister(session.wake_self)
+        self.loop.unregister(session.conn.fileno())
 
     def drop(self, session):
         self.sessions.remove(session)
@@ -559,8 +559,7 @@ class _ShmSource:
         session.close()
 
     def detach(self):
-        selector = self.loop.selector
-        selector.unregister(self.iface._listener)
+        self.loop.unregister(self.iface._listener.fileno())
         for session in self.sessions:
             self._unregister(session)
             session.nonblocking = False
@@ -569,11 +568,12 @@ class _ShmSource:
 
     def accept(self):
         iface = self.iface
+        accepted = 0
         while True:
             try:
                 conn, _ = iface._listener.accept()
             except BlockingIOError:
-                return
+                return accepted
             creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
             if struct.unpack("3i", creds)[1] != os.getuid():
                 conn.close()
@@ -588,7 +588,7 @@ class _ShmSource:
                 conn.close()
                 continue
             self.add(session)
-            self.loop.activity()
+            accepted += 1
 
     # ---- the source interface of EventLoop -----------------------------------------
     def ready(self):
@@ -603,6 +603,7 @@ class _ShmSource:
         decode = iface._codec.decode_message
         encode = iface._codec.encode_advice
         stats = self.stats
+        progress = 0
         for session in list(self.sessions):
             while session.has_request():
                 state = session.state
@@ -624,33 +625,40 @@ class _ShmSource:
                     _log.debug("session ended: %s", e)
                     self.drop(session)
                     stats.ended += 1
+                    self.loop.ended += 1
+                    progress += 1
                     break
                 except BaseException:
                     self.drop(session)
                     raise
                 stats.answered += 1
+                progress += 1
             else:
                 session.release()  # all read: a waiting writer may go on
+        return progress
 
-    def on_event(self, fileobj):
-        if fileobj is self.iface._listener:
-            self.accept()
-            return
+    def on_event(self, fd):
+        if fd == self.iface._listener.fileno():
+            return self.accept()
         for session in self.sessions:
-            if fileobj is session.conn:
-                if not session.has_request():
-                    self.drop(session)  # hang-up: the compiler ended
-                    self.stats.ended += 1
-                return
-            if fileobj == session.wake_self:
+            if fd == session.conn.fileno():
+                if session.has_request():
+                    return 0  # served first; the hang-up stays readable
+                self.drop(session)  # hang-up: the compiler ended
+                self.stats.ended += 1
+                self.loop.ended += 1
+                return 1
+            if fd == session.wake_self:
                 try:
                     os.eventfd_read(session.wake_self)
                 except BlockingIOError:
                     pass
-                return
+                return 0
+        return 0
 
     def on_timer(self):
         self.due = time.monotonic() + _ALIVE_SLICE_MS / 1e3
+        return 0
 
     def before_sleep(self):
         for session in self.sessions:

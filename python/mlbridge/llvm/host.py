@@ -14,7 +14,7 @@ Rules the host keeps:
 * Advice is validated before it is written; an invalid answer stops the
   compiler (or, with ``on_invalid="fallback"``, is replaced by a safe one).
 * Several advisors in one process (clang: inliner + eviction + priority) are
-  served concurrently, one thread each.
+  served concurrently by one event loop (:class:`mlbridge.EventLoop`).
 * Everything is bounded by ``timeout``: a compiler that never opens the
   pipes, exits early, crashes or hangs never blocks the host. A policy
   error or a timeout kills the compiler's process group.
@@ -30,6 +30,7 @@ import threading
 import time
 
 from ..errors import MLBridgeError, PeerClosed, TimeoutError
+from ..event_loop import EventLoop
 from ..pipe import PipeCompilerInterface
 from . import policies as _policies
 from . import process
@@ -126,9 +127,8 @@ class _Channel:
         self.requests = 0
         self.sessions = 0
         self.fallbacks = 0
-        self.cpu = 0.0
         self.error = None
-        self.thread = None
+        self.stats = None          # the event loop's counters, while serve() runs
         self._seen = None          # the spec tuple of the last header seen
         self._layout = None
         self._check = None
@@ -141,12 +141,12 @@ class _Channel:
         return self.iface.base
 
     # -- per header ------------------------------------------------------------------
-    def _on_header(self, specs):
+    def _on_header(self, specs, advice_spec):
         self._seen = specs
         if specs is None:
             return
         self.sessions += 1
-        layout = Layout(specs, self.iface.advice_spec)
+        layout = Layout(specs, advice_spec)
         self.advisor.check_header(layout)
         self._layout = layout
         self._check = self.advisor.make_checker(layout)
@@ -170,7 +170,7 @@ class _Channel:
                 raise TimeoutError(f"no {self.advisor.name} request within the time limit")
             obs = iface.evaluate(timeout=remaining)
             if iface.feature_specs is not self._seen:
-                self._on_header(iface.feature_specs)
+                self._on_header(iface.feature_specs, iface.advice_spec)
             if obs is None:
                 if self.comp.proc.poll() is not None:
                     return None
@@ -201,73 +201,35 @@ class _Channel:
         self.requests += 1
         return value
 
-    # -- the serving loop ----------------------------------------------------------------
-    def serve(self):
-        """Answer every request with the policy until the compiler exits;
-        errors are stored in ``self.error`` and stop the compiler."""
-        t0 = time.thread_time()
-        iface = self.iface
-        evaluate = iface.evaluate
-        send = iface.populate_buffer
-        comp = self.comp
-        proc = comp.proc
-        deadline = comp.deadline
-        policy = self.policy
-        monotonic = time.monotonic
-        fallback_ok = comp.on_invalid == "fallback"
-        tracer = comp.tracer
-        steps = comp.steps
-        obs = None
+    # -- served by the event loop ----------------------------------------------------------
+    def respond(self, obs):
+        """The checked advice for ``obs`` (the event loop sends it); an
+        error is kept in ``self.error`` and raised."""
         try:
-            while True:
-                remaining = deadline - monotonic()
-                if remaining <= 0:
-                    raise TimeoutError(f"the compilation did not finish within "
-                                       f"{comp.timeout:g} s")
-                try:
-                    obs = evaluate(remaining)
-                except TimeoutError:
-                    if monotonic() < deadline:
-                        raise
-                    raise TimeoutError(f"the compilation did not finish within "
-                                       f"{comp.timeout:g} s") from None
-                if iface.feature_specs is not self._seen:
-                    self._on_header(iface.feature_specs)
-                if obs is None:
-                    if proc.poll() is not None:
-                        break
-                    continue
-                if self._patch is not None:
-                    obs = self._patch(obs)
-                try:
-                    advice = policy(obs)
-                except Exception as e:
-                    raise PolicyError(
-                        f"{self.advisor.name} policy {_describe(policy)} raised "
-                        f"{type(e).__name__}: {e} (context {obs.context!r}, observation "
-                        f"{obs.index})") from e
-                try:
-                    value = self._check(obs, advice)
-                except InvalidAdvice:
-                    if not fallback_ok:
-                        raise
-                    value = self._fallback(obs)
-                    self.fallbacks += 1
-                if self._group is not None:
-                    tracer.record(self._group, comp.run_id, self.sessions - 1, obs.context,
-                                  obs.index, next(steps), obs.raw, value)
-                try:
-                    send(value)
-                except PeerClosed:
-                    continue  # the compiler died; its exit status will tell
-                self.requests += 1
-        except BaseException as e:  # noqa: BLE001 - reported, compiler stopped
+            if self._patch is not None:
+                obs = self._patch(obs)
+            try:
+                advice = self.policy(obs)
+            except Exception as e:
+                raise PolicyError(
+                    f"{self.advisor.name} policy {_describe(self.policy)} raised "
+                    f"{type(e).__name__}: {e} (context {obs.context!r}, observation "
+                    f"{obs.index})") from e
+            try:
+                value = self._check(obs, advice)
+            except InvalidAdvice:
+                if self.comp.on_invalid != "fallback":
+                    raise
+                value = self._fallback(obs)
+                self.fallbacks += 1
+            if self._group is not None:
+                comp = self.comp
+                comp.tracer.record(self._group, comp.run_id, self.sessions - 1, obs.context,
+                                   obs.index, next(comp.steps), obs.raw, value)
+            return value
+        except BaseException as e:
             self.error = e
-            comp._stop(f"{self.advisor.name}: {e}")
-            if not isinstance(e, Exception):
-                raise
-        finally:
-            self.cpu += time.thread_time() - t0
+            raise
 
     def close(self):
         self.iface.close()
@@ -372,6 +334,7 @@ class Compilation:
         self._err = []
         self._t0 = None
         self._result = None
+        self._serve_cpu = 0.0
 
     # -- lifecycle ----------------------------------------------------------------------
     def __enter__(self):
@@ -448,6 +411,15 @@ class Compilation:
     def kill(self, reason="stopped by the host"):
         self._stop(reason)
 
+    def _fail(self, loop, error):
+        """A channel of ``loop`` failed with ``error``: record it on that
+        channel (or the first) and stop the compiler."""
+        failed = next((ch for ch in self.channels.values() if ch.iface is loop.failed),
+                      next(iter(self.channels.values())))
+        if failed.error is None or isinstance(error, TimeoutError):
+            failed.error = error
+        self._stop(f"{failed.advisor.name}: {failed.error}")
+
     def serve(self):
         """Answer every request with the advisors' policies until the
         compiler exits (or the host stops it); returns the RunResult."""
@@ -456,22 +428,31 @@ class Compilation:
         missing = [n for n, p in self.policies.items() if p is None]
         if missing:
             raise MLBridgeError(f"no policy for {', '.join(missing)}")
-        chans = list(self.channels.values())
+        t0 = time.thread_time()
         try:
-            if len(chans) == 1:
-                chans[0].serve()
-            elif chans:
-                for ch in chans:
-                    ch.thread = threading.Thread(target=ch.serve, daemon=True,
-                                                 name=f"mlbridge-llvm-{ch.advisor.name}")
-                    ch.thread.start()
-                for ch in chans:
-                    while ch.thread.is_alive():
-                        ch.thread.join(0.1)
+            with EventLoop() as loop:
+                for ch in self.channels.values():
+                    ch.stats = loop.add(ch.iface, ch.respond, on_header=ch._on_header)
+                try:
+                    loop.run(timeout=self.timeout, deadline=self.deadline)
+                except TimeoutError as e:
+                    if time.monotonic() < self.deadline:
+                        self._fail(loop, e)
+                    else:
+                        self._fail(loop, TimeoutError(f"the compilation did not finish "
+                                                      f"within {self.timeout:g} s"))
+                except Exception as e:  # noqa: BLE001 - reported, compiler stopped
+                    self._fail(loop, e)
         except BaseException:  # e.g. KeyboardInterrupt: never leave a compiler behind
             self._stop("interrupted")
             self.close()
             raise
+        finally:
+            self._serve_cpu += time.thread_time() - t0
+            for ch in self.channels.values():
+                if ch.stats is not None:
+                    ch.requests += ch.stats.answered
+                    ch.stats = None
         return self.finish()
 
     def finish(self):
@@ -513,7 +494,7 @@ class Compilation:
             sessions={n: c.sessions for n, c in self.channels.items()},
             fallbacks={n: c.fallbacks for n, c in self.channels.items()},
             exception=exception, error=error, timed_out=timed_out, killed=self._killed,
-            seconds=seconds, host_seconds=sum(c.cpu for c in self.channels.values()),
+            seconds=seconds, host_seconds=self._serve_cpu,
             output=outfile, run_id=self.run_id)
         if self.tracer is not None:
             self._record_outcome(res, outfile)
