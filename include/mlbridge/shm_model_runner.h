@@ -62,6 +62,9 @@ public:
 private:
   Status openChannel(std::unique_ptr<MessageChannel> &Out) override;
   std::string channelName() const override;
+  /// Replies are framed (protocol §5.1): the request number in each frame
+  /// tells a second reply to an earlier request from this one's answer.
+  bool offersSessionIds() const override { return true; }
 
   std::string Path;
   ShmOptions Opts;

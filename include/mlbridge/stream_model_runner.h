@@ -67,7 +67,8 @@ protected:
   virtual std::string channelName() const = 0;
   /// True to offer a session id in each session's header and require
   /// framed replies (protocol §5.1): for transports where a late reply to
-  /// an earlier session could reach this one.
+  /// an earlier session, or a second reply to an earlier request, could
+  /// reach this one.
   virtual bool offersSessionIds() const { return false; }
 
 private:

@@ -5,11 +5,15 @@
 :class:`~mlbridge.Observation`, and updates ``state`` accordingly.
 """
 
+import struct
 from dataclasses import dataclass
 from typing import Any, Optional, Tuple
 
 from .observation import Observation
 from .tensor_spec import TensorSpec
+
+# The reply frame of protocol §5.1: session id, request number, length.
+_FRAME = struct.Struct("<QQQ")
 
 __all__ = ["Header", "Context", "Outcome", "Observation", "SessionState",
            "DEFAULT_MAX_MESSAGE_BYTES", "DEFAULT_MAX_HEADER_BYTES", "DEFAULT_MAX_FEATURES"]
@@ -75,6 +79,13 @@ class SessionState:
         self.max_features = int(max_features)
         self.advice_optional = bool(advice_optional)
         self.reset()
+
+    def frame(self, reply):
+        """``reply`` as sent: behind the frame of protocol §5.1 (session id,
+        request number, length) when the session asked for one."""
+        if not self.session:
+            return reply
+        return _FRAME.pack(self.session, self.requests, len(reply)) + reply
 
     def reset(self):
         """Forget the specs and context (a new session begins)."""

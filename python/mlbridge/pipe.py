@@ -42,8 +42,6 @@ _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _PIPE_SIZE = 1 << 20
 _OPEN_BACKOFF_MIN = 0.001
 _OPEN_BACKOFF_MAX = 0.02
-# The reply frame of protocol §5.1: session id, request number, length.
-_FRAME = struct.Struct("<QQQ")
 # With a compiler process to watch, an event loop looks at it this often.
 _WATCH_EVERY = 0.02
 
@@ -462,8 +460,7 @@ class PipeCompilerInterface(StreamInterface):
             raise PeerClosed(f"the compiler closed {self._out_path} without waiting for "
                              f"the reply to observation {index}")
         state = self._state
-        if state.session:
-            data = _FRAME.pack(state.session, state.requests, len(data)) + data
+        data = state.frame(data)
         try:
             written = os.write(self._wfd, data)  # the usual case: the pipe has room
         except BlockingIOError:

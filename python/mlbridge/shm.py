@@ -499,13 +499,15 @@ class ShmCompilerInterface(StreamInterface):
 
     def _send(self, data):
         session = self._session
+        state = self._state
         try:
             session.release()
-            session.write(data, time.monotonic() + self.timeout)
+            session.write(state.frame(data), time.monotonic() + self.timeout)
         except (TimeoutError, PeerClosed, OSError):
             self._drop_session()
             raise
         self._pending = None
+        state.requests += 1
         return True
 
     # ---- the event loop ------------------------------------------------------------------
@@ -618,9 +620,10 @@ class _ShmSource:
                         continue
                     if state.advice_spec is None:
                         raise ProtocolError("observation without an advice spec")
-                    reply = encode(msg.advice_spec, self.policy(msg))
+                    reply = state.frame(encode(msg.advice_spec, self.policy(msg)))
                     session.release()
                     session.write(reply, time.monotonic() + iface.timeout)
+                    state.requests += 1
                 except (PeerClosed, TimeoutError, OSError) as e:
                     _log.debug("session ended: %s", e)
                     self.drop(session)

@@ -30,7 +30,8 @@ def start_compiler(path, serdes, scenario, *extra):
 
 
 class FaultInjectingShmInterface(ShmCompilerInterface):
-    """Test-only: answers with raw bytes that no codec would produce."""
+    """Test-only: answers with raw bytes that no codec would produce (in
+    the reply frame of the request pending)."""
 
     def send_raw(self, data):
         self._send(data)
@@ -175,7 +176,7 @@ def test_compiler_killed_python_side_returns():
 
 @pytest.mark.parametrize("reply, message", [
     (b"\x01\x02\x03", "shorter than the advice"),
-    (struct.pack("<qq", 0, 0), "bytes more than the advice"),
+    (struct.pack("<qq", 0, 0), "announced 16 bytes but the advice took 8"),
 ])
 def test_malformed_replies_are_clear_errors(reply, message):
     with FaultInjectingShmInterface(serdes="bitstream", timeout=20) as iface:
@@ -288,3 +289,34 @@ def test_serve_leaves_other_sessions_to_the_next_call():
         for proc in (first, second):
             lines, err = events(proc)
             assert lines[-1] == {"event": "done", "ok": True}, err
+
+
+@pytest.mark.parametrize("when", ["before the next request", "after the next request"])
+def test_a_second_reply_never_answers_the_next_request(when):
+    """The model answers request 0 twice, the second time 50 ms later: it
+    lands while the compiler idles before request 1, or after request 1
+    began to arrive but before the model read it. Either way the compiler
+    must not take it as the answer to request 1."""
+    with FaultInjectingShmInterface(serdes="bitstream", timeout=20) as iface:
+        proc = start_compiler(iface.path, "bitstream", "requests", "--count", 3,
+                              "--pause-ms", 300)
+        obs = iface.evaluate()
+        reply = bytes(iface._codec.encode_advice(obs.advice_spec, 2 * int(obs["i"][0])))
+        iface.send_raw(reply)
+        if when == "before the next request":
+            time.sleep(0.05)
+        else:
+            deadline = time.monotonic() + 10
+            while not iface._session.has_request():  # request 1 began, unread
+                assert time.monotonic() < deadline
+                time.sleep(0.001)
+        iface._pending = obs  # answer request 0 once more, in the same frame
+        iface._state.requests -= 1
+        iface.send_raw(reply)
+        iface.process = proc
+        iface.serve(lambda o: 2 * int(o["i"][0]), sessions=1, timeout=10)
+        lines, err = events(proc)
+    assert [e["value"] for e in lines if e["event"] == "advice"] == [0], lines
+    errors = [e for e in lines if e["event"] == "error"]
+    assert errors[0]["code"] == "malformed" and "more than one reply" in errors[0]["message"], \
+        errors
