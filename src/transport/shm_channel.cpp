@@ -105,13 +105,14 @@ Status receiveHello(int Sock, const std::string &Path, Deadline Until,
     ssize_t N = ::recvmsg(Sock, &M, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     if (N < 0 && (errno == EINTR || errno == EAGAIN))
       continue;
+    // A reset: the model closed its listener (exited) with us queued on it.
+    if (N == 0 || (N < 0 && errno == ECONNRESET))
+      return Status(ErrorCode::PeerClosed,
+                    "the model closed '" + Path + "' before its hello");
     if (N < 0)
       return Status(ErrorCode::IOError,
                     "reading the model's hello on '" + Path +
                         "': " + errnoText(errno));
-    if (N == 0)
-      return Status(ErrorCode::PeerClosed,
-                    "the model closed '" + Path + "' before its hello");
     size_t Got = 0;
     for (struct cmsghdr *C = CMSG_FIRSTHDR(&M); C; C = CMSG_NXTHDR(&M, C))
       if (C->cmsg_level == SOL_SOCKET && C->cmsg_type == SCM_RIGHTS) {
