@@ -1,0 +1,91 @@
+"""Fault injection at every step of a gRPC session in inference mode (the
+compiler, GrpcModelRunner, calls the model's ModelService), both
+directions; training mode is test_fault_injection_grpc_training.py.
+
+* Model faults: the real C++ compiler (mlbridge-grpc-e2e-compiler, 3
+  requests, 400 ms call and connect deadlines) against a fault-injecting
+  fake model server (tools/fault_injecting_grpc_model.py inference).
+* Compiler faults: a fault-injecting fake compiler
+  (tools/fault_injecting_grpc_compiler.py inference) against the real
+  GrpcCompilerInterface; afterwards a real compiler session on it must be
+  served correctly, and the fake itself must never get a wrong answer.
+
+gRPC has no separate header or context message (both travel in every
+request), so those steps are the "first" request; a unary call carries
+one reply, so a duplicated reply cannot be sent, and HTTP/2 frames a
+truncated message away: the reply faults are replies of the wrong shape,
+type or kind. docs/reliability.md lists every case and its outcome.
+"""
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "tools"))
+import fault_matrix as F  # noqa: E402
+import grpc_helpers as H  # noqa: E402  (skips this module when gRPC is off)
+from mlbridge.grpc import GrpcCompilerInterface  # noqa: E402
+
+# (step, fault, what the compiler must get)
+MODEL_CASES = [("open", f, "unavailable") for f in ("kill", "stop", "delay")]
+MODEL_CASES += [(s, "kill", "peer-closed") for s in ("first", "observation")]
+MODEL_CASES += [(s, f, "timeout") for s in ("first", "observation") for f in ("stop", "delay")]
+MODEL_CASES += [("reply", "delay", "timeout"), ("reply", "truncate", "malformed"),
+                ("reply", "wrongtype", "type-mismatch"), ("reply", "empty", "malformed")]
+MODEL_CASES += [("close", f, "answers") for f in ("kill", "stop", "delay")]
+
+COMPILER_FAULTS = [("open", f) for f in ("kill", "stop")]
+COMPILER_FAULTS += [(s, f) for s in ("first", "observation")
+                    for f in ("kill", "stop", "truncate", "duplicate")]
+COMPILER_FAULTS += [("reply", "giveup")]
+COMPILER_FAULTS += [("close", f) for f in ("kill", "stop", "duplicate")]
+
+
+def requests(*args, call_timeout_ms=F.DEADLINE_MS):
+    return F.spawn(H.compiler_cmd("--scenario", "requests", "--count", 3,
+                                  "--call-timeout-ms", call_timeout_ms, *args))
+
+
+@pytest.mark.parametrize("step,fault,expected", MODEL_CASES)
+def test_model_fault_gives_own_answer_or_clear_error(step, fault, expected):
+    model = F.spawn([sys.executable, F.TOOLS / "fault_injecting_grpc_model.py", "inference",
+                     "-", step, fault, "1.0"], env=F.ENV)
+    try:
+        address = model.stdout.readline().strip()
+        assert address, model.stderr.read()
+        started = time.monotonic()
+        lines, err = F.json_lines(requests("--address", address,
+                                           "--connect-timeout-ms", F.DEADLINE_MS))
+        took_ms = (time.monotonic() - started) * 1000
+    finally:
+        F.end(model)
+    # A reply of the wrong shape or type fails that call only (each call
+    # is its own stream); every other error breaks the runner.
+    assert F.check_requests_outcome(lines, err,
+                                    usable_after={"malformed", "type-mismatch"}) == expected
+    # Connect + three calls + EndSession, each bounded by its deadline.
+    assert took_ms < 5 * F.DEADLINE_MS + 2 * F.SLACK_MS
+
+
+@pytest.mark.parametrize("step,fault", COMPILER_FAULTS)
+def test_model_side_is_ready_after_a_compiler_fault(step, fault):
+    with GrpcCompilerInterface(timeout=1.0) as iface:
+        stop = threading.Event()
+        server = F.serve_in_background(lambda: iface.serve(F.twice, timeout=0.5), stop)
+        faulty = F.spawn([sys.executable, F.TOOLS / "fault_injecting_grpc_compiler.py",
+                          "inference", iface.address, step, fault], env=F.ENV)
+        try:
+            F.wait_for_fault(faulty, fault, frozen_for=0.1)
+            # The next compiler (patient: only the model side is tested here).
+            lines, err = F.json_lines(requests("--address", iface.address,
+                                               call_timeout_ms=5000), timeout=20)
+        finally:
+            F.end(faulty)
+            stop.set()
+            server.join(5)
+    assert [e["value"] for e in lines if e["event"] == "advice"] == [0, 2, 4], (lines, err)
+    assert lines[-1] == {"event": "done", "ok": True}
+    if fault not in ("kill", "stop"):
+        assert faulty.returncode == 0, faulty.stderr.read()  # never a wrong answer
