@@ -176,7 +176,7 @@ class EventLoop:
                     self._current = source
                     progress += source.serve_ready()
             now = monotonic()
-            if not progress:
+            if not progress or now - polled_at > _POLL_EVERY:
                 for source in sources:
                     if source.due is not None and source.due <= now:
                         self._current = source
@@ -192,13 +192,16 @@ class EventLoop:
                 idle_deadline = now + timeout
                 if deadline is not None and now > deadline:
                     raise TimeoutError("the deadline passed")
-                # While busy, still look at every descriptor now and then.
+                # While busy, still look at every descriptor (and timer) now
+                # and then, so no channel waits for the others to pause.
                 if now - polled_at > _POLL_EVERY:
                     events = select(0)
                     polled_at = now
-                else:
-                    events = ()
-                continue
+                    continue
+                events = ()
+                if in_memory or self._again:
+                    continue
+                # Only descriptors, all drained: wait for the next request.
             for source in sources:
                 if not source.finished():
                     break
