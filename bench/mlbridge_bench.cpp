@@ -171,22 +171,19 @@ double pct(std::vector<double> V, double P) {
   return V[std::min(V.size() - 1, size_t(P * double(V.size() - 1) + 0.5))];
 }
 
-long rssKb() {
-  std::ifstream F("/proc/self/status");
+/// The "<Field>: N kB" value of /proc/<P>/status (P = 0: this process), or -1.
+long statusKb(pid_t P, const std::string &Field) {
+  std::ifstream F(P ? "/proc/" + std::to_string(P) + "/status"
+                    : std::string("/proc/self/status"));
+  const std::string Key = Field + ":";
   std::string L;
   while (std::getline(F, L))
-    if (L.rfind("VmRSS:", 0) == 0)
-      return std::atol(L.c_str() + 6);
+    if (L.rfind(Key, 0) == 0)
+      return std::atol(L.c_str() + Key.size());
   return -1;
 }
-long rssKbOf(pid_t P) {
-  std::ifstream F("/proc/" + std::to_string(P) + "/status");
-  std::string L;
-  while (std::getline(F, L))
-    if (L.rfind("VmRSS:", 0) == 0)
-      return std::atol(L.c_str() + 6);
-  return -1;
-}
+long rssKb() { return statusKb(0, "VmRSS"); }
+long rssKbOf(pid_t P) { return statusKb(P, "VmRSS"); }
 
 [[noreturn]] void die(const std::string &Msg);
 
@@ -838,7 +835,7 @@ void smallAndMemory(const RunnerDef &D, Peer *P) {
   // Allocated and touched before the first RSS reading, so the timings
   // themselves do not show up as growth.
   std::vector<double> T(size_t(N2), 0.0);
-  long Rss1 = 0, PeerRss1 = 0, RssMid = 0;
+  long Rss1 = 0, PeerRss1 = 0, RssMid = 0, AnonMid = 0;
   bool OnnxLike = !D.SmallIsInt;
   std::vector<float> One = {0.25f};
   for (long I = 0; I < N2; ++I) {
@@ -859,14 +856,19 @@ void smallAndMemory(const RunnerDef &D, Peer *P) {
             (Y ? std::string("wrong answer") : Y.status().toString()));
     }
     T[size_t(I)] = nowUs() - T0;
-    if (I + 1 == (N1 + N2) / 2)
+    if (I + 1 == (N1 + N2) / 2) {
       RssMid = rssKb();
+      AnonMid = statusKb(0, "RssAnon");
+    }
     if (I + 1 == N1) {
       Rss1 = rssKb();
       PeerRss1 = P ? P->rss() : 0;
     }
   }
   long Rss2 = rssKb(), PeerRss2 = P ? P->rss() : 0;
+  // Anonymous memory (heap, stacks) is what a leak grows; file-backed pages
+  // of the libraries also count in VmRSS when first touched.
+  long AnonGrowth = statusKb(0, "RssAnon") - AnonMid;
   std::vector<double> Warm(T.begin() + std::min<long>(N1, long(T.size()) / 10),
                            T.end());
   Row S;
@@ -890,15 +892,16 @@ void smallAndMemory(const RunnerDef &D, Peer *P) {
              {"rss_kb_2", double(Rss2)},
              {"growth_kb", double(Rss2 - Rss1)},
              // A leak grows in both halves; a one-off allocation does not.
-             {"growth_2nd_half_kb", double(Rss2 - RssMid)}};
+             {"growth_2nd_half_kb", double(Rss2 - RssMid)},
+             {"anon_growth_2nd_half_kb", double(AnonGrowth)}};
   if (P)
     M.Extra.push_back({"peer_growth_kb", double(PeerRss2 - PeerRss1)});
   add(M);
   say("  %-14s %-10s small: median %7.1f us p90 %7.1f us | RSS %ld KB after "
       "%ld, %ld KB after %ld calls (growth %+ld KB, %+ld KB in the 2nd "
-      "half%s)\n",
+      "half, of it anonymous %+ld KB%s)\n",
       D.Name.c_str(), D.Serdes.c_str(), S.MedianUs, S.P90Us, Rss1, N1, Rss2,
-      N2, Rss2 - Rss1, Rss2 - RssMid,
+      N2, Rss2 - Rss1, Rss2 - RssMid, AnonGrowth,
       P ? (", peer " + std::to_string(PeerRss2 - PeerRss1) + " KB").c_str()
         : "");
 }
