@@ -114,3 +114,35 @@ def test_idle_loop_uses_no_cpu():
     wall, cpu = max(gaps)
     assert wall > 0.5, calls  # the pause is in there
     assert cpu < 0.1, f"the idle loop used {cpu:.3f} s of CPU in {wall:.2f} s"
+
+
+def test_a_failing_policy_ends_only_its_own_channel():
+    """A policy that raises closes that compiler's session and leaves run()
+    with loop.failed naming its interface; the next run() goes on serving
+    the other compiler to the end."""
+    bad, good = (PipeCompilerInterface(serdes="bitstream", timeout=20) for _ in range(2))
+
+    def broken(obs):
+        raise KeyError("no such feature")
+
+    seen = []
+    try:
+        with EventLoop() as loop:
+            loop.add(bad, broken)
+            good_stats = loop.add(good, doubling_policy(seen, 1))
+            bad.process = start_compiler(bad.base, "bitstream", "requests", "--count", 3)
+            good.process = start_compiler(good.base, "bitstream", "requests", "--count",
+                                          REQUESTS, "--first", 1000)
+            with pytest.raises(KeyError):
+                loop.run(timeout=20)
+            assert loop.failed is bad
+            loop.run(timeout=20)  # until both compilers have exited
+        bad_lines, _ = events(bad.process)
+        good_lines, err = events(good.process)
+    finally:
+        bad.close()
+        good.close()
+    assert good_lines[-1] == {"event": "done", "ok": True}, err
+    assert good_stats.answered == REQUESTS and len(seen) == REQUESTS
+    assert bad.process.returncode != 0
+    assert any(e["event"] == "error" for e in bad_lines)
