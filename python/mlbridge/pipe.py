@@ -528,6 +528,8 @@ class _PipeSource:
         self.delay = _OPEN_BACKOFF_MIN
         self.due = time.monotonic()
         self._sync()
+        if iface._reader is not None and iface._reader.buffered:
+            loop.again(self)  # read before this loop existed: no event will come
 
     def _sync(self):
         """Keep the selector on the current B.out descriptor (it changes at

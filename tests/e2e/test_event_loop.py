@@ -1,11 +1,14 @@
 """mlbridge.EventLoop: many real compiler processes (tests/e2e/tools/
 e2e_compiler.cpp) served by one Python thread, over pipes and shared memory
 at once; replies never cross, and an idle loop uses no CPU."""
+import sys
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from mlbridge import EventLoop, PipeCompilerInterface, ShmCompilerInterface
+from mlbridge import EventLoop, PipeCompilerInterface, ShmCompilerInterface, TensorSpec
 from test_pipe_e2e import FORMATS, events, start_compiler
 from test_shm_e2e import start_compiler as start_shm_compiler
 
@@ -146,3 +149,35 @@ def test_a_failing_policy_ends_only_its_own_channel():
     assert good_stats.answered == REQUESTS and len(seen) == REQUESTS
     assert bad.process.returncode != 0
     assert any(e["event"] == "error" for e in bad_lines)
+
+
+def test_a_session_already_read_is_served_by_the_next_run():
+    """A compiler that starts its next session without reopening (LLVM does,
+    between inliner runs) may have that session's header and first request
+    read with the end of the last one; serve(sessions=1) stops there, and
+    the next serve() must answer from what was read (epoll will not signal
+    it again)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+    from compiler_peer import CompilerPeer
+    spec, advice = TensorSpec("i", "int64_t", [1]), TensorSpec("twice", "int64_t", [1])
+    got = []
+
+    def compiler(base):
+        peer = CompilerPeer(base, "bitstream", timeout=10).open()
+        try:
+            peer.header([spec], advice)
+            got.append(int(peer.observe([7])[0]))
+            peer.counters.clear()  # the next session numbers from 0 again
+            peer.send(peer.codec.encode_header([spec], advice) +
+                      peer.codec.encode_observation(0, [(spec, 21)]))
+            got.append(int(peer.read_advice()[0]))
+        finally:
+            peer.close()
+
+    with PipeCompilerInterface(serdes="bitstream", timeout=10) as iface:
+        t = threading.Thread(target=compiler, args=(iface.base,))
+        t.start()
+        assert iface.serve(lambda o: 2 * int(o["i"][0]), sessions=1) == 1
+        assert iface.serve(lambda o: 2 * int(o["i"][0]), sessions=1, timeout=5) == 1
+        t.join(10)
+    assert got == [14, 42]
