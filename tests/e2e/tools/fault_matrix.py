@@ -23,8 +23,8 @@ DEADLINE_MS = 400
 SLACK_MS = 1500  # scheduling on a loaded 2-core machine
 CLEAR_ERRORS = {"timeout", "peer-closed", "malformed", "unavailable", "not-found",
                 "type-mismatch"}
-# Fake peers give up on a silent real peer after this long (never reached
-# in a passing run: it only bounds a failing one).
+# The longest a fake waits for, or holds on to, its real peer (the tests
+# end the fakes much sooner: it only bounds a failing run).
 FAKE_PATIENCE_S = 10
 
 
