@@ -36,6 +36,11 @@ class FaultInjectingShmInterface(ShmCompilerInterface):
     def send_raw(self, data):
         self._send(data)
 
+    def send_raw_record(self, data):
+        """``data`` as the whole reply record, frame included."""
+        self._session.release()
+        self._session.write(data, time.monotonic() + self.timeout)
+
 
 def start_model_process(path, serdes, body):
     """A separate Python model process (so it can be killed) running body
@@ -187,6 +192,18 @@ def test_malformed_replies_are_clear_errors(reply, message):
     errors = [e for e in lines if e["event"] == "error"]
     assert errors[0]["code"] == "malformed" and message in errors[0]["message"], errors
     assert errors[1]["code"] == "unavailable", errors
+
+
+def test_bytes_after_the_framed_reply_in_its_record_are_malformed():
+    with FaultInjectingShmInterface(serdes="bitstream", timeout=20) as iface:
+        proc = start_compiler(iface.path, "bitstream", "requests", "--count", 2)
+        iface.evaluate()
+        advice = struct.pack("<q", 0)
+        iface.send_raw_record(iface._state.frame(advice) + advice)
+        lines, err = events(proc)
+    errors = [e for e in lines if e["event"] == "error"]
+    assert errors[0]["code"] == "malformed", errors
+    assert "8 bytes more than the advice" in errors[0]["message"], errors
 
 
 def test_oversized_reply_is_refused_before_allocating():
