@@ -183,17 +183,7 @@ class _Channel:
         """Validate ``advice`` for ``obs`` and send it (InvalidAdvice first
         if it breaks the advisor's rules and on_invalid is "stop").
         Returns the value sent, or None if the compiler is gone."""
-        try:
-            value = self._check(obs, advice)
-        except InvalidAdvice:
-            if self.comp.on_invalid != "fallback":
-                raise
-            value = self._fallback(obs)
-            self.fallbacks += 1
-        if self._group is not None:
-            self.comp.tracer.record(self._group, self.comp.run_id, self.sessions - 1,
-                                    obs.context, obs.index, next(self.comp.steps), obs.raw,
-                                    value)
+        value = self._checked(obs, advice)
         try:
             self.iface.populate_buffer(value)
         except PeerClosed:
@@ -215,21 +205,26 @@ class _Channel:
                     f"{self.advisor.name} policy {_describe(self.policy)} raised "
                     f"{type(e).__name__}: {e} (context {obs.context!r}, observation "
                     f"{obs.index})") from e
-            try:
-                value = self._check(obs, advice)
-            except InvalidAdvice:
-                if self.comp.on_invalid != "fallback":
-                    raise
-                value = self._fallback(obs)
-                self.fallbacks += 1
-            if self._group is not None:
-                comp = self.comp
-                comp.tracer.record(self._group, comp.run_id, self.sessions - 1, obs.context,
-                                   obs.index, next(comp.steps), obs.raw, value)
-            return value
+            return self._checked(obs, advice)
         except BaseException as e:
             self.error = e
             raise
+
+    def _checked(self, obs, advice):
+        """``advice`` checked by the advisor's rules (or the fallback, with
+        on_invalid="fallback"), recorded in the trace."""
+        try:
+            value = self._check(obs, advice)
+        except InvalidAdvice:
+            if self.comp.on_invalid != "fallback":
+                raise
+            value = self._fallback(obs)
+            self.fallbacks += 1
+        if self._group is not None:
+            comp = self.comp
+            comp.tracer.record(self._group, comp.run_id, self.sessions - 1, obs.context,
+                               obs.index, next(comp.steps), obs.raw, value)
+        return value
 
     def close(self):
         self.iface.close()
