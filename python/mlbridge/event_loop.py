@@ -45,7 +45,8 @@ class EventLoop:
 
     Interfaces stay open and keep their sessions when the loop is closed
     (``close()`` or the end of a ``with`` block); one loop at a time per
-    interface.
+    interface. ``ended`` counts the sessions ended so far, ``failed`` is
+    the interface whose channel made the last run() raise.
     """
 
     def __init__(self, *, spin_us=50):
