@@ -107,3 +107,21 @@ def test_trainer_is_ready_after_a_compiler_fault(step, fault):
     assert lines[-1] == {"event": "done", "ok": True}
     if fault not in ("kill", "stop"):
         assert faulty.returncode == 0, faulty.stderr.read()  # never a wrong answer
+
+
+def test_a_compiler_dying_while_the_trainer_answers_counts_as_ended():
+    """The compiler dies as the trainer's action reaches it: the trainer
+    counts its session as ended, as for a compiler that dies between
+    observations."""
+    faulty = F.spawn([sys.executable, F.TOOLS / "fault_injecting_grpc_compiler.py",
+                      "training", "-", "reply", "kill"], env=F.ENV)
+    try:
+        fake_address = faulty.stdout.readline().strip()
+        assert fake_address, faulty.stderr.read()
+        with GrpcCompilerInterface(mode="training", compilers=[fake_address],
+                                   timeout=TRAINER_TIMEOUT) as iface:
+            assert iface.serve(F.twice, timeout=TRAINER_TIMEOUT) == 1
+            assert iface.ended_sessions == 1
+            assert iface.last_ended_session == fake_address
+    finally:
+        F.end(faulty)

@@ -699,7 +699,7 @@ class GrpcCompilerInterface:
             code = e.code()
             detail = f"SendAction to {w.address}: {code.name}: {e.details()}"
             if code == grpc.StatusCode.UNAVAILABLE:
-                w.ended = True
+                self._worker_ended(w, "")  # gone: its session is over
                 raise PeerClosed(detail) from None
             if code == grpc.StatusCode.DEADLINE_EXCEEDED:
                 raise TimeoutError(detail) from None
