@@ -523,7 +523,7 @@ std::vector<int> tfSizes() {
 std::unique_ptr<ModelRunner> makeTf(int N) {
 #define MLBRIDGE_BENCH_CASE(n)                                                 \
   if (N == n)                                                                  \
-    return std::make_unique<TFModelRunner>(bench_tf::Fc##n##Model(), "y");
+    return std::make_unique<TfModelRunner>(bench_tf::Fc##n##Model(), "y");
   MLBRIDGE_BENCH_FOR_EACH_TF(MLBRIDGE_BENCH_CASE)
 #undef MLBRIDGE_BENCH_CASE
   die("no TF-AOT model for n = " + std::to_string(N));

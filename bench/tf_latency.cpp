@@ -6,7 +6,7 @@
 //   floor      a hand-written C++ loop doing the same arithmetic;
 //   xla-raw    the XLA AOT compiled function alone (write the argument
 //              buffer, Run, read the result) -- no runner;
-//   tf-aot     TFModelRunner: features written in place, evaluateRaw();
+//   tf-aot     TfModelRunner: features written in place, evaluateRaw();
 //   onnx       OnnxModelRunner on models/mlp_300_64_15.onnx (if built);
 //   compiled   CompiledModelRunner, the same ONNX model compiled to C++ by
 //              mlbridge-model-compiler (if built).
@@ -165,7 +165,7 @@ int main(int Argc, char **Argv) {
                 [&](long I) { Input(I, HandIn.data()); Hand.run(HandIn.data(), HandOut.data()); },
                 [&] { return HandOut.data(); }, {}});
 
-  const TFAOTModel &M = tfmodels::Mlp3006415Model();
+  const TfAotModel &M = tfmodels::Mlp3006415Model();
   void *Raw = M.Create();
   if (!Raw)
     die("cannot create the XLA function");
@@ -178,12 +178,12 @@ int main(int Argc, char **Argv) {
                 [&](long I) { Input(I, RawIn); if (!M.Run(Raw)) die("Run failed"); },
                 [&] { return static_cast<const float *>(M.ResultData(Raw, ResI)); }, {}});
 
-  TFModelRunner Tf(M, "scores");
+  TfModelRunner Tf(M, "scores");
   float *TfIn = Tf.getTensor<float>(0);
   if (!TfIn)
-    die("TFModelRunner: input 0 is not float");
+    die("TfModelRunner: input 0 is not float");
   std::copy(X.begin(), X.end(), TfIn);
-  Vs.push_back({"tf-aot (TFModelRunner)",
+  Vs.push_back({"tf-aot (TfModelRunner)",
                 [&](long I) { Input(I, TfIn); if (!Tf.evaluateRaw().isOk()) die("tf-aot failed"); },
                 [&] { return Tf.advice().dataAs<float>(); }, {}});
 

@@ -77,6 +77,11 @@ public:
 
   const std::string &base() const { return Base; }
 
+  /// Sets PipeOptions::SessionIds after creation (the C API's
+  /// mlb_pipe_runner_set_session_ids). Takes effect from the next session
+  /// the runner opens: set it before the first evaluation.
+  void setSessionIds(bool Offer) { Opts.SessionIds = Offer; }
+
 private:
   Status openChannel(std::unique_ptr<MessageChannel> &Out) override;
   std::string channelName() const override;

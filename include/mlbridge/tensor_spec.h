@@ -59,12 +59,23 @@ public:
   Status validate(size_t MaxBytes) const;
 
   /// LLVM's compact JSON form (keys name, type, port, shape in that order).
-  std::string toJSON() const;
-  /// Appends toJSON() to Out without a temporary string.
-  void appendJSON(std::string &Out) const;
+  std::string toJson() const;
+  /// Appends toJson() to Out without a temporary string.
+  void appendJson(std::string &Out) const;
   /// Parses one spec in the JSON form above (key order free; "port"
   /// optional, default 0). Errors name the offending key.
-  static Expected<TensorSpec> fromJSON(std::string_view Json);
+  static Expected<TensorSpec> fromJson(std::string_view Json);
+
+  /// Deprecated spellings from 0.1 (acronyms are written Json, Onnx, Tf
+  /// since then); they will be removed in the release after 0.2.
+  [[deprecated("use toJson")]] std::string toJSON() const { return toJson(); }
+  [[deprecated("use appendJson")]] void appendJSON(std::string &Out) const {
+    appendJson(Out);
+  }
+  [[deprecated("use fromJson")]] static Expected<TensorSpec>
+  fromJSON(std::string_view Json) {
+    return fromJson(Json);
+  }
 
   bool operator==(const TensorSpec &O) const {
     return Name == O.Name && Type == O.Type && Shape == O.Shape &&

@@ -1,6 +1,6 @@
 //===- mlbridge/tf_model_runner.h - A model compiled by XLA AOT -*- C++ -*-===//
 //
-// TFModelRunner runs a TensorFlow model that XLA compiled ahead of time into
+// TfModelRunner runs a TensorFlow model that XLA compiled ahead of time into
 // the program (the paper's fastest runner; LLVM's release-mode ML advisors
 // ship their models this way). No TensorFlow, Python or file is needed at
 // run time: the model is machine code and constants linked into the binary.
@@ -12,10 +12,10 @@
 //   target_link_libraries(my_pass PRIVATE inliner_model)
 //
 // and generates "inliner_model.h", declaring the model's description
-// `const mlbridge::TFAOTModel &my::InlinerPolicyModel();`. Then:
+// `const mlbridge::TfAotModel &my::InlinerPolicyModel();`. Then:
 //
 //   #include "inliner_model.h"
-//   mlbridge::TFModelRunner Runner(my::InlinerPolicyModel(), "decision");
+//   mlbridge::TfModelRunner Runner(my::InlinerPolicyModel(), "decision");
 //   Runner.setFeature("callee_size", std::vector<float>{...});
 //   int64_t D = Runner.evaluateOr<int64_t>(0);
 //
@@ -28,7 +28,7 @@
 // Threads: a runner owns the compiled function's argument, result and
 // scratch buffers, so one runner is used by one thread at a time. Give each
 // thread its own runner -- clone() or another constructor call over the
-// same TFAOTModel -- which shares the code and constants (read-only) and
+// same TfAotModel -- which shares the code and constants (read-only) and
 // costs a few buffers of the model's size. Runners over one model on
 // different threads run fully in parallel, without locks.
 //
@@ -50,7 +50,7 @@
 namespace mlbridge {
 
 /// One input or output of a compiled signature.
-struct TFAOTTensorInfo {
+struct TfAotTensorInfo {
   const char *Name;    ///< the signature key: feature or output name
   const char *XlaName; ///< tfcompile's name ("feed_<key>", "fetch_<key>")
   DType Type;
@@ -62,11 +62,11 @@ struct TFAOTTensorInfo {
 /// type-erased handle on the class XLA generated. The build generates one
 /// per model (`<Class>Model()`); there is no need to fill one by hand.
 /// The function pointers never throw.
-struct TFAOTModel {
+struct TfAotModel {
   const char *Name;
-  const TFAOTTensorInfo *Inputs;
+  const TfAotTensorInfo *Inputs;
   size_t NumInputs;
-  const TFAOTTensorInfo *Outputs;
+  const TfAotTensorInfo *Outputs;
   size_t NumOutputs;
   /// A new instance with its own buffers; nullptr if allocation failed.
   void *(*Create)();
@@ -81,23 +81,23 @@ struct TFAOTModel {
   int (*ResultIndex)(const void *Instance, const char *XlaName);
 };
 
-class TFModelRunner final : public ModelRunner {
+class TfModelRunner final : public ModelRunner {
 public:
   /// A runner over Model whose advice is the output called AdviceOutput
   /// (empty: the first output). Errors: an unknown output name, or a model
   /// description that does not match its compiled code.
-  static Expected<std::unique_ptr<TFModelRunner>>
-  create(const TFAOTModel &Model, std::string_view AdviceOutput = {},
+  static Expected<std::unique_ptr<TfModelRunner>>
+  create(const TfAotModel &Model, std::string_view AdviceOutput = {},
          RunnerOptions Options = RunnerOptions());
 
   /// Same as create(), for code that prefers a plain object: an error is
   /// reported by every later call instead.
-  explicit TFModelRunner(const TFAOTModel &Model,
+  explicit TfModelRunner(const TfAotModel &Model,
                          std::string_view AdviceOutput = {},
                          RunnerOptions Options = RunnerOptions());
-  ~TFModelRunner() override;
+  ~TfModelRunner() override;
 
-  const TFAOTModel &model() const { return *Model; }
+  const TfAotModel &model() const { return *Model; }
 
   /// The model's outputs (specs as in the signature; scalars are [1]).
   size_t outputCount() const { return OutputSpecs.size(); }
@@ -117,7 +117,7 @@ public:
 
   /// Another runner over the same compiled model with the same advice
   /// output and options, for another thread.
-  Expected<std::unique_ptr<TFModelRunner>> clone() const;
+  Expected<std::unique_ptr<TfModelRunner>> clone() const;
 
 private:
   struct Instance;
@@ -126,12 +126,20 @@ private:
                     bool FeaturesChanged, const TensorSpec &Spec,
                     TensorValue &Out) override;
 
-  const TFAOTModel *Model;
+  const TfAotModel *Model;
   std::unique_ptr<Instance> Inst;
   std::vector<TensorSpec> OutputSpecs;
   std::vector<TensorValue> OutputCache; // filled by output()
   bool HaveResults = false;
 };
+
+/// Deprecated names from 0.1 (acronyms are written Tf, Aot, Onnx, Json since
+/// then); they will be removed in the release after 0.2. Model headers made
+/// by an older build use TFAOTModel and keep compiling, with a warning.
+using TFModelRunner [[deprecated("renamed TfModelRunner")]] = TfModelRunner;
+using TFAOTModel [[deprecated("renamed TfAotModel")]] = TfAotModel;
+using TFAOTTensorInfo [[deprecated("renamed TfAotTensorInfo")]] =
+    TfAotTensorInfo;
 
 } // namespace mlbridge
 

@@ -4,6 +4,7 @@
 
 #include "mlbridge/c/grpc.h"
 #include "mlbridge/grpc_model_runner.h"
+#include "mlbridge/protobuf_serdes.h"
 
 using namespace mlbridge;
 using capi::fail;
@@ -83,5 +84,7 @@ mlb_status mlb_grpc_runner_end_session(mlb_runner *R) {
     return fail(ErrorCode::InvalidArgument, "not a gRPC runner");
   return finish(G->endSession());
 }
+
+void mlb_enable_protobuf_serdes(void) { enableProtobufSerDes(); }
 
 } // extern "C"

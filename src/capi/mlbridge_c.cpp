@@ -78,6 +78,18 @@ mlb_status evaluateArray(mlb_runner *R, T *Out, size_t Capacity,
   return MLB_OK;
 }
 
+Expected<SerDesKind> serdesKind(mlb_serdes S) {
+  switch (S) {
+  case MLB_SERDES_BITSTREAM:
+    return SerDesKind::Bitstream;
+  case MLB_SERDES_JSON:
+    return SerDesKind::Json;
+  case MLB_SERDES_PROTOBUF:
+    return SerDesKind::Protobuf;
+  }
+  return Status(ErrorCode::InvalidArgument, "unknown serdes kind");
+}
+
 } // namespace
 
 extern "C" {
@@ -104,15 +116,15 @@ mlb_status mlb_pipe_runner_create(const char *Base, mlb_serdes Serdes,
   MLB_CHECK_ARG(Out, "output handle");
   *Out = nullptr;
   MLB_CHECK_ARG(Base, "pipe base path");
-  if (Serdes != MLB_SERDES_BITSTREAM && Serdes != MLB_SERDES_JSON)
-    return fail(ErrorCode::InvalidArgument, "unknown serdes kind");
+  Expected<SerDesKind> Format = serdesKind(Serdes);
+  if (!Format)
+    return fail(Format.status());
   mlb_pipe_options C;
   mlb_pipe_options_init(&C);
   if (Opts)
     C = *Opts;
   PipeOptions O;
-  O.Format = Serdes == MLB_SERDES_JSON ? SerDesKind::Json
-                                       : SerDesKind::Bitstream;
+  O.Format = *Format;
   O.OpenTimeout = std::chrono::milliseconds(C.open_timeout_ms);
   O.ReplyTimeout = std::chrono::milliseconds(C.reply_timeout_ms);
   O.CreateFifos = C.create_fifos != 0;
@@ -142,15 +154,15 @@ mlb_status mlb_shm_runner_create(const char *SocketPath, mlb_serdes Serdes,
   MLB_CHECK_ARG(Out, "output handle");
   *Out = nullptr;
   MLB_CHECK_ARG(SocketPath, "shared-memory socket path");
-  if (Serdes != MLB_SERDES_BITSTREAM && Serdes != MLB_SERDES_JSON)
-    return fail(ErrorCode::InvalidArgument, "unknown serdes kind");
+  Expected<SerDesKind> Format = serdesKind(Serdes);
+  if (!Format)
+    return fail(Format.status());
   mlb_shm_options C;
   mlb_shm_options_init(&C);
   if (Opts)
     C = *Opts;
   ShmOptions O;
-  O.Format = Serdes == MLB_SERDES_JSON ? SerDesKind::Json
-                                       : SerDesKind::Bitstream;
+  O.Format = *Format;
   O.OpenTimeout = std::chrono::milliseconds(C.open_timeout_ms);
   O.ReplyTimeout = std::chrono::milliseconds(C.reply_timeout_ms);
   O.Spin = std::chrono::microseconds(C.spin_us);
@@ -164,7 +176,46 @@ mlb_status mlb_shm_runner_create(const char *SocketPath, mlb_serdes Serdes,
   return MLB_OK;
 }
 
+mlb_status mlb_pipe_runner_set_session_ids(mlb_runner *R, int Offer) {
+  MLB_CHECK_RUNNER(R);
+  auto *Pipe = dynamic_cast<PipeModelRunner *>(R->Runner.get());
+  if (!Pipe)
+    return fail(ErrorCode::InvalidArgument,
+                "session ids are a setting of pipe runners only");
+  Pipe->setSessionIds(Offer != 0);
+  return MLB_OK;
+}
+
 void mlb_runner_destroy(mlb_runner *R) { delete R; }
+
+const char *mlb_dtype_name(mlb_dtype T) {
+  return dtypeName(static_cast<DType>(T)).data();
+}
+
+size_t mlb_runner_input_count(const mlb_runner *R) {
+  return R && R->Runner ? R->Runner->featureCount() : 0;
+}
+
+mlb_status mlb_runner_input_info(const mlb_runner *R, size_t I,
+                                 const char **Name, mlb_dtype *Type,
+                                 const int64_t **Shape, size_t *Rank) {
+  MLB_CHECK_RUNNER(R);
+  if (I >= R->Runner->featureCount())
+    return fail(Status(ErrorCode::InvalidArgument,
+                       "input " + std::to_string(I) + " of " +
+                           std::to_string(R->Runner->featureCount())));
+  const TensorSpec &S = R->Runner->featureSpec(I);
+  if (Name)
+    *Name = S.name().c_str();
+  if (Type)
+    *Type = static_cast<mlb_dtype>(S.type());
+  if (Shape)
+    *Shape = S.shape().data();
+  if (Rank)
+    *Rank = S.shape().size();
+  return MLB_OK;
+}
+
 
 mlb_status mlb_set_advice_spec(mlb_runner *R, const char *Name, mlb_dtype Type,
                                const int64_t *Shape, size_t Rank) {

@@ -84,30 +84,6 @@ mlb_status mlb_onnx_runner_create_from_bytes(const void *Data, size_t Size,
               Out);
 }
 
-size_t mlb_runner_input_count(const mlb_runner *R) {
-  return R && R->Runner ? R->Runner->featureCount() : 0;
-}
-
-mlb_status mlb_runner_input_info(const mlb_runner *R, size_t I,
-                                 const char **Name, mlb_dtype *Type,
-                                 const int64_t **Shape, size_t *Rank) {
-  MLB_CHECK_RUNNER(R);
-  if (I >= R->Runner->featureCount())
-    return fail(Status(ErrorCode::InvalidArgument,
-                       "input " + std::to_string(I) + " of " +
-                           std::to_string(R->Runner->featureCount())));
-  const TensorSpec &S = R->Runner->featureSpec(I);
-  if (Name)
-    *Name = S.name().c_str();
-  if (Type)
-    *Type = static_cast<mlb_dtype>(S.type());
-  if (Shape)
-    *Shape = S.shape().data();
-  if (Rank)
-    *Rank = S.shape().size();
-  return MLB_OK;
-}
-
 mlb_status mlb_onnx_run_float(const char *Path, const char *InputName,
                               const float *Features, size_t Count, float *Out,
                               size_t Capacity, size_t *OutCount) {

@@ -69,7 +69,7 @@ Status TensorSpec::validate(size_t MaxBytes) const {
   return Status::ok();
 }
 
-void TensorSpec::appendJSON(std::string &Out) const {
+void TensorSpec::appendJson(std::string &Out) const {
   Out += "{\"name\":";
   if (support::isValidUtf8(Name)) {
     json::appendQuoted(Out, Name);
@@ -100,13 +100,13 @@ void TensorSpec::appendJSON(std::string &Out) const {
   Out += "]}";
 }
 
-std::string TensorSpec::toJSON() const {
+std::string TensorSpec::toJson() const {
   std::string S;
-  appendJSON(S);
+  appendJson(S);
   return S;
 }
 
-Expected<TensorSpec> TensorSpec::fromJSON(std::string_view Json) {
+Expected<TensorSpec> TensorSpec::fromJson(std::string_view Json) {
   json::Value V;
   if (Status S = json::parse(Json, V))
     return S.addContext("tensor spec");

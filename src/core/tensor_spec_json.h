@@ -1,6 +1,6 @@
 //===- core/tensor_spec_json.h - Spec parsing shared with SerDes -*- C++ -*-===//
 //
-// Internal to the library. TensorSpec::fromJSON and the SerDes header
+// Internal to the library. TensorSpec::fromJson and the SerDes header
 // decoders share one spec reader; headers need two relaxations that a
 // standalone spec does not get by default, selected by flags.
 //

@@ -76,10 +76,10 @@ void encodeHeaderLine(const std::vector<const TensorValue *> &Features,
   for (size_t I = 0; I < Features.size(); ++I) {
     if (I)
       B.push_back(',');
-    Features[I]->spec().appendJSON(B);
+    Features[I]->spec().appendJson(B);
   }
   B += "],\"advice\":";
-  Advice.appendJSON(B);
+  Advice.appendJson(B);
   // Only our spec-update headers carry this key, so a first header stays
   // byte-identical to LLVM's.
   if (ContinuesSession)

@@ -105,17 +105,17 @@ TrainingLogWriter::make(std::unique_ptr<Output> Out,
   for (size_t I = 0; I < W->Features.size(); ++I) {
     if (I)
       B.push_back(',');
-    W->Features[I].appendJSON(B);
+    W->Features[I].appendJson(B);
   }
   B += "]";
   // LLVM's Logger writes "score" before "advice".
   if (W->Options.Score) {
     B += ",\"score\":";
-    W->Options.Score->appendJSON(B);
+    W->Options.Score->appendJson(B);
   }
   if (W->Options.Advice) {
     B += ",\"advice\":";
-    W->Options.Advice->appendJSON(B);
+    W->Options.Advice->appendJson(B);
   }
   B += "}\n";
   W->Committed = B.size();

@@ -6,14 +6,14 @@ namespace mlbridge {
 
 namespace {
 
-TensorSpec specOf(const TFAOTTensorInfo &T) {
+TensorSpec specOf(const TfAotTensorInfo &T) {
   // Scalars are [1] in the feature API.
   std::vector<int64_t> Shape = T.Rank ? std::vector<int64_t>(T.Shape, T.Shape + T.Rank)
                                       : std::vector<int64_t>(1, 1);
   return TensorSpec(T.Name, T.Type, std::move(Shape));
 }
 
-std::vector<TensorSpec> inputSpecs(const TFAOTModel &M) {
+std::vector<TensorSpec> inputSpecs(const TfAotModel &M) {
   std::vector<TensorSpec> Specs;
   Specs.reserve(M.NumInputs);
   for (size_t I = 0; I < M.NumInputs; ++I)
@@ -21,7 +21,7 @@ std::vector<TensorSpec> inputSpecs(const TFAOTModel &M) {
   return Specs;
 }
 
-std::string outputNames(const TFAOTModel &M) {
+std::string outputNames(const TfAotModel &M) {
   std::string S;
   for (size_t I = 0; I < M.NumOutputs; ++I)
     S += (I ? ", " : "") + std::string(M.Outputs[I].Name);
@@ -29,21 +29,21 @@ std::string outputNames(const TFAOTModel &M) {
 }
 
 // Index of the output called Name; NumOutputs if none.
-size_t findOutput(const TFAOTModel &M, std::string_view Name) {
+size_t findOutput(const TfAotModel &M, std::string_view Name) {
   for (size_t I = 0; I < M.NumOutputs; ++I)
     if (Name == M.Outputs[I].Name)
       return I;
   return M.NumOutputs;
 }
 
-Status unknownOutput(const TFAOTModel &M, std::string_view Name) {
+Status unknownOutput(const TfAotModel &M, std::string_view Name) {
   return Status(ErrorCode::InvalidArgument,
                 "TF-AOT model '" + std::string(M.Name) + "' has no output '" +
                     std::string(Name) + "' (outputs: " + outputNames(M) +
                     ")");
 }
 
-std::optional<TensorSpec> adviceOf(const TFAOTModel &M,
+std::optional<TensorSpec> adviceOf(const TfAotModel &M,
                                    std::string_view Name) {
   if (M.NumOutputs == 0)
     return std::nullopt;
@@ -56,8 +56,8 @@ std::optional<TensorSpec> adviceOf(const TFAOTModel &M,
 } // namespace
 
 /// One instance of the compiled class and where its tensors are.
-struct TFModelRunner::Instance {
-  const TFAOTModel *Model = nullptr;
+struct TfModelRunner::Instance {
+  const TfAotModel *Model = nullptr;
   void *Handle = nullptr;
   std::vector<int> ArgIndex;     // per input (feature order)
   std::vector<size_t> ArgBytes;  // per input
@@ -69,7 +69,7 @@ struct TFModelRunner::Instance {
       Model->Destroy(Handle);
   }
 
-  Status init(const TFAOTModel &M) {
+  Status init(const TfAotModel &M) {
     Model = &M;
     Handle = M.Create();
     if (!Handle)
@@ -77,7 +77,7 @@ struct TFModelRunner::Instance {
                     "TF-AOT model '" + std::string(M.Name) +
                         "': could not allocate its buffers");
     for (size_t I = 0; I < M.NumInputs; ++I) {
-      const TFAOTTensorInfo &T = M.Inputs[I];
+      const TfAotTensorInfo &T = M.Inputs[I];
       int Index = M.ArgIndex(Handle, T.XlaName);
       const size_t Bytes = specOf(T).byteSize();
       if (Index < 0 || M.ArgBytes(Handle, Index) != int64_t(Bytes))
@@ -90,7 +90,7 @@ struct TFModelRunner::Instance {
       ArgBytes.push_back(Bytes);
     }
     for (size_t I = 0; I < M.NumOutputs; ++I) {
-      const TFAOTTensorInfo &T = M.Outputs[I];
+      const TfAotTensorInfo &T = M.Outputs[I];
       int Index = M.ResultIndex(Handle, T.XlaName);
       if (Index < 0)
         return Status(ErrorCode::Internal,
@@ -104,17 +104,17 @@ struct TFModelRunner::Instance {
   }
 };
 
-Expected<std::unique_ptr<TFModelRunner>>
-TFModelRunner::create(const TFAOTModel &Model, std::string_view AdviceOutput,
+Expected<std::unique_ptr<TfModelRunner>>
+TfModelRunner::create(const TfAotModel &Model, std::string_view AdviceOutput,
                       RunnerOptions Options) {
-  std::unique_ptr<TFModelRunner> R(
-      new TFModelRunner(Model, AdviceOutput, std::move(Options)));
+  std::unique_ptr<TfModelRunner> R(
+      new TfModelRunner(Model, AdviceOutput, std::move(Options)));
   if (!R->constructionStatus().isOk())
     return R->constructionStatus();
   return R;
 }
 
-TFModelRunner::TFModelRunner(const TFAOTModel &M,
+TfModelRunner::TfModelRunner(const TfAotModel &M,
                              std::string_view AdviceOutput,
                              RunnerOptions Options)
     : ModelRunner(inputSpecs(M), adviceOf(M, AdviceOutput),
@@ -138,23 +138,23 @@ TFModelRunner::TFModelRunner(const TFAOTModel &M,
     setConstructionError(std::move(S));
 }
 
-TFModelRunner::~TFModelRunner() = default;
+TfModelRunner::~TfModelRunner() = default;
 
-std::optional<size_t> TFModelRunner::outputIndex(std::string_view Name) const {
+std::optional<size_t> TfModelRunner::outputIndex(std::string_view Name) const {
   size_t I = findOutput(*Model, Name);
   if (I == Model->NumOutputs)
     return std::nullopt;
   return I;
 }
 
-Status TFModelRunner::selectOutput(std::string_view Name) {
+Status TfModelRunner::selectOutput(std::string_view Name) {
   std::optional<size_t> I = outputIndex(Name);
   if (!I)
     return unknownOutput(*Model, Name);
   return setAdviceSpec(OutputSpecs[*I]);
 }
 
-Expected<const TensorValue *> TFModelRunner::output(std::string_view Name) {
+Expected<const TensorValue *> TfModelRunner::output(std::string_view Name) {
   std::optional<size_t> I = outputIndex(Name);
   if (!I)
     return unknownOutput(*Model, Name);
@@ -169,18 +169,18 @@ Expected<const TensorValue *> TFModelRunner::output(std::string_view Name) {
   return &V;
 }
 
-Expected<std::unique_ptr<TFModelRunner>> TFModelRunner::clone() const {
+Expected<std::unique_ptr<TfModelRunner>> TfModelRunner::clone() const {
   std::string_view Advice;
   if (adviceSpec() && outputIndex(adviceSpec()->name()))
     Advice = adviceSpec()->name();
   return create(*Model, Advice, options());
 }
 
-Status TFModelRunner::doEvaluate(
+Status TfModelRunner::doEvaluate(
     const std::vector<const TensorValue *> &Features, bool, const TensorSpec &Spec,
     TensorValue &Out) {
   HaveResults = false;
-  const TFAOTModel &M = *Model;
+  const TfAotModel &M = *Model;
   // The advice: the output named by the spec, checked before running.
   const size_t OutI = findOutput(M, Spec.name());
   if (OutI == M.NumOutputs)

@@ -65,3 +65,31 @@ TEST(CApi, AdviceSpecValidation) {
   EXPECT_EQ(mlb_evaluate_int(R, &V), MLB_ERR_TYPE_MISMATCH);
   mlb_runner_destroy(R);
 }
+
+// Introspection is generic (mlbridge.h), not an ONNX-only call: a pipe
+// runner lists the features its set calls declared.
+TEST(CApi, IntrospectionWorksForEveryRunner) {
+  mlb_runner *R = nullptr;
+  ASSERT_EQ(mlb_pipe_runner_create("/nonexistent/mlb-channel",
+                                   MLB_SERDES_JSON, nullptr, &R),
+            MLB_OK);
+  EXPECT_EQ(mlb_runner_input_count(R), 0u);
+  const float F[3] = {1, 2, 3};
+  ASSERT_EQ(mlb_set_float_array(R, "f", F, 3), MLB_OK);
+  ASSERT_EQ(mlb_runner_input_count(R), 1u);
+  const char *Name = nullptr;
+  mlb_dtype Type = MLB_BOOL;
+  const int64_t *Shape = nullptr;
+  size_t Rank = 0;
+  ASSERT_EQ(mlb_runner_input_info(R, 0, &Name, &Type, &Shape, &Rank), MLB_OK);
+  EXPECT_STREQ(Name, "f");
+  EXPECT_EQ(Type, MLB_FLOAT);
+  ASSERT_EQ(Rank, 1u);
+  EXPECT_EQ(Shape[0], 3);
+  EXPECT_EQ(mlb_runner_input_info(R, 1, &Name, nullptr, nullptr, nullptr),
+            MLB_ERR_INVALID_ARGUMENT);
+  EXPECT_STREQ(mlb_dtype_name(Type), "float");
+  EXPECT_STREQ(mlb_dtype_name(MLB_INT64), "int64_t");
+  EXPECT_STREQ(mlb_dtype_name(static_cast<mlb_dtype>(99)), "<invalid dtype>");
+  mlb_runner_destroy(R);
+}

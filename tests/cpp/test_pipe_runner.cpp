@@ -1,6 +1,7 @@
 // PipeModelRunner against a fault-injecting C++ peer on real FIFOs: dead,
 // silent, absent and garbage-speaking models must give a clear error in
 // bounded time, never a hang, a crash or a SIGPIPE.
+#include "mlbridge/c/mlbridge.h"
 #include "mlbridge/pipe_model_runner.h"
 
 #include <gtest/gtest.h>
@@ -576,6 +577,46 @@ TEST(PipeReliability, HeaderCarriesASessionIdOnlyWhenAsked) {
     Peer.Thread.join();
     EXPECT_EQ(Seen != 0, Ids);
   }
+}
+
+// The C API's switch for the same option (mlb_pipe_runner_set_session_ids).
+TEST(PipeReliability, CApiTurnsSessionIdsOff) {
+  for (int Ids : {1, 0}) {
+    FakeModelPeer Peer;
+    uint64_t Seen = 0;
+    Peer.run([&](int Out, int In) {
+      auto Codec = createSerDes(SerDesKind::Bitstream);
+      FdSource Src(In);
+      CompilerMessage Msg;
+      std::vector<TensorSpec> Specs;
+      TensorSpec Advice;
+      PeerSession Session;
+      if (!readObservation(*Codec, Src, Msg, Specs, Advice, &Session).isOk())
+        return;
+      Seen = Session.Id;
+      const int64_t V = 6;
+      (void)writeAll(Out, Session.frame(std::string(
+                              reinterpret_cast<const char *>(&V), 8)));
+    });
+    mlb_pipe_options O;
+    mlb_pipe_options_init(&O);
+    O.open_timeout_ms = O.reply_timeout_ms = 500;
+    mlb_runner *R = nullptr;
+    ASSERT_EQ(mlb_pipe_runner_create(Peer.Base.c_str(), MLB_SERDES_BITSTREAM,
+                                     &O, &R),
+              MLB_OK)
+        << mlb_last_error();
+    ASSERT_EQ(mlb_pipe_runner_set_session_ids(R, Ids), MLB_OK);
+    ASSERT_EQ(mlb_set_int64(R, "i", 3), MLB_OK);
+    int64_t A = 0;
+    ASSERT_EQ(mlb_evaluate_int64(R, &A), MLB_OK) << mlb_last_error();
+    EXPECT_EQ(A, 6);
+    mlb_runner_destroy(R);
+    Peer.Thread.join();
+    EXPECT_EQ(Seen != 0, Ids != 0);
+  }
+  EXPECT_EQ(mlb_pipe_runner_set_session_ids(nullptr, 0),
+            MLB_ERR_INVALID_ARGUMENT);
 }
 
 TEST(PipeReliability, SecondCompilerOnOneChannelIsRefused) {

@@ -49,16 +49,16 @@ TEST(DType, DTypeOfMapsCppTypes) {
 }
 
 TEST(TensorSpec, ToJSONIsLLVMsCompactForm) {
-  EXPECT_EQ(TensorSpec::create<int64_t>("x").toJSON(),
+  EXPECT_EQ(TensorSpec::create<int64_t>("x").toJson(),
             R"({"name":"x","type":"int64_t","port":0,"shape":[1]})");
-  EXPECT_EQ(TensorSpec::create<float>("b", {2, 3}).toJSON(),
+  EXPECT_EQ(TensorSpec::create<float>("b", {2, 3}).toJson(),
             R"({"name":"b","type":"float","port":0,"shape":[2,3]})");
-  EXPECT_EQ(TensorSpec("s", DType::String, {-1}).toJSON(),
+  EXPECT_EQ(TensorSpec("s", DType::String, {-1}).toJson(),
             R"({"name":"s","type":"string","port":0,"shape":[-1]})");
-  EXPECT_EQ(TensorSpec("p", DType::UInt8, {1, 33}, 2).toJSON(),
+  EXPECT_EQ(TensorSpec("p", DType::UInt8, {1, 33}, 2).toJson(),
             R"({"name":"p","type":"uint8_t","port":2,"shape":[1,33]})");
   std::string Out = "prefix:";
-  TensorSpec::create<bool>("flag").appendJSON(Out);
+  TensorSpec::create<bool>("flag").appendJson(Out);
   EXPECT_EQ(Out, R"(prefix:{"name":"flag","type":"bool","port":0,"shape":[1]})");
 }
 
@@ -67,14 +67,14 @@ TEST(TensorSpec, ToJSONEscapesNamesLikeLLVM) {
   // other control bytes as \u00xx (lower-case), everything else raw.
   const std::string Name = std::string("a\"b\\c\td\ne\rf\bg\fh") + '\x01' +
                            '\x1f' + "\x7f" + "h\xC3\xA9llo \xE2\x9C\x93";
-  EXPECT_EQ(TensorSpec::create<float>(Name).toJSON(),
+  EXPECT_EQ(TensorSpec::create<float>(Name).toJson(),
             "{\"name\":\"a\\\"b\\\\c\\td\\ne\\rf\\u0008g\\u000ch\\u0001\\u001f"
             "\x7fh\xC3\xA9llo \xE2\x9C\x93\",\"type\":\"float\",\"port\":0,"
             "\"shape\":[1]}");
 }
 
 TEST(TensorSpec, ToJSONReplacesInvalidUtf8) {
-  EXPECT_EQ(TensorSpec::create<float>("a\xFFz").toJSON(),
+  EXPECT_EQ(TensorSpec::create<float>("a\xFFz").toJson(),
             "{\"name\":\"a\xEF\xBF\xBDz\",\"type\":\"float\",\"port\":0,"
             "\"shape\":[1]}");
 }
@@ -82,18 +82,18 @@ TEST(TensorSpec, ToJSONReplacesInvalidUtf8) {
 TEST(TensorSpec, FromJSONRoundTripsEveryDType) {
   for (int I = 0; I < kNumDTypes; ++I) {
     const TensorSpec Spec("feature_" + std::to_string(I), DType(I), {3, 4});
-    Expected<TensorSpec> Back = TensorSpec::fromJSON(Spec.toJSON());
+    Expected<TensorSpec> Back = TensorSpec::fromJson(Spec.toJson());
     ASSERT_TRUE(Back) << Back.status().message();
     EXPECT_EQ(*Back, Spec);
   }
   const TensorSpec Escaped("we\"ird\\ \xF0\x9D\x84\x9E\n", DType::Int8, {-1});
-  Expected<TensorSpec> Back = TensorSpec::fromJSON(Escaped.toJSON());
+  Expected<TensorSpec> Back = TensorSpec::fromJson(Escaped.toJson());
   ASSERT_TRUE(Back) << Back.status().message();
   EXPECT_EQ(*Back, Escaped);
 }
 
 TEST(TensorSpec, FromJSONAcceptsAnyKeyOrderUnknownKeysAndNoPort) {
-  Expected<TensorSpec> S = TensorSpec::fromJSON(
+  Expected<TensorSpec> S = TensorSpec::fromJson(
       R"( { "shape" : [ 1 , 33 ], "extra": {"nested":[null,true]},
             "type":"int32_t", "name":"mask" } )");
   ASSERT_TRUE(S) << S.status().message();
@@ -101,7 +101,7 @@ TEST(TensorSpec, FromJSONAcceptsAnyKeyOrderUnknownKeysAndNoPort) {
   EXPECT_EQ(S->port(), 0);
 
   Expected<TensorSpec> P =
-      TensorSpec::fromJSON(R"({"port":3,"name":"q","type":"double","shape":[2]})");
+      TensorSpec::fromJson(R"({"port":3,"name":"q","type":"double","shape":[2]})");
   ASSERT_TRUE(P);
   EXPECT_EQ(P->port(), 3);
 }
@@ -148,7 +148,7 @@ TEST(TensorSpec, FromJSONRejectsBadSpecsNamingTheKey) {
        "duplicate key \"name\""},
   };
   for (const BadSpec &C : Cases) {
-    Expected<TensorSpec> S = TensorSpec::fromJSON(C.Json);
+    Expected<TensorSpec> S = TensorSpec::fromJson(C.Json);
     ASSERT_FALSE(S) << C.Json;
     EXPECT_EQ(S.status().code(), ErrorCode::Malformed) << C.Json;
     EXPECT_NE(S.status().message().find(C.Fragment), std::string::npos)
@@ -156,7 +156,7 @@ TEST(TensorSpec, FromJSONRejectsBadSpecsNamingTheKey) {
   }
   // Errors after the name say which spec they are about.
   Expected<TensorSpec> S =
-      TensorSpec::fromJSON(R"({"name":"callee_users","type":"f","shape":[1]})");
+      TensorSpec::fromJson(R"({"name":"callee_users","type":"f","shape":[1]})");
   ASSERT_FALSE(S);
   EXPECT_NE(S.status().message().find("tensor spec \"callee_users\""),
             std::string::npos);

@@ -2,7 +2,7 @@
 
 For every TensorFlow model this build compiled (models/tf/make_models.py,
 src/tf/CMakeLists.txt), fresh random inputs go (1) through the compiled C++
-model behind TFModelRunner (the mlbridge-tf-eval tool) and (2) through the
+model behind TfModelRunner (the mlbridge-tf-eval tool) and (2) through the
 SavedModel's signature in TensorFlow itself, run by the TensorFlow
 virtualenv's Python (.venv-tf); the outputs must agree to 1e-5.
 

@@ -8,5 +8,9 @@ int mlb_header_check(void) {
   mlb_pipe_options opts;
   mlb_pipe_options_init(&opts);
   mlb_training_log_destroy(NULL);
-  return (int)MLB_OK + (int)MLB_SERDES_JSON + (int)MLB_STRING;
+  (void)mlb_pipe_runner_set_session_ids(NULL, 0);
+  (void)mlb_runner_input_count(NULL);
+  (void)mlb_dtype_name(MLB_FLOAT);
+  return (int)MLB_OK + (int)MLB_SERDES_JSON + (int)MLB_SERDES_PROTOBUF +
+         (int)MLB_STRING;
 }

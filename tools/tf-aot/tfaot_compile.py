@@ -7,7 +7,7 @@ with the TensorFlow virtualenv's Python. Produces, in --out-dir:
   libPREFIX.a            its object files (function, metadata, constants)
   PREFIX_mlbridge.cpp    the adapter: the signature (names, dtypes, shapes)
                          and a type-erased handle on the class, as the
-                         mlbridge::TFAOTModel that TFModelRunner takes
+                         mlbridge::TfAotModel that TfModelRunner takes
   PREFIX.log             what TensorFlow printed
 
 It is what `saved_model_cli aot_compile_cpu` does (same library call), plus
@@ -91,7 +91,7 @@ def write_adapter(path, header, cpp_class, accessor, model_name, inputs,
             body = ", ".join(str(d) for d in dims) or "0"
             lines.append(f"const int64_t {kind}Shape{i}[] = {{{body}}};")
     for kind, tensors in (("In", inputs), ("Out", outputs)):
-        lines.append(f"const mlbridge::TFAOTTensorInfo {kind}puts[] = {{")
+        lines.append(f"const mlbridge::TfAotTensorInfo {kind}puts[] = {{")
         for i, (key, xla_name, dtype, dims) in enumerate(tensors):
             lines.append(
                 f"  {{{cxx_string(key)}, {cxx_string(xla_name)}, "
@@ -145,8 +145,8 @@ def write_adapter(path, header, cpp_class, accessor, model_name, inputs,
     if ns:
         lines.append(f"namespace {ns} {{")
     lines += [
-        f"const ::mlbridge::TFAOTModel &{fn}() {{",
-        "  static const ::mlbridge::TFAOTModel Model = {",
+        f"const ::mlbridge::TfAotModel &{fn}() {{",
+        "  static const ::mlbridge::TfAotModel Model = {",
         f"      {cxx_string(model_name)}, Inputs, {len(inputs)}, Outputs, "
         f"{len(outputs)},",
         "      create, destroy, run, argData, resultData, argBytes, argIndex,",

@@ -60,6 +60,11 @@ mlb_status mlb_grpc_runner_port(const mlb_runner *runner, int *port);
  *  evaluations fail. Also done by mlb_runner_destroy. */
 mlb_status mlb_grpc_runner_end_session(mlb_runner *runner);
 
+/** Makes MLB_SERDES_PROTOBUF available to mlb_pipe_runner_create and
+ *  mlb_shm_runner_create (as mlbridge::enableProtobufSerDes() in C++).
+ *  Idempotent and thread safe. */
+void mlb_enable_protobuf_serdes(void);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

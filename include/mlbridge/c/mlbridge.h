@@ -42,7 +42,12 @@ typedef enum mlb_status {
 
 typedef enum mlb_serdes {
   MLB_SERDES_BITSTREAM = 0,
-  MLB_SERDES_JSON = 1
+  MLB_SERDES_JSON = 1,
+  /** Length-delimited protobuf messages (docs/protocol.md). Needs the gRPC
+   *  component: link MLBridge::grpc and call mlb_enable_protobuf_serdes()
+   *  (mlbridge/c/grpc.h) once; otherwise creating a runner with it fails
+   *  with MLB_ERR_INVALID_ARGUMENT. */
+  MLB_SERDES_PROTOBUF = 2
 } mlb_serdes;
 
 /** Element types; same order as mlbridge::DType. */
@@ -105,8 +110,32 @@ mlb_status mlb_shm_runner_create(const char *socket_path, mlb_serdes serdes,
                                  const mlb_shm_options *opts,
                                  mlb_runner **out);
 
+/** Whether a pipe runner offers a session id in its header and expects
+ *  framed replies (docs/reliability.md, "How an answer stays with its
+ *  request"); on by default, as PipeOptions::SessionIds in C++. Turn it off
+ *  (offer = 0) only for a model host that does not frame replies, such as
+ *  LLVM's interactive_host.py. Takes effect from the next session the
+ *  runner opens: call it before the first evaluation. Not a pipe runner:
+ *  MLB_ERR_INVALID_ARGUMENT. (A setter, not a field of mlb_pipe_options,
+ *  so programs built against the older, smaller struct keep working.) */
+mlb_status mlb_pipe_runner_set_session_ids(mlb_runner *runner, int offer);
+
 /** Closes the channel and frees the runner. NULL is a no-op. */
 void mlb_runner_destroy(mlb_runner *runner);
+
+/* Introspection, for every kind of runner. */
+
+/** LLVM's name of a dtype ("float", "int64_t", ..., "bool", "string"), or
+ *  "<invalid dtype>". */
+const char *mlb_dtype_name(mlb_dtype type);
+/** The runner's features (for an ONNX runner: the model's inputs). */
+size_t mlb_runner_input_count(const mlb_runner *runner);
+/** Input i: its name, type and current shape (rank dims; -1 = variable and
+ *  not set yet). The name stays valid while the runner lives; the shape
+ *  until the next call that sets a feature. Any out pointer may be NULL. */
+mlb_status mlb_runner_input_info(const mlb_runner *runner, size_t i,
+                                 const char **name, mlb_dtype *type,
+                                 const int64_t **shape, size_t *rank);
 
 /** Declares the advice: name, type and shape (rank dims; -1 = variable). */
 mlb_status mlb_set_advice_spec(mlb_runner *runner, const char *name,

@@ -56,14 +56,9 @@ mlb_status mlb_onnx_runner_create_from_bytes(const void *data, size_t size,
                                              const mlb_onnx_options *opts,
                                              mlb_runner **out);
 
-/** The runner's features (for an ONNX runner: the model's inputs). */
-size_t mlb_runner_input_count(const mlb_runner *runner);
-/** Input i: its name, type and current shape (rank dims; -1 = variable and
- *  not set yet). The name stays valid while the runner lives; the shape
- *  until the next call that sets a feature. Any out pointer may be NULL. */
-mlb_status mlb_runner_input_info(const mlb_runner *runner, size_t i,
-                                 const char **name, mlb_dtype *type,
-                                 const int64_t **shape, size_t *rank);
+/* mlb_runner_input_count / mlb_runner_input_info, declared here before
+ * 0.2, work for every runner and live in mlbridge/c/mlbridge.h (included
+ * above), so code that includes this header keeps compiling. */
 
 /** One call: loads model_path, sets input input_name (NULL: the model's only
  *  input) to count floats, evaluates and copies the float advice to out (up

@@ -69,3 +69,17 @@ TEST(GrpcCApi, TrainingModeListens) {
   EXPECT_GT(Port, 0);
   mlb_runner_destroy(R);
 }
+
+// MLB_SERDES_PROTOBUF over pipes: available once the gRPC component's C
+// API enabled it (the runner opens its FIFOs lazily, so creating one needs
+// no peer).
+TEST(GrpcCApi, ProtobufSerDesForPipeRunners) {
+  mlb_enable_protobuf_serdes();
+  mlb_runner *R = nullptr;
+  ASSERT_EQ(mlb_pipe_runner_create("/nonexistent/mlb-channel",
+                                   MLB_SERDES_PROTOBUF, nullptr, &R),
+            MLB_OK)
+      << mlb_last_error();
+  ASSERT_NE(R, nullptr);
+  mlb_runner_destroy(R);
+}

@@ -1,6 +1,7 @@
 // The core library without the gRPC component (this test links mlbridge
 // only): the Protobuf SerDes is absent, and asking for it is a clear error,
 // never a crash.
+#include "mlbridge/c/mlbridge.h"
 #include "mlbridge/pipe_model_runner.h"
 #include "mlbridge/serdes.h"
 
@@ -34,4 +35,17 @@ TEST(ProtobufUnavailable, PipeRunnerReportsIt) {
   ASSERT_FALSE(V);
   EXPECT_NE(V.status().message().find("not available"), std::string::npos);
   EXPECT_FALSE(Obj.switchContext("f").isOk());
+}
+
+TEST(ProtobufUnavailable, CApiReportsIt) {
+  mlb_runner *R = reinterpret_cast<mlb_runner *>(1);
+  ASSERT_EQ(mlb_pipe_runner_create("/nonexistent/mlb-channel",
+                                   MLB_SERDES_PROTOBUF, nullptr, &R),
+            MLB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(R, nullptr);
+  EXPECT_NE(std::string(mlb_last_error()).find("protobuf"), std::string::npos)
+      << mlb_last_error();
+  EXPECT_EQ(mlb_pipe_runner_create("/nonexistent/mlb-channel",
+                                   static_cast<mlb_serdes>(7), nullptr, &R),
+            MLB_ERR_INVALID_ARGUMENT);
 }

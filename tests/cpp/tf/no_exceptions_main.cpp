@@ -7,7 +7,7 @@
 #include <vector>
 
 int main() {
-  mlbridge::TFModelRunner Runner(mlbridge::tfmodels::PolicyModel());
+  mlbridge::TfModelRunner Runner(mlbridge::tfmodels::PolicyModel());
   Runner.setFeature("observation", std::vector<float>(8, 0.5f));
   Runner.setFeature("action_mask", std::vector<float>{0, 0, 0, 1});
   Runner.setFeature("step", int64_t(1));

@@ -22,8 +22,8 @@ void *operator new(std::size_t N) {
 void operator delete(void *P) noexcept { std::free(P); }
 void operator delete(void *P, std::size_t) noexcept { std::free(P); }
 
-TEST(TFModelRunnerAlloc, EvaluationsAllocateNothing) {
-  mlbridge::TFModelRunner Runner(mlbridge::tfmodels::PolicyModel(), "logits");
+TEST(TfModelRunnerAlloc, EvaluationsAllocateNothing) {
+  mlbridge::TfModelRunner Runner(mlbridge::tfmodels::PolicyModel(), "logits");
   float *Obs = Runner.getTensor<float>(*Runner.featureIndex("observation"));
   float *Mask = Runner.getTensor<float>(*Runner.featureIndex("action_mask"));
   ASSERT_TRUE(Obs && Mask);

@@ -21,7 +21,7 @@ using namespace mlbridge;
 
 namespace {
 
-const TFAOTModel &policy() { return tfmodels::PolicyModel(); }
+const TfAotModel &policy() { return tfmodels::PolicyModel(); }
 
 std::string ref(const std::string &Model) {
   return std::string(MLBRIDGE_TF_MODELS_DIR) + "/" + Model + ".ref";
@@ -36,10 +36,10 @@ void expectNear(const std::vector<double> &Got, const tftest::Tensor &Want,
 
 } // namespace
 
-TEST(TFModelRunner, FeaturesAndOutputsComeFromTheSignature) {
-  auto R = TFModelRunner::create(policy());
+TEST(TfModelRunner, FeaturesAndOutputsComeFromTheSignature) {
+  auto R = TfModelRunner::create(policy());
   ASSERT_TRUE(R) << R.status().toString();
-  TFModelRunner &Runner = **R;
+  TfModelRunner &Runner = **R;
   ASSERT_EQ(Runner.featureCount(), 3u);
   // Signature order is name order.
   EXPECT_EQ(Runner.featureSpec(0), TensorSpec::create<float>("action_mask", {1, 4}));
@@ -54,10 +54,10 @@ TEST(TFModelRunner, FeaturesAndOutputsComeFromTheSignature) {
   EXPECT_EQ(std::string(Runner.model().Name), "mlbridge_tf_model_policy");
 }
 
-TEST(TFModelRunner, PolicyMatchesTensorFlow) {
+TEST(TfModelRunner, PolicyMatchesTensorFlow) {
   std::vector<tftest::Case> Cases = tftest::readReference(ref("policy"));
   ASSERT_GE(Cases.size(), 4u);
-  TFModelRunner Runner(policy());
+  TfModelRunner Runner(policy());
   for (size_t K = 0; K < Cases.size(); ++K) {
     const tftest::Case &C = Cases[K];
     ASSERT_TRUE(tftest::setInputs(Runner, C).isOk());
@@ -73,10 +73,10 @@ TEST(TFModelRunner, PolicyMatchesTensorFlow) {
   }
 }
 
-TEST(TFModelRunner, NpzModelsMatchTensorFlow) {
+TEST(TfModelRunner, NpzModelsMatchTensorFlow) {
   // The paper's MLP and the RL agents, built from the ONNX models' weights.
   for (const char *Name : {"mlp_300_64_15", "rl_pass_agent", "rl_factor_agent"}) {
-    const TFAOTModel *M = nullptr;
+    const TfAotModel *M = nullptr;
 #ifdef MLBRIDGE_TF_HAVE_mlp_300_64_15
     if (std::string(Name) == "mlp_300_64_15")
       M = &tfmodels::Mlp3006415Model();
@@ -94,7 +94,7 @@ TEST(TFModelRunner, NpzModelsMatchTensorFlow) {
     SCOPED_TRACE(Name);
     std::vector<tftest::Case> Cases = tftest::readReference(ref(Name));
     ASSERT_GE(Cases.size(), 4u);
-    TFModelRunner Runner(*M, "scores");
+    TfModelRunner Runner(*M, "scores");
     for (const tftest::Case &C : Cases) {
       ASSERT_TRUE(tftest::setInputs(Runner, C).isOk());
       Expected<std::vector<float>> Scores = Runner.evaluate<std::vector<float>>();
@@ -105,11 +105,11 @@ TEST(TFModelRunner, NpzModelsMatchTensorFlow) {
   }
 }
 
-TEST(TFModelRunner, InPlaceFeaturesAndRawEvaluation) {
+TEST(TfModelRunner, InPlaceFeaturesAndRawEvaluation) {
   std::vector<tftest::Case> Cases = tftest::readReference(ref("policy"));
   ASSERT_FALSE(Cases.empty());
   const tftest::Case &C = Cases[0];
-  TFModelRunner Runner(policy(), "logits");
+  TfModelRunner Runner(policy(), "logits");
   std::optional<size_t> Obs = Runner.featureIndex("observation");
   std::optional<size_t> Mask = Runner.featureIndex("action_mask");
   std::optional<size_t> Step = Runner.featureIndex("step");
@@ -129,8 +129,8 @@ TEST(TFModelRunner, InPlaceFeaturesAndRawEvaluation) {
   EXPECT_EQ(Runner.advice().spec(), TensorSpec::create<float>("logits", {1, 4}));
 }
 
-TEST(TFModelRunner, WrongFeatureNameIsAClearError) {
-  TFModelRunner Runner(policy());
+TEST(TfModelRunner, WrongFeatureNameIsAClearError) {
+  TfModelRunner Runner(policy());
   Status S = Runner.setFeature("obs", std::vector<float>(8, 0.f));
   EXPECT_EQ(S.code(), ErrorCode::InvalidArgument);
   EXPECT_NE(S.message().find("unknown feature 'obs'"), std::string::npos) << S.message();
@@ -144,8 +144,8 @@ TEST(TFModelRunner, WrongFeatureNameIsAClearError) {
   EXPECT_EQ(Runner.evaluateOr<int64_t>(-1), -1);
 }
 
-TEST(TFModelRunner, AFeatureTheModelDoesNotHaveIsAClearError) {
-  TFModelRunner Runner(policy());
+TEST(TfModelRunner, AFeatureTheModelDoesNotHaveIsAClearError) {
+  TfModelRunner Runner(policy());
   ASSERT_TRUE(Runner.addFeature(TensorSpec::create<float>("extra", {1})));
   Status S = Runner.evaluateRaw();
   EXPECT_EQ(S.code(), ErrorCode::InvalidArgument);
@@ -153,8 +153,8 @@ TEST(TFModelRunner, AFeatureTheModelDoesNotHaveIsAClearError) {
       << S.message();
 }
 
-TEST(TFModelRunner, WrongShapeOrDtypeIsAClearError) {
-  TFModelRunner Runner(policy());
+TEST(TfModelRunner, WrongShapeOrDtypeIsAClearError) {
+  TfModelRunner Runner(policy());
   Status S = Runner.setFeature("observation", std::vector<float>(7, 0.f));
   EXPECT_EQ(S.code(), ErrorCode::TypeMismatch);
   EXPECT_NE(S.message().find("observation"), std::string::npos) << S.message();
@@ -178,18 +178,18 @@ TEST(TFModelRunner, WrongShapeOrDtypeIsAClearError) {
   EXPECT_EQ(*A, 2); // the only legal action
 }
 
-TEST(TFModelRunner, AdviceIsAnOutputChosenByName) {
-  auto Bad = TFModelRunner::create(policy(), "probabilities");
+TEST(TfModelRunner, AdviceIsAnOutputChosenByName) {
+  auto Bad = TfModelRunner::create(policy(), "probabilities");
   ASSERT_FALSE(Bad);
   EXPECT_EQ(Bad.status().code(), ErrorCode::InvalidArgument);
   EXPECT_NE(Bad.status().message().find("no output 'probabilities' (outputs: action, logits, value)"),
             std::string::npos)
       << Bad.status().message();
   // The plain constructor reports the same error on every call.
-  TFModelRunner Broken(policy(), "probabilities");
+  TfModelRunner Broken(policy(), "probabilities");
   EXPECT_EQ(Broken.evaluate<int64_t>().status().code(), ErrorCode::InvalidArgument);
 
-  TFModelRunner Runner(policy());
+  TfModelRunner Runner(policy());
   ASSERT_TRUE(Runner.setFeature("action_mask", std::vector<float>{1, 1, 1, 1}).isOk());
   ASSERT_TRUE(Runner.selectOutput("logits").isOk());
   Expected<std::vector<float>> Logits = Runner.evaluate<std::vector<float>>();
@@ -216,8 +216,8 @@ TEST(TFModelRunner, AdviceIsAnOutputChosenByName) {
   EXPECT_EQ(Runner.advice().elementCount(), 4u);
 }
 
-TEST(TFModelRunner, OutputsByNameAfterAnEvaluation) {
-  TFModelRunner Runner(policy());
+TEST(TfModelRunner, OutputsByNameAfterAnEvaluation) {
+  TfModelRunner Runner(policy());
   Expected<const TensorValue *> Early = Runner.output("logits");
   ASSERT_FALSE(Early);
   EXPECT_NE(Early.status().message().find("no successful evaluation"), std::string::npos);
@@ -232,10 +232,10 @@ TEST(TFModelRunner, OutputsByNameAfterAnEvaluation) {
   EXPECT_EQ(Missing.status().code(), ErrorCode::InvalidArgument);
 }
 
-TEST(TFModelRunner, CloneComputesTheSameAndIsIndependent) {
+TEST(TfModelRunner, CloneComputesTheSameAndIsIndependent) {
   std::vector<tftest::Case> Cases = tftest::readReference(ref("policy"));
   ASSERT_GE(Cases.size(), 2u);
-  TFModelRunner A(policy(), "logits");
+  TfModelRunner A(policy(), "logits");
   auto B = A.clone();
   ASSERT_TRUE(B) << B.status().toString();
   EXPECT_EQ((*B)->adviceSpec()->name(), "logits");
@@ -248,8 +248,8 @@ TEST(TFModelRunner, CloneComputesTheSameAndIsIndependent) {
   expectNear(std::vector<double>(LB->begin(), LB->end()), Cases[1].Outputs.at("logits"), "B");
 }
 
-TEST(TFModelRunner, RepeatedEvaluationsAreDeterministic) {
-  TFModelRunner Runner(policy(), "logits");
+TEST(TfModelRunner, RepeatedEvaluationsAreDeterministic) {
+  TfModelRunner Runner(policy(), "logits");
   ASSERT_TRUE(Runner.setFeature("observation", std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}).isOk());
   auto First = Runner.evaluate<std::vector<float>>();
   ASSERT_TRUE(First);

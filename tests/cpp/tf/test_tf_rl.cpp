@@ -49,9 +49,9 @@ Expected<Episode> runEpisode(ModelRunner &Pass, ModelRunner &Factor,
 
 } // namespace
 
-TEST(TFModelRunnerRl, DriverRunsEpisodesWithTFAOTAgents) {
-  TFModelRunner Pass(tfmodels::RlPassAgentModel(), "scores");
-  TFModelRunner Factor(tfmodels::RlFactorAgentModel(), "scores");
+TEST(TfModelRunnerRl, DriverRunsEpisodesWithTFAOTAgents) {
+  TfModelRunner Pass(tfmodels::RlPassAgentModel(), "scores");
+  TfModelRunner Factor(tfmodels::RlFactorAgentModel(), "scores");
   size_t Decisions = 0;
   std::set<std::pair<std::string, int64_t>> Distinct;
   for (uint64_t Seed = 0; Seed < 20; ++Seed) {
@@ -89,9 +89,9 @@ TEST(TFModelRunnerRl, DriverRunsEpisodesWithTFAOTAgents) {
 #ifdef MLBRIDGE_HAVE_ONNX
 // Swap the runner, keep the pass: the TF-AOT agents (compiled from the ONNX
 // agents' weights) take the same decisions as the ONNX Runtime agents.
-TEST(TFModelRunnerRl, SameDecisionsAsTheOnnxAgents) {
-  TFModelRunner TfPass(tfmodels::RlPassAgentModel(), "scores");
-  TFModelRunner TfFactor(tfmodels::RlFactorAgentModel(), "scores");
+TEST(TfModelRunnerRl, SameDecisionsAsTheOnnxAgents) {
+  TfModelRunner TfPass(tfmodels::RlPassAgentModel(), "scores");
+  TfModelRunner TfFactor(tfmodels::RlFactorAgentModel(), "scores");
   auto OnnxPass = OnnxModelRunner::create(std::string(MLBRIDGE_MODELS_DIR) + "/rl_pass_agent.onnx");
   auto OnnxFactor = OnnxModelRunner::create(std::string(MLBRIDGE_MODELS_DIR) + "/rl_factor_agent.onnx");
   ASSERT_TRUE(OnnxPass) << OnnxPass.status().toString();

@@ -1,4 +1,4 @@
-// Threads: one TFModelRunner per thread over one compiled model (the rule in
+// Threads: one TfModelRunner per thread over one compiled model (the rule in
 // tf_model_runner.h) gives exactly the single-threaded results. Runs under
 // ThreadSanitizer in scripts/test.sh (ctest -R '^threads[.]' / -L threads).
 #include "mlbridge_tf_model_policy.h"
@@ -40,7 +40,7 @@ std::vector<Input> makeInputs() {
 }
 
 // Logits and action of every input, in order.
-std::vector<float> runAll(TFModelRunner &R, const std::vector<Input> &In,
+std::vector<float> runAll(TfModelRunner &R, const std::vector<Input> &In,
                           std::string &Error) {
   std::vector<float> Out;
   for (const Input &I : In) {
@@ -62,9 +62,9 @@ std::vector<float> runAll(TFModelRunner &R, const std::vector<Input> &In,
 
 } // namespace
 
-TEST(TFModelRunnerThreads, OneRunnerPerThreadMatchesOneThread) {
+TEST(TfModelRunnerThreads, OneRunnerPerThreadMatchesOneThread) {
   const std::vector<Input> In = makeInputs();
-  TFModelRunner Single(tfmodels::PolicyModel());
+  TfModelRunner Single(tfmodels::PolicyModel());
   std::string Error;
   const std::vector<float> Want = runAll(Single, In, Error);
   ASSERT_TRUE(Error.empty()) << Error;
@@ -78,7 +78,7 @@ TEST(TFModelRunnerThreads, OneRunnerPerThreadMatchesOneThread) {
     Threads.emplace_back([&, T] {
       // Half the threads clone the shared runner, half construct their own
       // concurrently: both only read the compiled model's static data.
-      std::unique_ptr<TFModelRunner> R;
+      std::unique_ptr<TfModelRunner> R;
       if (T % 2) {
         auto C = Single.clone();
         if (!C) {
@@ -87,7 +87,7 @@ TEST(TFModelRunnerThreads, OneRunnerPerThreadMatchesOneThread) {
         }
         R = std::move(*C);
       } else {
-        R = std::make_unique<TFModelRunner>(tfmodels::PolicyModel());
+        R = std::make_unique<TfModelRunner>(tfmodels::PolicyModel());
       }
       ++Ready;
       while (Ready.load() < kThreads)

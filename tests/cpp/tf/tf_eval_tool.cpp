@@ -22,7 +22,7 @@ int fail(const std::string &Msg) {
   return 1;
 }
 
-template <typename T> Status setAs(TFModelRunner &R, const std::string &Name,
+template <typename T> Status setAs(TfModelRunner &R, const std::string &Name,
                                    std::istringstream &L) {
   std::vector<T> V;
   for (double X; L >> X;)
@@ -53,10 +53,10 @@ void print(const TensorValue &V) {
 int main(int Argc, char **Argv) {
   if (Argc != 2)
     return fail("usage: mlbridge-tf-eval MODEL");
-  const TFAOTModel *M = tftest::findModel(Argv[1]);
+  const TfAotModel *M = tftest::findModel(Argv[1]);
   if (!M)
     return fail(std::string("no model '") + Argv[1] + "' in this build");
-  auto R = TFModelRunner::create(*M);
+  auto R = TfModelRunner::create(*M);
   if (!R)
     return fail(R.status().toString());
   std::string Line;
