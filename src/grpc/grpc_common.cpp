@@ -143,12 +143,11 @@ const char *grpcCodeName(grpc::StatusCode Code) {
   }
 }
 
-Status fromGrpc(const grpc::Status &G, const std::string &What, bool &Breaks) {
+Status fromGrpc(const grpc::Status &G, const std::string &What) {
   const std::string Text = What + ": gRPC " + grpcCodeName(G.error_code()) +
                            (G.error_message().empty()
                                 ? std::string()
                                 : ": " + G.error_message());
-  Breaks = true;
   switch (G.error_code()) {
   case grpc::DEADLINE_EXCEEDED:
     return Status(ErrorCode::Timeout, Text);
@@ -156,7 +155,7 @@ Status fromGrpc(const grpc::Status &G, const std::string &What, bool &Breaks) {
   case grpc::CANCELLED:
     return Status(ErrorCode::PeerClosed, Text);
   case grpc::RESOURCE_EXHAUSTED:
-    Breaks = false; // a smaller message, or a less busy server, may pass
+    // A smaller message, or a less busy server, may pass.
     return Status(G.error_message().find("larger than max") != std::string::npos
                       ? ErrorCode::TooLarge
                       : ErrorCode::Unavailable,
@@ -168,7 +167,7 @@ Status fromGrpc(const grpc::Status &G, const std::string &What, bool &Breaks) {
   case grpc::INVALID_ARGUMENT:
   case grpc::FAILED_PRECONDITION:
   case grpc::OUT_OF_RANGE:
-    Breaks = false; // the model rejected this request, not the connection
+    // The model rejected this request, not the connection.
     return Status(ErrorCode::InvalidArgument, Text);
   case grpc::INTERNAL:
   case grpc::DATA_LOSS:

@@ -84,25 +84,19 @@ public:
 
   Status evaluate(const std::vector<const TensorValue *> &Features,
                   const TensorSpec &Spec, TensorValue &Out,
-                  bool &Breaks) override {
+                  remote::Failure &Where) override {
     if (Ended)
       return Status(ErrorCode::Unavailable, "the session has ended");
     if (User)
-      return evaluateUser(Features, Spec, Out, Breaks);
+      return evaluateUser(Features, Spec, Out, Where);
     Req.set_session(SessionId);
     Req.set_context(Context);
     int64_t &Counter = counter();
     Req.set_index(Counter);
-    auto *Tensors = Req.mutable_features();
-    while (Tensors->size() > static_cast<int>(Features.size()))
-      Tensors->RemoveLast();
-    for (size_t I = 0; I < Features.size(); ++I)
-      tensorToProto(*Features[I], static_cast<int>(I) < Tensors->size()
-                                      ? Tensors->Mutable(static_cast<int>(I))
-                                      : Tensors->Add());
+    featuresToProto(Features, Req.mutable_features());
     specToProto(Spec, Req.mutable_advice());
     if (Status S = connect(); !S.isOk()) {
-      Breaks = true;
+      Where = remote::Failure::PeerLost;
       return S;
     }
     grpc::ClientContext Ctx;
@@ -111,18 +105,13 @@ public:
     grpc::Status G = Stub->Evaluate(&Ctx, Req, &Reply);
     ++Counter;
     if (!G.ok())
-      return fromGrpc(G, "Evaluate on '" + Address + "'", Breaks);
-    switch (Reply.result_case()) {
-    case v1::Advice::kError:
-      return Status(ErrorCode::Unavailable,
-                    "the model reported an error: " + Reply.error());
-    case v1::Advice::kTensor:
-      return adviceFromProto(Reply.tensor(), Spec, Opts.MaxMessageBytes, Out);
-    default:
-      Breaks = true;
-      return Status(ErrorCode::Malformed,
-                    "the model's reply holds neither advice nor an error");
-    }
+      return fromGrpc(G, "Evaluate on '" + Address + "'");
+    ReplyKind Kind;
+    Status S = adviceFromReply(Reply, Spec, Opts.MaxMessageBytes, "model", Out,
+                               &Kind);
+    if (Kind == ReplyKind::Advice)
+      Where = remote::Failure::AdviceContent;
+    return S;
   }
 
   Status endSession() override {
@@ -140,21 +129,21 @@ public:
     End.set_session(SessionId);
     v1::Empty Nothing;
     grpc::Status G = Stub->EndSession(&Ctx, End, &Nothing);
-    bool Breaks = false;
     return G.ok() ? Status::ok()
-                  : fromGrpc(G, "EndSession on '" + Address + "'", Breaks);
+                  : fromGrpc(G, "EndSession on '" + Address + "'");
   }
 
 private:
   Status evaluateUser(const std::vector<const TensorValue *> &Features,
-                      const TensorSpec &Spec, TensorValue &Out, bool &Breaks) {
+                      const TensorSpec &Spec, TensorValue &Out,
+                      remote::Failure &Where) {
     if (Status S = User->fillRequest(Features); !S.isOk())
       return S;
     std::string Bytes;
     if (!User->request().SerializeToString(&Bytes))
       return Status(ErrorCode::Internal, "cannot serialize the request");
     if (Status S = connect(); !S.isOk()) {
-      Breaks = true;
+      Where = remote::Failure::PeerLost;
       return S;
     }
     grpc::Slice Slice(Bytes);
@@ -184,19 +173,17 @@ private:
     ++counter();
     if (!G.ok())
       return fromGrpc(G, std::string(User->schema().Method) + " on '" +
-                             Address + "'",
-                      Breaks);
+                             Address + "'");
     std::vector<grpc::Slice> Slices;
     std::string Payload;
     if (Response.Dump(&Slices).ok())
       for (const grpc::Slice &S : Slices)
         Payload.append(reinterpret_cast<const char *>(S.begin()), S.size());
     User->reply().Clear();
-    if (!parseQuietly(User->reply(), Payload)) {
-      Breaks = true;
+    if (!parseQuietly(User->reply(), Payload))
       return Status(ErrorCode::Malformed,
                     "the reply is not a valid " + User->schema().ReplyType);
-    }
+    Where = remote::Failure::AdviceContent;
     return User->readAdvice(Spec, Out);
   }
 

@@ -11,6 +11,7 @@
 #include "mlbridge/grpc_model_runner.h"
 
 #include "proto_tensor.h"
+#include "runners/unavailability.h"
 
 #include <grpcpp/grpcpp.h>
 
@@ -29,11 +30,11 @@ public:
   virtual ~Impl();
 
   virtual Status connect() = 0;
-  /// One decision. Breaks is set when the error must make the runner
-  /// unavailable (the peer is gone, slow or speaking garbage).
+  /// One decision. On failure Where says where it failed (it starts as
+  /// Exchange); GrpcModelRunner applies remote::makesUnavailable to it.
   virtual Status evaluate(const std::vector<const TensorValue *> &Features,
                           const TensorSpec &Spec, TensorValue &Out,
-                          bool &Breaks) = 0;
+                          remote::Failure &Where) = 0;
   virtual Status endSession() = 0;
   virtual int port() const { return 0; }
   virtual bool episodeEnded() const { return false; }
@@ -69,8 +70,9 @@ grpc::ChannelArguments channelArguments(const GrpcOptions &Opts);
 
 /// "deadline-exceeded" ... for messages.
 const char *grpcCodeName(grpc::StatusCode Code);
-/// Maps a failed call to a Status. Breaks: the peer is gone or unusable.
-Status fromGrpc(const grpc::Status &G, const std::string &What, bool &Breaks);
+/// Maps a failed call to a Status (whether it makes the runner unavailable
+/// follows from its code: remote::makesUnavailable).
+Status fromGrpc(const grpc::Status &G, const std::string &What);
 
 /// True for "127.x.x.x:P", "localhost:P", "[::1]:P" and "unix:" addresses.
 bool isLoopbackAddress(const std::string &Address);

@@ -101,11 +101,11 @@ Status GrpcModelRunner::doSwitchContext(std::string_view Name) {
 Status GrpcModelRunner::doEvaluate(
     const std::vector<const TensorValue *> &Features, bool,
     const TensorSpec &Spec, TensorValue &Out) {
-  bool Breaks = false;
-  Status S = P->evaluate(Features, Spec, Out, Breaks);
+  remote::Failure Where = remote::Failure::Exchange;
+  Status S = P->evaluate(Features, Spec, Out, Where);
   if (!S.isOk()) {
     S.addContext("gRPC '" + P->Address + "'");
-    if (Breaks)
+    if (remote::makesUnavailable(S.code(), Where, remote::Framing::Messages))
       markUnavailable(S);
   }
   return S;

@@ -83,10 +83,10 @@ public:
 
   Status evaluate(const std::vector<const TensorValue *> &Features,
                   const TensorSpec &Spec, TensorValue &Out,
-                  bool &Breaks) override {
+                  remote::Failure &Where) override {
     std::unique_lock<std::mutex> L(M);
     if (EpisodeEnded) {
-      Breaks = true;
+      Where = remote::Failure::PeerLost;
       return episodeError();
     }
     if (SessionEnded)
@@ -98,8 +98,7 @@ public:
     int64_t &Counter = counter();
     Pending.set_index(Counter++);
     Pending.set_id(++LastId);
-    for (const TensorValue *F : Features)
-      tensorToProto(*F, Pending.add_features());
+    featuresToProto(Features, Pending.mutable_features());
     specToProto(Spec, Pending.mutable_advice());
     PendingSpec = Spec;
     HasPending = true;
@@ -112,13 +111,14 @@ public:
     HasPending = false;
     if (Answered) {
       Answered = false;
-      if (!AnswerError.empty())
-        return Status(ErrorCode::Unavailable,
-                      "the trainer reported an error: " + AnswerError);
+      if (!Answer.isOk())
+        return Answer;
       std::swap(Out, AnswerValue);
       return Status::ok();
     }
-    Breaks = true;
+    // Episode over, server stopping, or no action in time: either way no
+    // trainer is driving this runner any more.
+    Where = remote::Failure::PeerLost;
     if (EpisodeEnded)
       return episodeError();
     if (Stopping)
@@ -219,24 +219,14 @@ public:
               " is not awaiting an action" +
               (HasPending ? " (pending: " + std::to_string(LastId) + ")"
                    : std::string(" (none is pending)")));
-    switch (A->advice().result_case()) {
-    case v1::Advice::kError:
-      AnswerError = A->advice().error();
-      if (AnswerError.empty())
-        AnswerError = "(no message)";
-      break;
-    case v1::Advice::kTensor: {
-      if (Status S = adviceFromProto(A->advice().tensor(), PendingSpec,
-                                     Opts.MaxMessageBytes, AnswerValue);
-          !S.isOk())
-        return grpc::Status(grpc::INVALID_ARGUMENT, S.toString());
-      AnswerError.clear();
-      break;
-    }
-    default:
-      return grpc::Status(grpc::INVALID_ARGUMENT,
-                          "the action holds neither advice nor an error");
-    }
+    // The trainer's own error is the compiler's answer; an unusable
+    // action is refused, and the compiler keeps waiting for a good one.
+    ReplyKind Kind;
+    Status S = adviceFromReply(A->advice(), PendingSpec, Opts.MaxMessageBytes,
+                               "trainer", AnswerValue, &Kind);
+    if (!S.isOk() && Kind != ReplyKind::PeerError)
+      return grpc::Status(grpc::INVALID_ARGUMENT, S.toString());
+    Answer = std::move(S);
     Answered = true;
     // No longer pending: a GetObservation that runs before the compiler
     // thread wakes up must not hand out this observation again.
@@ -277,7 +267,7 @@ private:
   bool HasPending = false;
   bool Answered = false;
   TensorValue AnswerValue;
-  std::string AnswerError;
+  Status Answer; // the trainer's answer: ok (AnswerValue) or its error
   bool SessionEnded = false;
   bool EndDelivered = false;
   bool EpisodeEnded = false;

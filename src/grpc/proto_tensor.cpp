@@ -203,4 +203,36 @@ Status tensorFromProto(const pb::Tensor &In, size_t MaxBytes,
   return checkPayload(Out, "feature", In.name());
 }
 
+void featuresToProto(const std::vector<const TensorValue *> &Features,
+                     google::protobuf::RepeatedPtrField<pb::Tensor> *Out) {
+  while (Out->size() > static_cast<int>(Features.size()))
+    Out->RemoveLast();
+  for (size_t I = 0; I < Features.size(); ++I)
+    tensorToProto(*Features[I], static_cast<int>(I) < Out->size()
+                                    ? Out->Mutable(static_cast<int>(I))
+                                    : Out->Add());
+}
+
+Status adviceFromReply(const pb::Advice &Reply, const TensorSpec &Spec,
+                       size_t MaxBytes, const char *Peer, TensorValue &Out,
+                       ReplyKind *Kind) {
+  ReplyKind Unused;
+  ReplyKind &K = Kind ? *Kind : Unused;
+  switch (Reply.result_case()) {
+  case pb::Advice::kTensor:
+    K = ReplyKind::Advice;
+    return adviceFromProto(Reply.tensor(), Spec, MaxBytes, Out);
+  case pb::Advice::kError:
+    K = ReplyKind::PeerError;
+    return Status(ErrorCode::Unavailable,
+                  std::string("the ") + Peer + " reported an error: " +
+                      (Reply.error().empty() ? "(no message)" : Reply.error()));
+  default:
+    K = ReplyKind::NoResult;
+    return Status(ErrorCode::Malformed, std::string("the ") + Peer +
+                                            "'s reply holds neither advice "
+                                            "nor an error");
+  }
+}
+
 } // namespace mlbridge::grpc_detail

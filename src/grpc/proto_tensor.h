@@ -16,6 +16,7 @@
 #include "mlbridge.pb.h"
 
 #include <string>
+#include <vector>
 
 namespace mlbridge::grpc_detail {
 
@@ -53,6 +54,28 @@ Status adviceFromProto(const pb::Tensor &In, const TensorSpec &Spec,
 /// Reads a tensor with a concrete shape (a feature) into Out.
 Status tensorFromProto(const pb::Tensor &In, size_t MaxBytes,
                        TensorValue &Out);
+
+/// The features of an observation, in order. Out's tensors are kept and
+/// overwritten, so a steady feature set allocates nothing per request. The
+/// one observation builder of the Protobuf SerDes and both gRPC modes.
+void featuresToProto(const std::vector<const TensorValue *> &Features,
+                     google::protobuf::RepeatedPtrField<pb::Tensor> *Out);
+
+/// What an Advice message (a model's reply, a trainer's action) holds.
+enum class ReplyKind {
+  Advice,     ///< a tensor: decoded into Out, or why it does not fit
+  PeerError,  ///< the model's (or trainer's) own error message
+  NoResult,   ///< neither: the peer does not speak the protocol
+};
+
+/// The one decoder of Advice messages (pipes with the Protobuf SerDes, gRPC
+/// inference replies, gRPC training actions). Ok with the advice in Out;
+/// else PeerError: Unavailable, "the <Peer> reported an error: ..."
+/// (the request failed, the transport is fine); NoResult: Malformed; an
+/// unusable tensor: as adviceFromProto. Kind (if given) says which.
+Status adviceFromReply(const pb::Advice &Reply, const TensorSpec &Spec,
+                       size_t MaxBytes, const char *Peer, TensorValue &Out,
+                       ReplyKind *Kind = nullptr);
 
 } // namespace mlbridge::grpc_detail
 

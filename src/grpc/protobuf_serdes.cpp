@@ -62,15 +62,7 @@ public:
     // is reused, so a steady feature set allocates nothing.
     pb::Observation *O = ObsScratch.mutable_observation();
     O->set_index(Index);
-    auto *Tensors = O->mutable_features();
-    while (Tensors->size() > static_cast<int>(Features.size()))
-      Tensors->RemoveLast();
-    for (size_t I = 0; I < Features.size(); ++I) {
-      pb::Tensor *T = static_cast<int>(I) < Tensors->size()
-                          ? Tensors->Mutable(static_cast<int>(I))
-                          : Tensors->Add();
-      tensorToProto(*Features[I], T);
-    }
+    featuresToProto(Features, O->mutable_features());
     append(ObsScratch, Out);
     return Status::ok();
   }
@@ -85,17 +77,8 @@ public:
                     "reply of " + std::to_string(Buffer.size()) +
                         " bytes is not an mlbridge.v1.Advice message (or "
                         "has a string that is not UTF-8)");
-    switch (Reply.result_case()) {
-    case pb::Advice::kError:
-      return Status(ErrorCode::Unavailable,
-                    "the model reported an error: " + Reply.error());
-    case pb::Advice::kTensor:
-      return adviceFromProto(Reply.tensor(), Spec, Limits.MaxMessageBytes,
-                             Advice);
-    default:
-      return Status(ErrorCode::Malformed,
-                    "reply holds neither advice nor an error");
-    }
+    return adviceFromReply(Reply, Spec, Limits.MaxMessageBytes, "model",
+                           Advice);
   }
 
   Status decodeMessage(ByteSource &In, const SerDesLimits &Limits,

@@ -1,5 +1,6 @@
 #include "mlbridge/stream_model_runner.h"
 
+#include "runners/unavailability.h"
 #include "transport/message_channel.h"
 
 #include <cstring>
@@ -10,13 +11,6 @@
 namespace mlbridge {
 
 namespace {
-
-/// Errors after which the byte stream can no longer be trusted.
-bool breaksStream(ErrorCode C) {
-  return C == ErrorCode::Timeout || C == ErrorCode::PeerClosed ||
-         C == ErrorCode::IOError || C == ErrorCode::Malformed ||
-         C == ErrorCode::TooLarge || C == ErrorCode::NotFound;
-}
 
 /// A random non-zero id, different for every session of every process.
 uint64_t newSessionId() {
@@ -200,7 +194,8 @@ Status StreamModelRunner::doEvaluate(
   Msg.clear();
   if (!S.isOk()) {
     S.addContext(channelName());
-    if (breaksStream(S.code()))
+    if (remote::makesUnavailable(S.code(), remote::Failure::Exchange,
+                                 remote::Framing::ByteStream))
       breakChannel(S);
   }
   return S;
