@@ -107,7 +107,12 @@ public:
   /// Makes the output called Name the advice (setAdviceSpec with its spec).
   /// Setting an advice spec directly works too: its name selects the output
   /// and its dtype and element count must match.
-  Status selectOutput(std::string_view Name);
+  Status selectAdvice(std::string_view Name);
+  /// The 0.1 name of selectAdvice (the ONNX and compiled runners' name);
+  /// removed in the release after 0.2.
+  [[deprecated("use selectAdvice")]] Status selectOutput(std::string_view Name) {
+    return selectAdvice(Name);
+  }
 
   /// The output called Name as computed by the last successful evaluation.
   /// The pointer stays valid until the next evaluation or output() call

@@ -147,7 +147,7 @@ std::optional<size_t> TfModelRunner::outputIndex(std::string_view Name) const {
   return I;
 }
 
-Status TfModelRunner::selectOutput(std::string_view Name) {
+Status TfModelRunner::selectAdvice(std::string_view Name) {
   std::optional<size_t> I = outputIndex(Name);
   if (!I)
     return unknownOutput(*Model, Name);

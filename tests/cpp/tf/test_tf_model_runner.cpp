@@ -191,7 +191,7 @@ TEST(TfModelRunner, AdviceIsAnOutputChosenByName) {
 
   TfModelRunner Runner(policy());
   ASSERT_TRUE(Runner.setFeature("action_mask", std::vector<float>{1, 1, 1, 1}).isOk());
-  ASSERT_TRUE(Runner.selectOutput("logits").isOk());
+  ASSERT_TRUE(Runner.selectAdvice("logits").isOk());
   Expected<std::vector<float>> Logits = Runner.evaluate<std::vector<float>>();
   ASSERT_TRUE(Logits) << Logits.status().toString();
   EXPECT_EQ(Logits->size(), 4u);
@@ -199,10 +199,10 @@ TEST(TfModelRunner, AdviceIsAnOutputChosenByName) {
   EXPECT_EQ(Runner.evaluate<float>().status().code(), ErrorCode::TypeMismatch);
   EXPECT_EQ(Runner.evaluate<int64_t>().status().code(), ErrorCode::TypeMismatch);
   EXPECT_EQ(Runner.evaluate<std::vector<double>>().status().code(), ErrorCode::TypeMismatch);
-  ASSERT_TRUE(Runner.selectOutput("value").isOk());
+  ASSERT_TRUE(Runner.selectAdvice("value").isOk());
   Expected<float> Value = Runner.evaluate<float>();
   ASSERT_TRUE(Value) << Value.status().toString();
-  EXPECT_EQ(Runner.selectOutput("nope").code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(Runner.selectAdvice("nope").code(), ErrorCode::InvalidArgument);
 
   // An advice spec set directly selects the output by its name.
   ASSERT_TRUE(Runner.setAdviceSpec(TensorSpec::create<float>("nope", {1})).isOk());
