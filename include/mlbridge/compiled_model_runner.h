@@ -27,7 +27,7 @@
 #define MLBRIDGE_COMPILED_MODEL_RUNNER_H
 
 #include "mlbridge/compiled_model.h"
-#include "mlbridge/model_runner.h"
+#include "mlbridge/in_process_model_runner.h"
 
 #include <memory>
 #include <string>
@@ -43,7 +43,7 @@ struct CompiledModelOptions : RunnerOptions {
   std::string AdviceOutput;
 };
 
-class CompiledModelRunner final : public ModelRunner {
+class CompiledModelRunner final : public InProcessModelRunner {
 public:
   /// Creates a runner for a generated model (Model::info()). Fails on an
   /// unknown AdviceOutput, an unsupported input type (the C++ side has no
@@ -76,15 +76,7 @@ public:
   /// The generated model's description.
   const CompiledModelInfo &model() const { return Model; }
 
-  /// Outputs of the model, in model order, with their specs.
-  size_t outputCount() const { return OutputSpecs.size(); }
-  const TensorSpec &outputSpec(size_t I) const { return OutputSpecs[I]; }
-  /// Index of the output called Name.
-  std::optional<size_t> outputIndex(std::string_view Name) const;
-
-  /// Makes the output called Name the advice (same as declaring its spec
-  /// with setAdviceSpec).
-  Status selectAdvice(std::string_view Name);
+  // outputCount, outputSpec, outputIndex, selectAdvice: InProcessModelRunner.
 
   /// The value of output Name (or I) computed by the last successful
   /// evaluation; nullptr for an unknown output or before any evaluation.
@@ -99,7 +91,6 @@ private:
   Status bindInputs(const std::vector<const TensorValue *> &Features);
 
   const CompiledModelInfo &Model;
-  std::vector<TensorSpec> OutputSpecs;
   std::vector<TensorValue> Outputs;       // every output, after evaluation
   std::vector<const void *> InputPtrs;    // per model input
   std::vector<size_t> InputFeature;       // feature index per model input

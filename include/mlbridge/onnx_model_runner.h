@@ -41,7 +41,7 @@
 #ifndef MLBRIDGE_ONNX_MODEL_RUNNER_H
 #define MLBRIDGE_ONNX_MODEL_RUNNER_H
 
-#include "mlbridge/model_runner.h"
+#include "mlbridge/in_process_model_runner.h"
 
 #include <cstdint>
 #include <memory>
@@ -118,7 +118,7 @@ struct OnnxOptions : RunnerOptions {
   OnnxModelOptions Model;
 };
 
-class OnnxModelRunner final : public ModelRunner {
+class OnnxModelRunner final : public InProcessModelRunner {
 public:
   /// Loads the model at ModelPath and makes a runner for it.
   static Expected<std::unique_ptr<OnnxModelRunner>>
@@ -143,9 +143,8 @@ public:
   /// The model (nullptr if loading failed).
   const std::shared_ptr<const OnnxModel> &model() const { return Model; }
 
-  /// Makes the model output called OutputName the advice (same as
-  /// setAdviceSpec with that output's spec).
-  Status selectAdvice(std::string_view OutputName);
+  // outputCount, outputSpec, outputIndex, selectAdvice: InProcessModelRunner
+  // (the outputs are model()->outputs()).
 
   /// Output I (as in model()->outputs()) of the last successful
   /// evaluation; nullptr before the first or for a bad index/name.

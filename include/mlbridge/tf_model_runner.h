@@ -38,7 +38,7 @@
 #ifndef MLBRIDGE_TF_MODEL_RUNNER_H
 #define MLBRIDGE_TF_MODEL_RUNNER_H
 
-#include "mlbridge/model_runner.h"
+#include "mlbridge/in_process_model_runner.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -81,7 +81,7 @@ struct TfAotModel {
   int (*ResultIndex)(const void *Instance, const char *XlaName);
 };
 
-class TfModelRunner final : public ModelRunner {
+class TfModelRunner final : public InProcessModelRunner {
 public:
   /// A runner over Model whose advice is the output called AdviceOutput
   /// (empty: the first output). Errors: an unknown output name, or a model
@@ -99,15 +99,9 @@ public:
 
   const TfAotModel &model() const { return *Model; }
 
-  /// The model's outputs (specs as in the signature; scalars are [1]).
-  size_t outputCount() const { return OutputSpecs.size(); }
-  const TensorSpec &outputSpec(size_t I) const { return OutputSpecs[I]; }
-  std::optional<size_t> outputIndex(std::string_view Name) const;
+  // outputCount, outputSpec, outputIndex, selectAdvice: InProcessModelRunner
+  // (specs as in the signature; scalars are [1]).
 
-  /// Makes the output called Name the advice (setAdviceSpec with its spec).
-  /// Setting an advice spec directly works too: its name selects the output
-  /// and its dtype and element count must match.
-  Status selectAdvice(std::string_view Name);
   /// The 0.1 name of selectAdvice (the ONNX and compiled runners' name);
   /// removed in the release after 0.2.
   [[deprecated("use selectAdvice")]] Status selectOutput(std::string_view Name) {
@@ -133,7 +127,6 @@ private:
 
   const TfAotModel *Model;
   std::unique_ptr<Instance> Inst;
-  std::vector<TensorSpec> OutputSpecs;
   std::vector<TensorValue> OutputCache; // filled by output()
   bool HaveResults = false;
 };

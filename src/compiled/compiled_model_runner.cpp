@@ -88,7 +88,7 @@ CompiledModelRunner::create(const CompiledModelInfo &Model,
 
 CompiledModelRunner::CompiledModelRunner(const CompiledModelInfo &M,
                                          CompiledModelOptions Options)
-    : ModelRunner(inputSpecs(M), adviceSpecOf(M, Options.AdviceOutput),
+    : InProcessModelRunner(inputSpecs(M), adviceSpecOf(M, Options.AdviceOutput),
                   Options),
       Model(M) {
   if (!abiOk(M)) {
@@ -116,6 +116,7 @@ CompiledModelRunner::CompiledModelRunner(const CompiledModelInfo &M,
       return;
     }
   }
+  std::vector<TensorSpec> Specs;
   for (size_t I = 0; I < M.NumOutputs; ++I) {
     TensorSpec S;
     if (!specOf(M.Outputs[I], S)) {
@@ -125,20 +126,15 @@ CompiledModelRunner::CompiledModelRunner(const CompiledModelInfo &M,
               " has an element type this library does not know"));
       return;
     }
-    OutputSpecs.push_back(S);
+    Specs.push_back(S);
     Outputs.emplace_back(std::move(S));
   }
+  setOutputs(std::move(Specs), modelName(M));
   if (!adviceSpec()) {
-    std::string Names;
-    for (const TensorSpec &S : OutputSpecs)
-      Names += (Names.empty() ? "'" : ", '") + S.name() + "'";
-    setConstructionError(Status(ErrorCode::InvalidArgument,
-                                modelName(M) + " has no output '" +
-                                    (Options.AdviceOutput.empty() && M.AdviceOutput
-                                         ? std::string(M.AdviceOutput)
-                                         : Options.AdviceOutput) +
-                                    "' (outputs: " +
-                                    Names + ")"));
+    setConstructionError(unknownOutput(
+        Options.AdviceOutput.empty() && M.AdviceOutput
+            ? std::string(M.AdviceOutput)
+            : Options.AdviceOutput));
     return;
   }
   InputPtrs.assign(M.NumInputs, nullptr);
@@ -157,23 +153,6 @@ CompiledModelRunner::CompiledModelRunner(const CompiledModelInfo &M,
 CompiledModelRunner::~CompiledModelRunner() {
   if (Workspace)
     Model.DestroyWorkspace(Workspace);
-}
-
-std::optional<size_t>
-CompiledModelRunner::outputIndex(std::string_view Name) const {
-  for (size_t I = 0; I < OutputSpecs.size(); ++I)
-    if (OutputSpecs[I].name() == Name)
-      return I;
-  return std::nullopt;
-}
-
-Status CompiledModelRunner::selectAdvice(std::string_view Name) {
-  std::optional<size_t> I = outputIndex(Name);
-  if (!I)
-    return Status(ErrorCode::InvalidArgument,
-                  modelName(Model) + " has no output '" + std::string(Name) +
-                      "'");
-  return setAdviceSpec(OutputSpecs[*I]);
 }
 
 const TensorValue *CompiledModelRunner::output(std::string_view Name) const {
@@ -239,7 +218,7 @@ Status CompiledModelRunner::doEvaluate(
     return Status(ErrorCode::InvalidArgument,
                   "advice '" + Spec.name() + "' is not an output of " +
                       modelName(Model));
-  const TensorSpec &OS = OutputSpecs[*A];
+  const TensorSpec &OS = outputSpec(*A);
   if (OS.type() != Spec.type() ||
       (!Spec.isDynamic() && Spec.elementCount() != OS.elementCount()))
     return Status(ErrorCode::TypeMismatch,

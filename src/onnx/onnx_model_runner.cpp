@@ -291,12 +291,14 @@ OnnxModelRunner::prepare(Expected<std::shared_ptr<const OnnxModel>> M,
 }
 
 OnnxModelRunner::OnnxModelRunner(Prepared &&P)
-    : ModelRunner(std::move(P.Features), std::move(P.Advice), P.Options),
+    : InProcessModelRunner(std::move(P.Features), std::move(P.Advice),
+                           P.Options),
       Model(std::move(P.Model)) {
   if (!P.Error.isOk()) {
     setConstructionError(std::move(P.Error));
     return;
   }
+  setOutputs(Model->outputs(), "ONNX model '" + Model->source() + "'");
   if (!constructionStatus().isOk())
     return;
   auto St = std::make_unique<State>();
@@ -366,18 +368,6 @@ OnnxModelRunner::createFromBytes(const void *Data, size_t Size,
   if (!M)
     return M.takeStatus();
   return create(std::move(*M), std::move(Options));
-}
-
-Status OnnxModelRunner::selectAdvice(std::string_view OutputName) {
-  if (!constructionStatus().isOk())
-    return constructionStatus();
-  std::optional<size_t> K = Model->outputIndex(OutputName);
-  if (!K)
-    return Status(ErrorCode::InvalidArgument,
-                  "'" + std::string(OutputName) +
-                      "' is not an output of the model (outputs: " +
-                      nameList(Model->outputs()) + ")");
-  return setAdviceSpec(Model->outputs()[*K]);
 }
 
 const TensorValue *OnnxModelRunner::output(size_t I) const {

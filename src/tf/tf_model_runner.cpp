@@ -21,12 +21,6 @@ std::vector<TensorSpec> inputSpecs(const TfAotModel &M) {
   return Specs;
 }
 
-std::string outputNames(const TfAotModel &M) {
-  std::string S;
-  for (size_t I = 0; I < M.NumOutputs; ++I)
-    S += (I ? ", " : "") + std::string(M.Outputs[I].Name);
-  return S;
-}
 
 // Index of the output called Name; NumOutputs if none.
 size_t findOutput(const TfAotModel &M, std::string_view Name) {
@@ -36,12 +30,6 @@ size_t findOutput(const TfAotModel &M, std::string_view Name) {
   return M.NumOutputs;
 }
 
-Status unknownOutput(const TfAotModel &M, std::string_view Name) {
-  return Status(ErrorCode::InvalidArgument,
-                "TF-AOT model '" + std::string(M.Name) + "' has no output '" +
-                    std::string(Name) + "' (outputs: " + outputNames(M) +
-                    ")");
-}
 
 std::optional<TensorSpec> adviceOf(const TfAotModel &M,
                                    std::string_view Name) {
@@ -117,13 +105,15 @@ TfModelRunner::create(const TfAotModel &Model, std::string_view AdviceOutput,
 TfModelRunner::TfModelRunner(const TfAotModel &M,
                              std::string_view AdviceOutput,
                              RunnerOptions Options)
-    : ModelRunner(inputSpecs(M), adviceOf(M, AdviceOutput),
-                  std::move(Options)),
+    : InProcessModelRunner(inputSpecs(M), adviceOf(M, AdviceOutput),
+                           std::move(Options)),
       Model(&M), Inst(new Instance) {
+  std::vector<TensorSpec> Specs;
   for (size_t I = 0; I < M.NumOutputs; ++I) {
-    OutputSpecs.push_back(specOf(M.Outputs[I]));
-    OutputCache.emplace_back(OutputSpecs.back());
+    Specs.push_back(specOf(M.Outputs[I]));
+    OutputCache.emplace_back(Specs.back());
   }
+  setOutputs(std::move(Specs), "TF-AOT model '" + std::string(M.Name) + "'");
   if (M.NumOutputs == 0) {
     setConstructionError(Status(ErrorCode::InvalidArgument,
                                 "TF-AOT model '" + std::string(M.Name) +
@@ -131,7 +121,7 @@ TfModelRunner::TfModelRunner(const TfAotModel &M,
     return;
   }
   if (!AdviceOutput.empty() && findOutput(M, AdviceOutput) == M.NumOutputs) {
-    setConstructionError(unknownOutput(M, AdviceOutput));
+    setConstructionError(unknownOutput(AdviceOutput));
     return;
   }
   if (Status S = Inst->init(M); !S.isOk())
@@ -140,24 +130,10 @@ TfModelRunner::TfModelRunner(const TfAotModel &M,
 
 TfModelRunner::~TfModelRunner() = default;
 
-std::optional<size_t> TfModelRunner::outputIndex(std::string_view Name) const {
-  size_t I = findOutput(*Model, Name);
-  if (I == Model->NumOutputs)
-    return std::nullopt;
-  return I;
-}
-
-Status TfModelRunner::selectAdvice(std::string_view Name) {
-  std::optional<size_t> I = outputIndex(Name);
-  if (!I)
-    return unknownOutput(*Model, Name);
-  return setAdviceSpec(OutputSpecs[*I]);
-}
-
 Expected<const TensorValue *> TfModelRunner::output(std::string_view Name) {
   std::optional<size_t> I = outputIndex(Name);
   if (!I)
-    return unknownOutput(*Model, Name);
+    return unknownOutput(Name);
   if (!HaveResults)
     return Status(ErrorCode::InvalidArgument,
                   "TF-AOT model '" + std::string(Model->Name) +
@@ -182,10 +158,11 @@ Status TfModelRunner::doEvaluate(
   HaveResults = false;
   const TfAotModel &M = *Model;
   // The advice: the output named by the spec, checked before running.
-  const size_t OutI = findOutput(M, Spec.name());
-  if (OutI == M.NumOutputs)
-    return unknownOutput(M, Spec.name());
-  const TensorSpec &OutSpec = OutputSpecs[OutI];
+  const std::optional<size_t> Found = outputIndex(Spec.name());
+  if (!Found)
+    return unknownOutput(Spec.name());
+  const size_t OutI = *Found;
+  const TensorSpec &OutSpec = outputSpec(OutI);
   if (Spec.type() != OutSpec.type())
     return Status(ErrorCode::TypeMismatch,
                   "TF-AOT output '" + OutSpec.name() + "' is " +

@@ -182,7 +182,7 @@ TEST(TfModelRunner, AdviceIsAnOutputChosenByName) {
   auto Bad = TfModelRunner::create(policy(), "probabilities");
   ASSERT_FALSE(Bad);
   EXPECT_EQ(Bad.status().code(), ErrorCode::InvalidArgument);
-  EXPECT_NE(Bad.status().message().find("no output 'probabilities' (outputs: action, logits, value)"),
+  EXPECT_NE(Bad.status().message().find("no output 'probabilities' (outputs: 'action', 'logits', 'value')"),
             std::string::npos)
       << Bad.status().message();
   // The plain constructor reports the same error on every call.
