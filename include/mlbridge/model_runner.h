@@ -179,6 +179,14 @@ protected:
   /// Implementations that forward contexts to the model override this.
   virtual Status doSwitchContext(std::string_view Name);
 
+  /// A runner whose model reads feature I from a buffer of its own hands
+  /// it over here (LLVM's MLModelRunner pattern): from then on getTensor,
+  /// setFeature and the values passed to doEvaluate use Buffer itself, so
+  /// features are written in place and never copied. Buffer must hold
+  /// featureSpec(I).byteSize() bytes and outlive the runner's use of it;
+  /// the feature must have a fixed shape. Its current value is copied in.
+  Status useFeatureBuffer(size_t I, void *Buffer);
+
   /// Marks the runner unavailable with Reason (returned by later calls).
   void markUnavailable(const Status &Reason);
   /// Ok, or why the constructor's arguments were invalid.

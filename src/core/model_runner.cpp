@@ -348,6 +348,22 @@ Status ModelRunner::announcedState(std::vector<const TensorValue *> &Out,
   return Status::ok();
 }
 
+Status ModelRunner::useFeatureBuffer(size_t I, void *Buffer) {
+  if (I >= Features.size() || !Buffer)
+    return Status(ErrorCode::InvalidArgument,
+                  "useFeatureBuffer: no feature " + std::to_string(I) +
+                      " or no buffer");
+  TensorValue &F = Features[I];
+  if (F.spec().isDynamic() || isVariableLength(I))
+    return Status(ErrorCode::InvalidArgument,
+                  "useFeatureBuffer: feature '" + F.spec().name() +
+                      "' has no fixed shape");
+  if (F.byteSize())
+    std::memcpy(Buffer, F.data(), F.byteSize());
+  F = TensorValue::borrowing(F.spec(), Buffer);
+  return Status::ok();
+}
+
 void ModelRunner::markUnavailable(const Status &Reason) {
   if (Broken.isOk() && !Reason.isOk()) {
     Broken = Reason;

@@ -124,8 +124,22 @@ TfModelRunner::TfModelRunner(const TfAotModel &M,
     setConstructionError(unknownOutput(AdviceOutput));
     return;
   }
-  if (Status S = Inst->init(M); !S.isOk())
+  if (Status S = Inst->init(M); !S.isOk()) {
     setConstructionError(std::move(S));
+    return;
+  }
+  // Features live in the compiled function's argument buffers: setFeature
+  // and getTensor write there, and evaluation copies nothing in.
+  for (size_t I = 0; I < M.NumInputs; ++I) {
+    if (Inst->ArgBytes[I] == 0)
+      continue;
+    if (Status S =
+            useFeatureBuffer(I, M.ArgData(Inst->Handle, Inst->ArgIndex[I]));
+        !S.isOk()) {
+      setConstructionError(std::move(S));
+      return;
+    }
+  }
 }
 
 TfModelRunner::~TfModelRunner() = default;
@@ -193,8 +207,9 @@ Status TfModelRunner::doEvaluate(
       return Status(ErrorCode::Internal,
                     "TF-AOT runner: feature '" + F.spec().name() +
                         "' has an unexpected size");
-    std::memcpy(M.ArgData(Inst->Handle, Inst->ArgIndex[I]), F.data(),
-                F.byteSize());
+    void *Arg = M.ArgData(Inst->Handle, Inst->ArgIndex[I]);
+    if (F.data() != Arg) // only if the feature stopped borrowing Arg
+      std::memcpy(Arg, F.data(), F.byteSize());
   }
   if (!M.Run(Inst->Handle))
     return Status(ErrorCode::Internal,

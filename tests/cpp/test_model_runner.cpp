@@ -28,8 +28,10 @@ public:
   }
   void failWith(Status S) { Fail = std::move(S); }
 
+  using ModelRunner::useFeatureBuffer;
   int Calls = 0;
   bool LastChanged = false;
+  std::vector<const void *> SentData;
   std::vector<TensorSpec> SentSpecs;
   std::vector<std::string> Contexts;
   using ModelRunner::constructionStatus;
@@ -41,8 +43,11 @@ private:
     ++Calls;
     LastChanged = Changed;
     SentSpecs.clear();
-    for (const TensorValue *F : Features)
+    SentData.clear();
+    for (const TensorValue *F : Features) {
       SentSpecs.push_back(F->spec());
+      SentData.push_back(F->data());
+    }
     if (!Fail.isOk())
       return Fail;
     if (Reply.type() != Spec.type())
@@ -80,6 +85,59 @@ TEST(ModelRunner, DeclaredFeaturesAreWrittenInPlace) {
   EXPECT_EQ(R.SentSpecs[1].shape(), (std::vector<int64_t>{2, 3}));
   ASSERT_TRUE(R.evaluate<int64_t>());
   EXPECT_FALSE(R.LastChanged) << "nothing changed since";
+}
+
+// LLVM's pattern: a runner hands the base its model's own input buffers,
+// and features are written straight into them.
+TEST(ModelRunner, RunnerSuppliedFeatureBuffersAreWrittenInPlace) {
+  FakeModelRunner R({TensorSpec::create<int64_t>("a"),
+                     TensorSpec::create<float>("b", {2, 3}),
+                     TensorSpec::create<float>("v", {kDynamicDim})},
+                    TensorSpec::create<int64_t>("decision"));
+  *R.getTensor<int64_t>(0) = 7;
+  int64_t A = 0;
+  float B[6] = {};
+  ASSERT_TRUE(R.useFeatureBuffer(0, &A).isOk());
+  EXPECT_EQ(A, 7) << "the current value moves into the supplied buffer";
+  ASSERT_TRUE(R.useFeatureBuffer(1, B).isOk());
+  EXPECT_EQ(R.getTensor<int64_t>(0), &A);
+  EXPECT_EQ(R.getTensor<float>(1), B);
+  ASSERT_TRUE(R.setFeature("a", int64_t(9)).isOk());
+  EXPECT_EQ(A, 9);
+  R.getTensor<float>(1)[4] = 1.5f;
+  EXPECT_EQ(B[4], 1.5f);
+  ASSERT_TRUE(R.setFeature("v", std::vector<float>{1, 2}).isOk());
+  R.answer<int64_t>({1});
+  ASSERT_TRUE(R.evaluate<int64_t>());
+  ASSERT_EQ(R.SentData.size(), 3u);
+  EXPECT_EQ(R.SentData[0], &A) << "evaluation sees the buffer, not a copy";
+  EXPECT_EQ(R.SentData[1], B);
+  // A variable-length feature has no fixed size to supply a buffer for.
+  float V[2];
+  EXPECT_EQ(R.useFeatureBuffer(2, V).code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(R.useFeatureBuffer(3, V).code(), ErrorCode::InvalidArgument);
+  // A copy of a borrowing value owns its bytes.
+  TensorValue Copy = R.feature(0);
+  EXPECT_FALSE(Copy.isBorrowed());
+  EXPECT_TRUE(R.feature(0).isBorrowed());
+  EXPECT_NE(Copy.data(), static_cast<const void *>(&A));
+  EXPECT_EQ(*Copy.dataAs<int64_t>(), 9);
+}
+
+TEST(TensorValue, BorrowingStopsWhenTheSizeChanges) {
+  int32_t Buf[2] = {1, 2};
+  TensorValue V =
+      TensorValue::borrowing(TensorSpec::create<int32_t>("x", {2}), Buf);
+  ASSERT_TRUE(V.isBorrowed());
+  EXPECT_EQ(V.byteSize(), 8u);
+  V.reshape({2}); // same size: still the caller's buffer
+  EXPECT_EQ(V.data(), static_cast<void *>(Buf));
+  V.reshape({3});
+  EXPECT_FALSE(V.isBorrowed());
+  EXPECT_EQ(V.dataAs<int32_t>()[1], 2) << "the bytes that fit are kept";
+  TensorValue Moved = TensorValue::borrowing(V.spec(), Buf);
+  TensorValue Target(std::move(Moved));
+  EXPECT_EQ(Target.data(), static_cast<void *>(Buf));
 }
 
 TEST(ModelRunner, PopulateFeaturesAcceptsThePapersTypes) {
