@@ -78,6 +78,10 @@ public:
 
   // outputCount, outputSpec, outputIndex, selectAdvice: InProcessModelRunner.
 
+  /// Another runner over the same generated model with the same advice
+  /// output and options, for another thread (its own workspace).
+  Expected<std::unique_ptr<CompiledModelRunner>> clone() const;
+
   /// The value of output Name (or I) computed by the last successful
   /// evaluation; nullptr for an unknown output or before any evaluation.
   /// For policies that need more than the advice (e.g. probabilities).

@@ -146,6 +146,10 @@ public:
   // outputCount, outputSpec, outputIndex, selectAdvice: InProcessModelRunner
   // (the outputs are model()->outputs()).
 
+  /// Another runner over the same loaded model (shared, not reloaded) with
+  /// the same advice output and options, for another thread.
+  Expected<std::unique_ptr<OnnxModelRunner>> clone() const;
+
   /// Output I (as in model()->outputs()) of the last successful
   /// evaluation; nullptr before the first or for a bad index/name.
   const TensorValue *output(size_t I) const;

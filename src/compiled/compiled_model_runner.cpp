@@ -155,6 +155,15 @@ CompiledModelRunner::~CompiledModelRunner() {
     Model.DestroyWorkspace(Workspace);
 }
 
+Expected<std::unique_ptr<CompiledModelRunner>>
+CompiledModelRunner::clone() const {
+  CompiledModelOptions O;
+  static_cast<RunnerOptions &>(O) = options();
+  if (adviceSpec())
+    O.AdviceOutput = adviceSpec()->name();
+  return create(Model, std::move(O));
+}
+
 const TensorValue *CompiledModelRunner::output(std::string_view Name) const {
   std::optional<size_t> I = outputIndex(Name);
   return I ? output(*I) : nullptr;

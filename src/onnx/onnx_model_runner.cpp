@@ -370,6 +370,16 @@ OnnxModelRunner::createFromBytes(const void *Data, size_t Size,
   return create(std::move(*M), std::move(Options));
 }
 
+Expected<std::unique_ptr<OnnxModelRunner>> OnnxModelRunner::clone() const {
+  if (!constructionStatus().isOk())
+    return constructionStatus();
+  OnnxOptions O;
+  static_cast<RunnerOptions &>(O) = options();
+  if (adviceSpec())
+    O.AdviceOutput = adviceSpec()->name();
+  return create(Model, std::move(O));
+}
+
 const TensorValue *OnnxModelRunner::output(size_t I) const {
   if (!S || !S->HaveResults || I >= S->Outs.size())
     return nullptr;

@@ -72,6 +72,21 @@ TEST(CompiledModelRunner, AdviceComesFromModelMetadata) {
   EXPECT_EQ(*V->adviceSpec(), TensorSpec::create<float>("value", {1}));
 }
 
+TEST(CompiledModelRunner, CloneKeepsTheAdviceChoiceAndHasItsOwnBuffers) {
+  auto R = mustCreate(CompiledModelRunner::create<ct::policy_head>("value"));
+  ASSERT_TRUE(R);
+  auto C = mustCreate(R->clone());
+  ASSERT_TRUE(C);
+  EXPECT_EQ(*C->adviceSpec(), TensorSpec::create<float>("value", {1}));
+  EXPECT_NE(C->getTensor<float>(0), R->getTensor<float>(0));
+  const std::vector<float> X = randomVector(24, 5);
+  ASSERT_TRUE(R->setFeature(R->featureSpec(0).name(), X).isOk());
+  ASSERT_TRUE(C->setFeature(C->featureSpec(0).name(), X).isOk());
+  Expected<float> A = R->evaluate<float>(), B = C->evaluate<float>();
+  ASSERT_TRUE(A && B);
+  EXPECT_EQ(*A, *B);
+}
+
 TEST(CompiledModelRunner, EvaluatesLikeTheGeneratedFunction) {
   auto R = mustCreate(CompiledModelRunner::create<ct::policy_head>());
   ASSERT_TRUE(R);

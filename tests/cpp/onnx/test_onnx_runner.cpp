@@ -88,6 +88,21 @@ TEST(OnnxRunner, MlpMatchesPyTorch) {
   }
 }
 
+TEST(OnnxRunner, CloneSharesTheModelAndMatches) {
+  auto R = mustCreate("mlp_300_64_15.onnx");
+  ASSERT_TRUE(R);
+  Expected<std::unique_ptr<OnnxModelRunner>> C = R->clone();
+  ASSERT_TRUE(C) << C.status().toString();
+  EXPECT_EQ((*C)->model(), R->model()) << "the loaded model is shared";
+  EXPECT_EQ(*(*C)->adviceSpec(), *R->adviceSpec());
+  const std::vector<reftest::Case> Cases = casesOf("mlp_300_64_15.onnx");
+  ASSERT_FALSE(Cases.empty());
+  const reftest::Case &Case = Cases[0];
+  ASSERT_TRUE(setInputs(**C, Case).isOk());
+  ASSERT_TRUE((*C)->evaluate<std::vector<float>>());
+  EXPECT_TRUE(sameTensor((*C)->advice(), Case.Outputs[0]));
+}
+
 TEST(OnnxRunner, SeveralInputsAndOutputsOfEveryDtypeMatchPyTorch) {
   auto R = mustCreate("multi_io.onnx");
   ASSERT_TRUE(R);
