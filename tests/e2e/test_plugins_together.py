@@ -94,7 +94,8 @@ def test_opt_ml_inliner_then_a_python_phase_ordering_agent(plugins, opt19, clang
     inline_log = tmp_path / "inline.log"
     extra = [f"-load-pass-plugin={plugins.inline_advisor}", *inline_options(runner, inline_log)]
     transport = "grpc" if plugins.has_runner("grpc") else "pipe"
-    with PhaseOrderEnv([ll], max_steps=len(SCRIPTED_ACTIONS), plugins=plugins, opt=opt19,
+    with PhaseOrderEnv([ll], max_steps=len(SCRIPTED_ACTIONS), plugins=plugins, compiler="opt",
+                       opt=opt19,
                        transport=transport, extra_args=extra, timeout=RUN_TIMEOUT,
                        pipeline_prefix="inliner-wrapper", workdir=tmp_path / "episode") as env:
         env.reset(options={"program": 0})

@@ -4,10 +4,11 @@
 // lets an agent choose the optimization sequence (POSET-RL style):
 //
 //   observe the module (instruction mix and CFG counts, below)
-//   -> the agent picks one of 15 pass sub-sequences of LLVM's -Oz pipeline,
-//      or STOP
-//   -> the pass runs it; the reward is the change in code size
-//   ... until STOP or the step budget.
+//   -> the agent picks one of 17 actions (sub-sequences of LLVM's -Oz
+//      pipeline, the whole -Oz module pipeline again, function merging) or
+//      STOP
+//   -> the pass runs it; the reward is the change in the module's .text
+//   ... until STOP, an action that changes nothing, or the step budget.
 //
 // It is an mlbridge::rl::Environment run by an rl::Driver, so the same code
 // runs against a Python agent over pipes or gRPC while training and against
@@ -19,15 +20,19 @@
 //
 // Observation (float32 [1, 25], raw counts over the module's defined
 // functions; docs/llvm-plugins.md): see ObservationNames.
-// Actions: see ActionTable; action 15 is STOP.
-// Code size (the reward's measure): sum over every instruction of every
-// defined function of TargetTransformInfo's code-size cost (TCK_CodeSize,
-// the target's estimate of the machine code an IR instruction becomes).
+// Actions: see ActionTable; the last one is STOP.
+// Code size (the reward's measure, -mlbridge-po-size): by default the bytes
+// of executable sections in the object the host's own TargetMachine makes
+// of a copy of the module (what `clang -c` would write); `tti` is the sum of
+// TargetTransformInfo's code-size cost instead (an estimate, no codegen).
 // Reward of a step = code size before - code size after (positive = smaller).
 //
-// Over pipes/gRPC the agent also gets code_size, step and done (int64 [1]);
-// after the last step the pass sends one more observation with done = 1
-// (its reply is ignored) so a trainer learns the last reward.
+// Over pipes/gRPC the agent also gets code_size, step and done (int64 [1])
+// and, with -mlbridge-po-lookahead, the code size after each action
+// (int64 [1, 17], for oracles); after the last step the pass sends one more
+// observation with done = 1 (its reply is ignored) so a trainer learns the
+// last reward. An in-process agent gets only the observation and no code
+// is generated for it.
 //
 // A model that is missing or fails: a warning through LLVM's diagnostic
 // handler, the episode ends (STOP), the compile succeeds.
@@ -45,13 +50,21 @@
 #include "llvm/IR/CFG.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/IntrinsicInst.h"
+#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassManager.h"
+#include "llvm/IR/StructuralHash.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Object/ObjectFile.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Passes/PassPlugin.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Triple.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 
 #if MLBRIDGE_PLUGINS_HAVE_COMPILED
 #include "mlbridge/compiled_model_runner.h"
@@ -97,7 +110,7 @@ enum Obs : size_t {
   Loops,           // natural loops (LoopInfo), nested ones included
   MaxLoopDepth,    // deepest loop nest in the module
   GlobalVariables, // defined global variables
-  CodeSize,        // the reward's measure (see above)
+  TTICodeSize,     // TargetTransformInfo's code-size estimate (see above)
   Step,            // actions taken so far in this episode
   NumObs
 };
@@ -108,7 +121,7 @@ const char *const ObservationNames[NumObs] = {
     "casts",            "int_arith",       "fp_arith",      "compares",
     "selects",          "calls",           "intrinsics",    "cond_branches",
     "uncond_branches",  "switches",        "returns",       "cfg_edges",
-    "loops",            "max_loop_depth",  "global_variables", "code_size",
+    "loops",            "max_loop_depth",  "global_variables", "tti_code_size",
     "step"};
 
 // ---- actions: sub-sequences of LLVM 19's -Oz pipeline --------------------------
@@ -174,13 +187,19 @@ const ActionInfo ActionTable[] = {
      "tailcallelim," MLB_SIMPLIFYCFG ")"},
     // 14: module-level dead code and constant merging.
     {"globaldce-constmerge", "globaldce,constmerge,rel-lookup-table-converter"},
+    // 15: the whole -Oz module pipeline of the host once more (what
+    // `-Oz twice` does; in clang it is clang's own -Oz pipeline).
+    {"oz", "default<Oz>"},
+    // 16: merging identical functions (not part of -Oz; clang runs it with
+    // -fmerge-functions).
+    {"mergefunc", "mergefunc"},
 };
 #undef MLB_SIMPLIFYCFG
 #undef MLB_INSTCOMBINE
 
-constexpr int64_t NumPassActions = std::size(ActionTable); // 15
-constexpr int64_t StopAction = NumPassActions;              // 15
-constexpr int64_t NumActions = NumPassActions + 1;          // 16
+constexpr int64_t NumPassActions = std::size(ActionTable); // 17
+constexpr int64_t StopAction = NumPassActions;              // 17
+constexpr int64_t NumActions = NumPassActions + 1;          // 18
 
 // ---- options -------------------------------------------------------------------
 
@@ -226,6 +245,20 @@ cl::opt<bool> EnableOpt(
     "mlbridge-po-enable", cl::cat(Category), cl::init(false),
     cl::desc("Also run the pass at the end of clang's/opt's optimization "
              "pipeline (OptimizerLast). Env: MLBRIDGE_PO_ENABLE"));
+cl::opt<std::string> SizeOpt(
+    "mlbridge-po-size", cl::cat(Category), cl::init("auto"),
+    cl::desc("The reward's code size: text (bytes of executable sections of "
+             "the object the host's TargetMachine makes of the module) | tti "
+             "(TargetTransformInfo's estimate, no codegen) | auto (text for a "
+             "pipe or gRPC agent, none for an in-process one). Env: "
+             "MLBRIDGE_PO_SIZE"));
+cl::opt<bool> LookaheadOpt(
+    "mlbridge-po-lookahead", cl::cat(Category), cl::init(false),
+    cl::desc("Send a pipe or gRPC agent the code size after each action from "
+             "the current state (feature 'lookahead', -1 where an action "
+             "failed): one copy of the module and one codegen per action and "
+             "step, for oracles and data collection. Env: "
+             "MLBRIDGE_PO_LOOKAHEAD"));
 cl::opt<bool> VerboseOpt(
     "mlbridge-po-verbose", cl::cat(Category), cl::init(false),
     cl::desc("Report the runner and each action as remarks. Env: "
@@ -234,30 +267,113 @@ cl::opt<bool> VerboseOpt(
 // ---- the environment --------------------------------------------------------------
 
 /// Feature indices of the pass (FeatureBinding): an in-process model takes
-/// only "observation"; pipes and gRPC get all four.
-enum PassFeature : size_t { FObservation, FCodeSize, FStep, FDone };
+/// only "observation"; pipes and gRPC get the others too ("lookahead" only
+/// with -mlbridge-po-lookahead).
+enum PassFeature : size_t { FObservation, FCodeSize, FStep, FDone, FLookahead };
 
-std::vector<mlb::TensorSpec> phaseOrderFeatureSpecs() {
-  return {mlb::TensorSpec::create<float>("observation",
-                                         {1, static_cast<int64_t>(NumObs)}),
-          mlb::TensorSpec::create<int64_t>("code_size"),
-          mlb::TensorSpec::create<int64_t>("step"),
-          mlb::TensorSpec::create<int64_t>("done")};
+std::vector<mlb::TensorSpec> phaseOrderFeatureSpecs(bool Lookahead) {
+  std::vector<mlb::TensorSpec> Specs = {
+      mlb::TensorSpec::create<float>("observation",
+                                     {1, static_cast<int64_t>(NumObs)}),
+      mlb::TensorSpec::create<int64_t>("code_size"),
+      mlb::TensorSpec::create<int64_t>("step"),
+      mlb::TensorSpec::create<int64_t>("done")};
+  if (Lookahead)
+    Specs.push_back(
+        mlb::TensorSpec::create<int64_t>("lookahead", {1, NumPassActions}));
+  return Specs;
 }
+
+enum class SizeMeasure { None, Text, TTI };
+
+/// The code generator that measures .text: a TargetMachine for the
+/// module's triple, relocation model from its PIC level, the optimization
+/// level clang uses for -Os/-Oz (Default). The CPU and features come from
+/// each function's attributes, as in clang's own code generation. (LLVM 19's
+/// PassBuilder does not hand its TargetMachine to plugins.)
+mlb::Expected<std::unique_ptr<TargetMachine>> makeSizingTarget(const Module &M) {
+  std::string Err;
+  const Triple T(M.getTargetTriple());
+  const Target *Tgt = TargetRegistry::lookupTarget(T.str(), Err);
+  if (!Tgt)
+    return mlb::Status(mlb::ErrorCode::InvalidArgument,
+                       "no target for triple '" + T.str() + "': " + Err);
+  const Reloc::Model RM =
+      M.getPICLevel() == PICLevel::NotPIC ? Reloc::Static : Reloc::PIC_;
+  std::unique_ptr<TargetMachine> TM(Tgt->createTargetMachine(
+      T.str(), "", "", TargetOptions(), RM, std::nullopt,
+      CodeGenOptLevel::Default));
+  if (!TM)
+    return mlb::Status(mlb::ErrorCode::Internal,
+                       "cannot make a TargetMachine for '" + T.str() + "'");
+  return TM;
+}
+
+/// The bytes of executable sections (.text and friends) in the object file
+/// \p TM makes of a copy of \p M -- what the corpus and `size` call the
+/// object's .text.
+mlb::Expected<int64_t> textSize(const Module &M, TargetMachine &TM) {
+  std::unique_ptr<Module> Copy = CloneModule(M);
+  SmallVector<char, 0> Object;
+  raw_svector_ostream OS(Object);
+  legacy::PassManager CodeGen;
+  if (TM.addPassesToEmitFile(CodeGen, OS, nullptr, CodeGenFileType::ObjectFile))
+    return mlb::Status(mlb::ErrorCode::Internal,
+                       "the target cannot write object files");
+  CodeGen.run(*Copy);
+  auto Obj = object::ObjectFile::createObjectFile(
+      MemoryBufferRef(StringRef(Object.data(), Object.size()), "code-size"));
+  if (!Obj)
+    return mlb::Status(mlb::ErrorCode::Internal,
+                       "cannot read the object just made: " +
+                           toString(Obj.takeError()));
+  int64_t Size = 0;
+  for (const object::SectionRef &S : (*Obj)->sections())
+    if (S.isText())
+      Size += static_cast<int64_t>(S.getSize());
+  return Size;
+}
+
+/// Runs action \p A on a copy of \p M (with analysis managers of its own)
+/// and returns the copy.
+mlb::Expected<std::unique_ptr<Module>> actionOnCopy(const Module &M, int64_t A,
+                                                     PassBuilder &PB) {
+  std::unique_ptr<Module> Copy = CloneModule(M);
+  LoopAnalysisManager LAM;
+  FunctionAnalysisManager FAM;
+  CGSCCAnalysisManager CGAM;
+  ModuleAnalysisManager MAM;
+  PB.registerModuleAnalyses(MAM);
+  PB.registerCGSCCAnalyses(CGAM);
+  PB.registerFunctionAnalyses(FAM);
+  PB.registerLoopAnalyses(LAM);
+  PB.crossRegisterProxies(LAM, FAM, CGAM, MAM);
+  ModulePassManager Action;
+  if (Error E = PB.parsePassPipeline(Action, ActionTable[A].Pipeline))
+    return mlb::Status(mlb::ErrorCode::Internal, toString(std::move(E)));
+  Action.run(*Copy, MAM);
+  return Copy;
+}
+
+/// True while an episode runs on this thread: the "oz" action builds the
+/// host's -Oz pipeline, whose OptimizerLast callbacks would start a nested
+/// episode.
+thread_local bool InEpisode = false;
 
 class PhaseOrderEnv final : public mlb::rl::Environment {
 public:
   PhaseOrderEnv(Module &M, ModuleAnalysisManager &MAM, PassBuilder &PB,
                 const mlp::FeatureBinding &Binding, unsigned MaxSteps,
-                bool Verbose)
-      : M(M), MAM(MAM), PB(PB), Binding(Binding),
-        MaxSteps(MaxSteps), Verbose(Verbose) {}
+                SizeMeasure Size, bool Lookahead, bool Verbose)
+      : M(M), MAM(MAM), PB(PB), Binding(Binding), MaxSteps(MaxSteps),
+        Size(Size), Lookahead(Lookahead), Verbose(Verbose) {}
 
   mlb::Status reset() override {
     Steps = 0;
     Trace.clear();
     Sizes.clear();
-    measure();
+    if (mlb::Status S = measure(); !S.isOk())
+      return S;
     Sizes.push_back(CodeSizeNow);
     if (MaxSteps == 0)
       setDone();
@@ -265,6 +381,8 @@ public:
   }
 
   mlb::Status observe(mlb::ModelRunner &Runner) override {
+    if (Lookahead && Binding.has(FLookahead))
+      lookahead();
     writeFeatures(Runner, /*Done=*/false);
     return mlb::Status::ok();
   }
@@ -282,6 +400,8 @@ public:
       return mlb::Status::ok();
     }
     const int64_t Before = CodeSizeNow;
+    const std::array<float, NumObs> ObservedBefore = Observation;
+    const IRHash HashBefore = StructuralHash(M, /*DetailedHash=*/true);
     // A fresh pass manager for every step: some passes keep state between
     // runs of one instance (deadargelim does), so instances are never
     // reused. Parsing was checked when the pass started.
@@ -292,16 +412,30 @@ public:
                              ": " + toString(std::move(E)));
     PreservedAnalyses PA = Action.run(M, MAM);
     (void)PA; // the nested pass manager already invalidated what it changed
-    Changed = true;
     ++Steps;
-    measure();
+    if (mlb::Status S = measure(); !S.isOk())
+      return S;
     Sizes.push_back(CodeSizeNow);
+    // No-op detection: the module is as it was, so the state the agent sees
+    // next is the one it just acted on; a deterministic agent would choose
+    // the same action again until the step budget ran out. The episode ends.
+    auto SameCounts = [&] {
+      for (size_t I = 0; I < NumObs; ++I)
+        if (I != Step && Observation[I] != ObservedBefore[I])
+          return false;
+      return true;
+    };
+    const bool NoOp = StructuralHash(M, /*DetailedHash=*/true) == HashBefore &&
+                      SameCounts() && CodeSizeNow == Before;
+    Changed = Changed || !NoOp;
+    if (NoOp)
+      ++NoOps;
     if (Verbose)
       mlp::diagnose(M.getContext(), Prefix, DS_Remark,
                     "step " + Twine(Steps) + ": " + ActionTable[A.Index].Name +
                         ", code size " + Twine(Before) + " -> " +
-                        Twine(CodeSizeNow));
-    if (Steps >= MaxSteps)
+                        Twine(CodeSizeNow) + (NoOp ? " (no change)" : ""));
+    if (Steps >= MaxSteps || NoOp)
       setDone();
     return mlb::Status::ok();
   }
@@ -316,30 +450,54 @@ public:
     Binding.write(Runner, FCodeSize, &Size);
     Binding.write(Runner, FStep, &Step);
     Binding.write(Runner, FDone, &D);
+    if (Binding.has(FLookahead))
+      Binding.write(Runner, FLookahead, LookaheadSizes.data());
   }
 
   const std::vector<int64_t> &trace() const { return Trace; }
   const std::vector<int64_t> &sizes() const { return Sizes; }
   bool changed() const { return Changed; }
+  unsigned noOps() const { return NoOps; }
 
 private:
-  void measure();
+  mlb::Status measure();
+  void lookahead();
 
   Module &M;
   ModuleAnalysisManager &MAM;
   PassBuilder &PB;
   const mlp::FeatureBinding &Binding;
   unsigned MaxSteps;
+  SizeMeasure Size;
+  bool Lookahead;
   bool Verbose;
   unsigned Steps = 0;
+  unsigned NoOps = 0;
   bool Changed = false;
   int64_t CodeSizeNow = 0;
   std::array<float, NumObs> Observation{};
+  std::array<int64_t, NumPassActions> LookaheadSizes{};
+  std::unique_ptr<TargetMachine> SizingTarget; // made on first use
   std::vector<int64_t> Trace;
   std::vector<int64_t> Sizes;
 };
 
-void PhaseOrderEnv::measure() {
+void PhaseOrderEnv::lookahead() {
+  if (!SizingTarget) { // measure() makes it whenever Size is Text
+    LookaheadSizes.fill(-1);
+    return;
+  }
+  for (int64_t A = 0; A < NumPassActions; ++A) {
+    LookaheadSizes[A] = -1;
+    auto Copy = actionOnCopy(M, A, PB);
+    if (!Copy)
+      continue;
+    if (auto T = textSize(**Copy, *SizingTarget))
+      LookaheadSizes[A] = *T;
+  }
+}
+
+mlb::Status PhaseOrderEnv::measure() {
   std::array<int64_t, NumObs> C{};
   FunctionAnalysisManager &FAM =
       MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager();
@@ -359,7 +517,7 @@ void PhaseOrderEnv::measure() {
       C[CFGEdges] += static_cast<int64_t>(succ_size(&BB));
       for (Instruction &I : BB) {
         ++C[Instructions];
-        C[CodeSize] += TTI.getInstructionCost(&I, TargetTransformInfo::TCK_CodeSize)
+        C[TTICodeSize] += TTI.getInstructionCost(&I, TargetTransformInfo::TCK_CodeSize)
                            .getValue()
                            .value_or(1);
         if (isa<LoadInst>(I))
@@ -399,9 +557,25 @@ void PhaseOrderEnv::measure() {
     if (!G.isDeclaration())
       ++C[GlobalVariables];
   C[Step] = Steps;
-  CodeSizeNow = C[CodeSize];
   for (size_t I = 0; I < NumObs; ++I)
     Observation[I] = static_cast<float>(C[I]);
+  CodeSizeNow = 0;
+  if (Size == SizeMeasure::TTI) {
+    CodeSizeNow = C[TTICodeSize];
+  } else if (Size == SizeMeasure::Text) {
+    if (!SizingTarget) {
+      auto TM = makeSizingTarget(M);
+      if (!TM)
+        return TM.takeStatus();
+      SizingTarget = std::move(*TM);
+    }
+    mlb::Expected<int64_t> T = textSize(M, *SizingTarget);
+    if (!T)
+      return mlb::Status(mlb::ErrorCode::Internal,
+                         "cannot measure .text: " + T.status().toString());
+    CodeSizeNow = *T;
+  }
+  return mlb::Status::ok();
 }
 
 // ---- the pass ------------------------------------------------------------------------
@@ -445,6 +619,8 @@ private:
 };
 
 PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
+  if (InEpisode) // the "oz" action's pipeline reached OptimizerLast
+    return PreservedAnalyses::all();
   LLVMContext &Ctx = M.getContext();
   const bool Verbose = mlp::boolSetting(VerboseOpt, "MLBRIDGE_PO_VERBOSE");
   if (!DescribeOpt.empty())
@@ -470,6 +646,20 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
   C.EmbeddedModel = EmbeddedModelName;
   const mlp::RunnerKind K = mlp::resolveRunnerKind(C);
   const std::string LogPath = mlp::stringSetting(LogOpt, "MLBRIDGE_PO_LOG");
+  const bool InterProcess =
+      K == mlp::RunnerKind::Pipe || K == mlp::RunnerKind::Grpc;
+  const std::string SizeText = mlp::stringSetting(SizeOpt, "MLBRIDGE_PO_SIZE");
+  SizeMeasure Size = InterProcess ? SizeMeasure::Text : SizeMeasure::None;
+  if (SizeText == "text")
+    Size = SizeMeasure::Text;
+  else if (SizeText == "tti")
+    Size = SizeMeasure::TTI;
+  else if (SizeText != "auto")
+    mlp::diagnose(Ctx, Prefix, DS_Warning,
+                  "unknown -mlbridge-po-size '" + SizeText +
+                      "' (text, tti, auto); using auto");
+  const bool Lookahead =
+      InterProcess && mlp::boolSetting(LookaheadOpt, "MLBRIDGE_PO_LOOKAHEAD");
   auto Log = [&](const std::string &Runner, const PhaseOrderEnv *Env,
                  size_t FallbackSteps, const std::string &Error) {
     if (LogPath.empty())
@@ -484,7 +674,12 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
     if (Env)
       for (size_t I = 0; I < Env->sizes().size(); ++I)
         L += (I ? "," : "") + std::to_string(Env->sizes()[I]);
-    L += "],\"fallback_steps\":" + std::to_string(FallbackSteps) +
+    L += "],\"size\":\"" +
+         std::string(Size == SizeMeasure::Text  ? "text"
+                      : Size == SizeMeasure::TTI ? "tti"
+                                                 : "none") +
+         "\",\"no_ops\":" + std::to_string(Env ? Env->noOps() : 0) +
+         ",\"fallback_steps\":" + std::to_string(FallbackSteps) +
          ",\"error\":\"" + mlp::jsonEscape(Error) + "\"}";
     mlp::appendLine(Ctx, Prefix, LogPath, L);
   };
@@ -519,7 +714,7 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
         return GiveUp("pipe: no FIFO '" + C.Channel + Suffix + "'");
 
   mlp::RunnerRequest Req;
-  Req.Features = phaseOrderFeatureSpecs();
+  Req.Features = phaseOrderFeatureSpecs(Lookahead);
   Req.Advice = mlb::TensorSpec::create<int64_t>("action");
   Req.Diagnostics = mlp::llvmDiagnosticSink(Ctx, Prefix, Verbose);
 #if MLBRIDGE_PLUGINS_HAVE_COMPILED
@@ -539,13 +734,15 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
                       " runner");
 
   const unsigned MaxSteps = mlp::unsignedSetting(MaxStepsOpt, "MLBRIDGE_PO_MAX_STEPS");
-  PhaseOrderEnv Env(M, MAM, *PB, Binding, MaxSteps, Verbose);
+  PhaseOrderEnv Env(M, MAM, *PB, Binding, MaxSteps, Size, Lookahead, Verbose);
   mlb::rl::Driver Driver(Env);
   (void)Driver.addAgent("phase-order", **Runner);
   mlb::rl::EpisodeOptions EO;
   EO.MaxSteps = static_cast<size_t>(MaxSteps) + 1; // + the STOP decision
   EO.Context = M.getModuleIdentifier();
+  InEpisode = true;
   mlb::Expected<mlb::rl::EpisodeResult> R = Driver.runEpisode(EO);
+  InEpisode = false;
   std::string Error;
   if (!R) {
     Error = R.status().toString();
@@ -555,8 +752,6 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
   }
   // A trainer on the other side of a pipe or gRPC learns the last reward
   // from one more observation, marked done; its reply is not used.
-  const bool InterProcess =
-      K == mlp::RunnerKind::Pipe || K == mlp::RunnerKind::Grpc;
   if (InterProcess && !(*Runner)->isUnavailable()) {
     Env.writeFeatures(**Runner, /*Done=*/true);
     (void)(*Runner)->evaluateRaw();

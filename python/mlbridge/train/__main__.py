@@ -4,6 +4,8 @@
     python -m mlbridge.train inliner --address auto ...            # on a running Ray cluster
     python -m mlbridge.train throughput --workers 1 2              # compiles/s by worker count
     python -m mlbridge.train evaluate --split heldout --out r.json # deployed plugin vs clang -Oz
+    python -m mlbridge.train phase-order --out runs/phase-order    # phase ordering on .text
+    python -m mlbridge.train evaluate --pass phase-order ...       # its deployed plugin vs -Oz
 
 Guide: docs/training.md.
 """
@@ -79,6 +81,21 @@ def cmd_inliner(args):
     print(json.dumps(summary, indent=2))
 
 
+def cmd_phase_order(args):
+    from ..llvm.plugins import find_plugins
+    from .phase_order import train
+    train_mods = _select(_corpus_modules("train", args), args, args.max_train)
+    val_mods = _select(_corpus_modules("validation", args), args, args.max_validation)
+    if not train_mods or not val_mods:
+        sys.exit("mlbridge.train: no training or validation modules")
+    plugin = args.plugin or str(find_plugins(args.plugin_build_dir).phase_order)
+    summary = train(train_mods, val_mods, plugin=plugin, out_dir=args.out,
+                    workers=args.workers, address=args.address, max_steps=args.max_steps,
+                    data_from=args.data_from, thresholds=args.thresholds,
+                    hidden=args.hidden, seed=args.seed, progress_bars=not args.quiet)
+    print(json.dumps(summary, indent=2))
+
+
 def cmd_throughput(args):
     """Compiles per second of the -Oz rollout of the same modules with each
     worker count (Ray started once per count)."""
@@ -115,12 +132,24 @@ def cmd_evaluate(args):
     mods = _corpus_modules(args.split, args)
     if args.max_modules:
         mods = mods[: args.max_modules]
-    plugin = args.plugin or str(find_plugins(args.plugin_build_dir).inline_advisor)
+    plugins = find_plugins(args.plugin_build_dir) if not args.plugin else None
+    env = None
+    if args.pass_name == "phase-order":
+        from .phase_order import plugin_env
+        plugin = args.plugin or str(plugins.phase_order)
+        env = plugin_env(args.model, args.max_steps)
+        if args.fixed_action is not None:
+            env = plugin_env(args.model, 1)
+            env.update(MLBRIDGE_PO_RUNNER="onnx", MLBRIDGE_PO_MODEL=_fixed_action_model(
+                args.fixed_action, args.out or "fixed-action"))
+    else:
+        plugin = args.plugin or str(plugins.inline_advisor)
     bar = None
     if not args.quiet:
         from tqdm import tqdm
         bar = tqdm(total=len(mods), desc=f"{args.split}: -Oz vs plugin", unit="unit")
-    rows = evaluate.evaluate_modules(mods, plugin, model=args.model, jobs=args.jobs,
+    rows = evaluate.evaluate_modules(mods, plugin, model=args.model if env is None else None,
+                                     env=env, jobs=args.jobs,
                                      progress=bar.update if bar else None)
     if bar:
         bar.close()
@@ -128,6 +157,21 @@ def cmd_evaluate(args):
     print(evaluate.markdown_table(summary))
     for e in summary["errors"]:
         print(f"error: {e['module']}: {e['error'][:300]}", file=sys.stderr)
+
+
+def _fixed_action_model(action, stem):
+    """An ONNX policy that always takes ``action`` (with one step: the
+    trivial baselines, e.g. 15 = "-Oz twice")."""
+    import numpy as np
+    from .phase_order import NUM_OBSERVATIONS, NUM_PASS_ACTIONS, PhasePolicy
+    hidden = 1
+    b2 = np.full(NUM_PASS_ACTIONS, -1.0, dtype=np.float32)
+    b2[action] = 1.0
+    pol = PhasePolicy(np.zeros((hidden, NUM_OBSERVATIONS)), np.zeros(hidden),
+                      np.zeros((NUM_PASS_ACTIONS, hidden)), b2, threshold=0.0)
+    path = f"{stem}.action{action}.onnx"
+    pol.to_onnx(path)
+    return os.path.abspath(path)
 
 
 def cmd_oracle(args):
@@ -204,12 +248,36 @@ def build_parser():
     q.add_argument("--out", default=None)
     q.set_defaults(func=cmd_oracle)
 
+    q = sub.add_parser("phase-order", help="train the phase-ordering policy on .text")
+    common(q)
+    q.add_argument("--out", required=True, help="output folder (log, oracle data, policy)")
+    q.add_argument("--workers", type=int, default=2)
+    q.add_argument("--max-steps", type=int, default=3, help="actions per episode")
+    q.add_argument("--max-validation", type=int, default=None)
+    q.add_argument("--thresholds", type=float, nargs="+", default=[0.05, 0.1, 0.2, 0.4, 0.8],
+                   help="validation candidates: the predicted gain (percent of .text) an "
+                        "action needs before the policy takes it")
+    q.add_argument("--hidden", type=int, default=32)
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--data-from", default=None, help="oracle.npz of an earlier run")
+    q.add_argument("--plugin", default=None, help="MLBridgePhaseOrder.so (default: the build's)")
+    q.add_argument("--plugin-build-dir", default=None)
+    q.add_argument("--quiet", action="store_true")
+    q.set_defaults(func=cmd_phase_order)
+
     q = sub.add_parser("evaluate", help="deployed plugin vs clang-19 -Oz, per library")
+    q.add_argument("--pass", dest="pass_name", default="inliner",
+                   choices=["inliner", "phase-order"], help="which plugin")
+    q.add_argument("--max-steps", type=int, default=3,
+                   help="phase-order: actions per episode")
+    q.add_argument("--fixed-action", type=int, default=None,
+                   help="phase-order: one step of this action (a trivial baseline: "
+                        "15 = -Oz twice, 16 = mergefunc)")
     q.add_argument("--split", default="heldout", choices=["train", "validation", "heldout"])
     q.add_argument("--manifest", default=None)
     q.add_argument("--libraries", nargs="*", default=None)
     q.add_argument("--max-modules", type=int, default=None)
-    q.add_argument("--plugin", default=None, help="MLBridgeInlineAdvisor.so (default: the build's)")
+    q.add_argument("--plugin", default=None, help="the plugin (default: the build's)")
     q.add_argument("--plugin-build-dir", default=None)
     q.add_argument("--model", default=None,
                    help="an ONNX policy run by ONNX Runtime (default: the built-in compiled model)")

@@ -21,11 +21,11 @@ from ..llvm.tools import elf_text_size
 __all__ = ["evaluate_modules", "summarize", "markdown_table", "write"]
 
 
-def _run_timed(cmd, timeout):
+def _run_timed(cmd, timeout, env=None):
     """Runs cmd, returns (returncode, cpu seconds, stderr bytes) using wait4
     on this exact child (thread-safe, unlike RUSAGE_CHILDREN)."""
     with tempfile.TemporaryFile() as errf:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errf)
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errf, env=env)
         deadline = time.monotonic() + timeout
         while True:
             pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
@@ -42,8 +42,8 @@ def _run_timed(cmd, timeout):
         return proc.returncode, ru.ru_utime + ru.ru_stime, errf.read()
 
 
-def _measure(cmd, out, timeout):
-    rc, cpu, err = _run_timed(cmd, timeout)
+def _measure(cmd, out, timeout, env=None):
+    rc, cpu, err = _run_timed(cmd, timeout, env)
     if rc != 0:
         raise RuntimeError(f"{' '.join(cmd[:4])} ... failed ({rc}): "
                            f"{err.decode(errors='replace')[-1500:]}")
@@ -53,7 +53,7 @@ def _measure(cmd, out, timeout):
     return text, cpu, err.decode(errors="replace")
 
 
-def _one(module, plugin, model, clang, tmp, timeout):
+def _one(module, plugin, model, env, clang, tmp, timeout):
     base = os.path.join(tmp, module.name.replace("/", "_"))
     src = os.fspath(module.source)
     plain = [clang, "-Oz", "-c", *module.flags, src, "-o", base + ".oz.o"]
@@ -64,7 +64,7 @@ def _one(module, plugin, model, clang, tmp, timeout):
                      f"-mlbridge-inline-model={model}"]
     try:
         oz_text, oz_cpu, _ = _measure(plain, base + ".oz.o", timeout)
-        ml_text, ml_cpu, err = _measure(ours, base + ".ml.o", timeout)
+        ml_text, ml_cpu, err = _measure(ours, base + ".ml.o", timeout, env)
     except RuntimeError as e:
         return {"module": module.name, "library": module.library, "error": str(e)}
     finally:
@@ -75,18 +75,20 @@ def _one(module, plugin, model, clang, tmp, timeout):
                 pass
     row = {"module": module.name, "library": module.library, "oz_text": oz_text,
            "ml_text": ml_text, "oz_cpu": oz_cpu, "ml_cpu": ml_cpu}
-    if "warning" in err and "mlbridge-inline" in err:
+    if "warning" in err and "mlbridge-" in err:
         row["plugin_warning"] = err.strip()[-500:]
     return row
 
 
-def evaluate_modules(modules, plugin, *, model=None, clang="clang-19", jobs=2,
+def evaluate_modules(modules, plugin, *, model=None, env=None, clang="clang-19", jobs=2,
                      timeout=900.0, progress=None):
     """Per-module rows (see :func:`_one`) for ``modules`` (corpus modules
-    with ``name``, ``library``, ``source``, ``flags``)."""
+    with ``name``, ``library``, ``source``, ``flags``). ``model``: an ONNX
+    inliner policy; ``env``: the environment of the plugin's compiles (how
+    the phase-ordering plugin is configured)."""
     with tempfile.TemporaryDirectory(prefix="mlbridge-eval-") as tmp, \
             ThreadPoolExecutor(max_workers=jobs) as pool:
-        futs = [pool.submit(_one, m, plugin, model, clang, tmp, timeout) for m in modules]
+        futs = [pool.submit(_one, m, plugin, model, env, clang, tmp, timeout) for m in modules]
         rows = []
         for f in futs:
             rows.append(f.result())

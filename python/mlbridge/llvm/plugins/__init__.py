@@ -38,13 +38,11 @@ __all__ = [
     "serve_inliner",
     "PhaseOrderEnv",
     "PolicyNet",
-    "TorchAgent",
 ]
 
 _LAZY = {
     "PhaseOrderEnv": ".phase_order",
     "PolicyNet": ".policy",
-    "TorchAgent": ".policy",
 }
 
 

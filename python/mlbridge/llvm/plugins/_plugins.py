@@ -20,26 +20,28 @@ from ..advisors import INLINE_FEATURES
 INLINER_FEATURES = INLINE_FEATURES
 
 #: The phase-ordering observation ``observation`` (float32 [1, 25]): raw
-#: counts over the module's defined functions. ``code_size`` is the reward's
-#: measure: the sum of TargetTransformInfo's code-size cost of every
-#: instruction. Must match the plugin (checked by the tests through
-#: -mlbridge-po-describe).
+#: counts over the module's defined functions; ``tti_code_size`` is the sum
+#: of TargetTransformInfo's code-size cost of every instruction (a cheap
+#: estimate; the reward is the object's .text, sent apart as ``code_size``).
+#: Must match the plugin (checked by the tests through -mlbridge-po-describe).
 OBSERVATION_NAMES = (
     "functions", "basic_blocks", "instructions", "loads", "stores", "allocas",
     "phis", "geps", "casts", "int_arith", "fp_arith", "compares", "selects",
     "calls", "intrinsics", "cond_branches", "uncond_branches", "switches",
     "returns", "cfg_edges", "loops", "max_loop_depth", "global_variables",
-    "code_size", "step",
+    "tti_code_size", "step",
 )
 NUM_OBSERVATIONS = len(OBSERVATION_NAMES)
 
-#: The phase-ordering actions: sub-sequences of LLVM 19's -Oz pipeline (the
-#: exact pipelines are in the plugin and docs/llvm-plugins.md), then STOP.
+#: The phase-ordering actions: sub-sequences of LLVM 19's -Oz pipeline, the
+#: whole -Oz module pipeline again (``oz``) and function merging (the exact
+#: pipelines are in the plugin and docs/llvm-plugins.md), then STOP.
 ACTIONS = (
     "early-simplify", "ipo-constprop", "mem2reg-combine", "inline",
     "scalar-cleanup", "instcombine", "tailcall-reassociate", "loop-rotate-licm",
     "loop-idiom-delete", "gvn-sccp", "dead-code", "ipo-cleanup",
-    "loop-vectorize-unroll", "late-cleanup", "globaldce-constmerge", "stop",
+    "loop-vectorize-unroll", "late-cleanup", "globaldce-constmerge", "oz",
+    "mergefunc", "stop",
 )
 NUM_ACTIONS = len(ACTIONS)
 STOP_ACTION = NUM_ACTIONS - 1

@@ -1,10 +1,13 @@
 """PhaseOrderEnv: the phase-ordering plugin as a ``gymnasium.Env``.
 
-Each episode runs ``opt-19 -load-pass-plugin=MLBridgePhaseOrder.so
--passes=mlbridge-phase-order`` on one program; the pass sends an
-observation, this environment hands it to the agent (``reset`` / ``step``
-return it), the agent's action goes back to the pass, which runs that pass
-sub-sequence and observes again::
+Each episode compiles one program with ``clang-19 -Oz -c
+-fpass-plugin=MLBridgePhaseOrder.so``: the pass runs where clang's -Oz
+pipeline ends (OptimizerLast), sends an observation, this environment hands
+it to the agent (``reset`` / ``step`` return it), the agent's action goes
+back to the pass, which runs that pass sub-sequence and observes again; the
+object file clang writes is the episode's result. ``compiler="opt"`` runs
+``opt-19 -passes=<pipeline_prefix>,mlbridge-phase-order`` instead (the
+episode starts on the program as it is, or after ``pipeline_prefix``)::
 
     from mlbridge.llvm.plugins import PhaseOrderEnv
 
@@ -18,15 +21,19 @@ sub-sequence and observes again::
 
 * observation: ``Box(0, inf, (25,), float32)`` -- the plugin's
   ``observation`` vector (:data:`OBSERVATION_NAMES`).
-* action: ``Discrete(16)`` -- :data:`ACTIONS`; 15 is STOP.
-* reward: code size before the step minus code size after (the plugin's
-  TTI code-size measure); positive when the module got smaller.
-* terminated: the agent chose STOP. truncated: the step budget
+* action: ``Discrete(18)`` -- :data:`ACTIONS`; 17 is STOP.
+* reward: the module's ``.text`` bytes before the step minus after (the
+  object the compiler's code generator makes of it); positive when the code
+  got smaller. ``size="tti"`` uses TargetTransformInfo's estimate instead.
+* terminated: the agent chose STOP, or an action that left the module
+  unchanged (the plugin ends the episode there). truncated: the step budget
   (``max_steps``) ran out. Either way the episode is over and the compiler
   has written ``output_path``.
+* ``lookahead=True``: ``info["lookahead"]`` is the ``.text`` after each of
+  the 17 actions from the current state (-1 where one failed), for oracles.
 
-``pipeline_prefix`` (e.g. ``"default<O1>"``) runs passes before the agent
-starts (the episode then begins on their result).
+``pipeline_prefix`` (opt only, e.g. ``"default<O1>"``) runs passes before
+the agent starts (the episode then begins on their result).
 
 Transport: named pipes (``transport="pipe"``, the default) or gRPC
 (``transport="grpc"``, when the mlbridge.grpc package and the plugin's gRPC
@@ -74,6 +81,9 @@ class PhaseOrderEnv(gym.Env):
                  timeout: float = 60.0, extra_args: Sequence[str] = (),
                  workdir: Optional[Union[str, os.PathLike]] = None,
                  pipeline_prefix: str = "",
+                 compiler: str = "clang", clang: Optional[str] = None,
+                 compile_flags: Sequence[str] = (), size: str = "text",
+                 lookahead: bool = False,
                  render_mode: Optional[str] = None):
         if not programs:
             raise ValueError("PhaseOrderEnv needs at least one program (.ll or .bc)")
@@ -83,11 +93,23 @@ class PhaseOrderEnv(gym.Env):
             raise ValueError(f"unsupported render_mode {render_mode!r}")
         if transport not in ("pipe", "grpc"):
             raise ValueError("transport must be 'pipe' or 'grpc'")
+        if compiler not in ("clang", "opt"):
+            raise ValueError("compiler must be 'clang' or 'opt'")
+        if size not in ("text", "tti"):
+            raise ValueError("size must be 'text' or 'tti'")
+        if pipeline_prefix and compiler != "opt":
+            raise ValueError("pipeline_prefix needs compiler='opt' (in clang the "
+                             "episode starts where -Oz ends)")
         self.programs = [Path(p) for p in programs]
         self.max_steps = int(max_steps)
         self.transport = transport
         self.plugins = plugins or find_plugins()
+        self.compiler = compiler
         self.opt = opt or find_llvm_tool("opt-19")
+        self.clang = clang or find_llvm_tool("clang-19")
+        self.compile_flags = list(compile_flags)
+        self.size = size
+        self.lookahead = bool(lookahead)
         self.timeout = float(timeout)
         self.extra_args = list(extra_args)
         self.pipeline_prefix = pipeline_prefix
@@ -133,11 +155,29 @@ class PhaseOrderEnv(gym.Env):
                 self._iface = GrpcCompilerInterface("127.0.0.1:0")
         return self._iface
 
-    def _runner_args(self) -> List[str]:
+    def _settings(self) -> Dict[str, str]:
+        """The plugin's settings for this episode (its MLBRIDGE_PO_* variables
+        reach it in clang and opt alike)."""
         iface = self._interface()
+        env = {"MLBRIDGE_PO_MAX_STEPS": str(self.max_steps),
+               "MLBRIDGE_PO_TIMEOUT_MS": str(int(self.timeout * 1000)),
+               "MLBRIDGE_PO_SIZE": self.size,
+               "MLBRIDGE_PO_LOOKAHEAD": "1" if self.lookahead else "0"}
         if self.transport == "pipe":
-            return ["-mlbridge-po-runner=pipe", f"-mlbridge-po-channel={iface.base}"]
-        return ["-mlbridge-po-runner=grpc", f"-mlbridge-po-server={iface.address}"]
+            env.update(MLBRIDGE_PO_RUNNER="pipe", MLBRIDGE_PO_CHANNEL=str(iface.base))
+        else:
+            env.update(MLBRIDGE_PO_RUNNER="grpc", MLBRIDGE_PO_SERVER=iface.address)
+        return env
+
+    def _command(self) -> List[str]:
+        if self.compiler == "clang":
+            return [self.clang, "-Oz", "-c", f"-fpass-plugin={self.plugins.phase_order}",
+                    *self.compile_flags, *self.extra_args, str(self.program),
+                    "-o", str(self.output_path)]
+        return [self.opt, f"-load-pass-plugin={self.plugins.phase_order}",
+                "-passes=" + ",".join(p for p in (self.pipeline_prefix,
+                                                  "mlbridge-phase-order") if p),
+                *self.extra_args, str(self.program), "-S", "-o", str(self.output_path)]
 
     def _stop_process(self) -> None:
         proc, self._proc = self._proc, None
@@ -158,7 +198,7 @@ class PhaseOrderEnv(gym.Env):
             left = deadline - time.monotonic()
             if left <= 0:
                 self._stop_process()
-                raise TimeoutError(f"no observation from {self.opt} within "
+                raise TimeoutError(f"no observation from {self.compiler} within "
                                    f"{self.timeout:.0f} s")
             try:
                 obs = iface.evaluate(timeout=min(left, 10.0))
@@ -178,14 +218,14 @@ class PhaseOrderEnv(gym.Env):
             _, err = proc.communicate(timeout=self.timeout)
         except subprocess.TimeoutExpired:
             self._stop_process()
-            raise TimeoutError(f"{self.opt} did not exit within {self.timeout:.0f} s "
+            raise TimeoutError(f"{self.compiler} did not exit within {self.timeout:.0f} s "
                                f"after the episode")
         self._proc = None
         self.stderr = (err or b"").decode(errors="replace")
         if proc.returncode != 0 or not expect_done:
             self._active = False
             raise CompilerFailed(
-                f"{self.opt} exited with status {proc.returncode} "
+                f"{self.compiler} exited with status {proc.returncode} "
                 f"{'after' if expect_done else 'before the end of'} the episode "
                 f"(program {self.program}):\n{self.stderr[-3000:]}")
 
@@ -213,16 +253,14 @@ class PhaseOrderEnv(gym.Env):
             program = self.programs[program]
         self.program = Path(program)
         self._episode += 1
-        self.output_path = self.workdir / f"episode{self._episode}.ll"
-        cmd = [self.opt, f"-load-pass-plugin={self.plugins.phase_order}",
-               "-passes=" + ",".join(p for p in (self.pipeline_prefix,
-                                                 "mlbridge-phase-order") if p),
-               *self._runner_args(),
-               f"-mlbridge-po-max-steps={self.max_steps}",
-               f"-mlbridge-po-timeout-ms={int(self.timeout * 1000)}",
-               *self.extra_args, str(self.program), "-S", "-o", str(self.output_path)]
-        self._proc = process.start(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                   env=tool_env(self.plugins))
+        suffix = ".o" if self.compiler == "clang" else ".ll"
+        self.output_path = self.workdir / f"episode{self._episode}{suffix}"
+        env = tool_env(self.plugins)
+        env.update(self._settings())
+        if self.compiler == "clang":
+            env["MLBRIDGE_PO_ENABLE"] = "1"
+        self._proc = process.start(self._command(), stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, env=env)
         if self.transport == "pipe":
             self._interface().process = self._proc
         self._active = True
@@ -234,8 +272,11 @@ class PhaseOrderEnv(gym.Env):
         return self._vector(obs), self._info(obs)
 
     def _info(self, obs) -> Dict[str, Any]:
-        return {"program": str(self.program), "code_size": int(obs["code_size"][0]),
+        info = {"program": str(self.program), "code_size": int(obs["code_size"][0]),
                 "step": int(obs["step"][0])}
+        if "lookahead" in obs:
+            info["lookahead"] = np.asarray(obs["lookahead"], dtype=np.int64).reshape(-1)
+        return info
 
     def step(self, action):
         if not self._active:
@@ -252,7 +293,9 @@ class PhaseOrderEnv(gym.Env):
         if action != STOP_ACTION:
             self.code_sizes.append(size)
         done = bool(int(obs["done"][0]))
-        terminated = done and action == STOP_ACTION
+        # STOP, or an action that changed nothing, ends the episode before
+        # the budget; the budget running out is a truncation.
+        terminated = done and (action == STOP_ACTION or int(obs["step"][0]) < self.max_steps)
         truncated = done and not terminated
         info = self._info(obs)
         if done:

@@ -1,10 +1,11 @@
-"""The phase-ordering policy network (PyTorch) and an agent around it.
+"""A PyTorch policy network for the phase-ordering environment, for RL
+algorithms written against it (docs/llvm-plugins.md has a REINFORCE loop).
 
 The same network is the Python agent while training (over pipes or gRPC,
 through :class:`~mlbridge.llvm.plugins.PhaseOrderEnv`) and, exported to ONNX
 (:meth:`PolicyNet.export_onnx`), the in-process agent of the plugin
-(``-mlbridge-po-model=policy.onnx``) or, compiled to C++, the plugin's
-built-in agent (``-mlbridge-po-runner=compiled``).
+(``MLBRIDGE_PO_MODEL=policy.onnx``). The shipped policy is a different,
+regression-trained model: :class:`mlbridge.train.phase_order.PhasePolicy`.
 
 Only operators the compiled-model generator supports are used (Div, Gemm,
 Tanh), so one export serves both deployments. The network scales the raw
@@ -29,13 +30,13 @@ OBSERVATION_SCALE = {
     "int_arith": 100, "fp_arith": 50, "compares": 100, "selects": 20,
     "calls": 50, "intrinsics": 50, "cond_branches": 50, "uncond_branches": 100,
     "switches": 10, "returns": 10, "cfg_edges": 200, "loops": 10,
-    "max_loop_depth": 3, "global_variables": 20, "code_size": 1000, "step": 10,
+    "max_loop_depth": 3, "global_variables": 20, "tti_code_size": 1000, "step": 10,
 }
 assert tuple(OBSERVATION_SCALE) == OBSERVATION_NAMES
 
 
 class PolicyNet(nn.Module):
-    """observation float32 [1, 25] -> scores float32 [1, 16]."""
+    """observation float32 [1, 25] -> scores float32 [1, 18]."""
 
     def __init__(self, hidden: int = 32):
         super().__init__()
@@ -57,26 +58,9 @@ class PolicyNet(nn.Module):
 
     def export_onnx(self, path, opset: int = 13) -> None:
         """Writes the ONNX model the plugin loads: input ``observation``
-        float32 [1, 25], output ``scores`` float32 [1, 16]."""
+        float32 [1, 25], output ``scores`` float32 [1, 18]."""
         self.eval()
         with torch.no_grad():
             torch.onnx.export(self, torch.zeros(1, NUM_OBSERVATIONS), str(path),
                               input_names=["observation"], output_names=["scores"],
                               opset_version=opset, do_constant_folding=True)
-
-
-class TorchAgent:
-    """A greedy agent for PhaseOrderEnv: ``action = agent(observation)``."""
-
-    def __init__(self, net: PolicyNet):
-        self.net = net.eval()
-
-    @classmethod
-    def load(cls, path) -> "TorchAgent":
-        """From a state dict saved with ``torch.save(net.state_dict(), path)``."""
-        net = PolicyNet()
-        net.load_state_dict(torch.load(str(path), map_location="cpu"))
-        return cls(net)
-
-    def __call__(self, observation) -> int:
-        return self.net.act(observation)
