@@ -82,7 +82,7 @@ def test_short_ray_training_run_selects_on_validation(plugins, units, tmp_path, 
     val_mods = [units[n] for n in ("bzlib.c", "decompress.c")]
     assert set(names) >= {m.name.rsplit("/", 1)[-1] for m in train_mods + val_mods}
     out = tmp_path / "run"
-    summary = train(train_mods, val_mods, plugin=plugins.phase_order, out_dir=out,
+    summary = train(train_mods, val_mods, plugin=plugins, out_dir=out,
                     workers=2, max_steps=2, thresholds=(0.05,), hidden=8,
                     progress_bars=False)
     stages = [json.loads(line)["stage"] for line in (out / "log.jsonl").read_text().splitlines()]

@@ -88,7 +88,7 @@ def cmd_phase_order(args):
     val_mods = _select(_corpus_modules("validation", args), args, args.max_validation)
     if not train_mods or not val_mods:
         sys.exit("mlbridge.train: no training or validation modules")
-    plugin = args.plugin or str(find_plugins(args.plugin_build_dir).phase_order)
+    plugin = args.plugin or find_plugins(args.plugin_build_dir)
     summary = train(train_mods, val_mods, plugin=plugin, out_dir=args.out,
                     workers=args.workers, address=args.address, max_steps=args.max_steps,
                     data_from=args.data_from, thresholds=args.thresholds,

@@ -62,15 +62,19 @@ class Workdir:
         self.path = self._tmp.name
         self._modules = {}
 
-    def module(self, data):
-        digest = hashlib.sha256(data).hexdigest()[:24]
+    def file(self, data, suffix):
+        """The path of a file holding ``data`` (written on first use)."""
+        digest = hashlib.sha256(data).hexdigest()[:24] + suffix
         path = self._modules.get(digest)
         if path is None:
-            path = os.path.join(self.path, f"{digest}.bc")
+            path = os.path.join(self.path, digest)
             with open(path, "wb") as f:
                 f.write(data)
             self._modules[digest] = path
         return path
+
+    def module(self, data):
+        return self.file(data, ".bc")
 
     def close(self):
         self._tmp.cleanup()

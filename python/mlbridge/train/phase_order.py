@@ -47,16 +47,33 @@ NUM_OBSERVATIONS = 25
 CLIP_PCT = 5.0
 
 
+def _plugin_fields(plugin):
+    """What a worker needs to run the plugin: its path and, for a sanitized
+    build, how to preload the sanitizer runtime into the host (tool_env)."""
+    if isinstance(plugin, (str, os.PathLike)):
+        return {"plugin": os.fspath(plugin), "sanitize": "", "cxx": ""}
+    return {"plugin": os.fspath(plugin.phase_order), "sanitize": plugin.sanitize,
+            "cxx": plugin.cxx_compiler}
+
+
+def _plugin_info(task):
+    from ..llvm.plugins import PluginInfo
+    return PluginInfo(inline_advisor=None, phase_order=task["plugin"],
+                      sanitize=task["sanitize"], cxx_compiler=task["cxx"])
+
+
 def oracle_task(ir, *, plugin, max_steps=3, key=None, timeout=900.0):
-    """A task: one greedy oracle episode on bitcode ``ir`` (bytes)."""
-    return {"kind": "oracle", "ir": bytes(ir), "key": key, "plugin": os.fspath(plugin),
+    """A task: one greedy oracle episode on bitcode ``ir`` (bytes).
+    ``plugin``: MLBridgePhaseOrder.so's path, or a PluginInfo (also for
+    :func:`compile_task`, :func:`collect`, :func:`train`)."""
+    return {"kind": "oracle", "ir": bytes(ir), "key": key, **_plugin_fields(plugin),
             "max_steps": int(max_steps), "timeout": float(timeout)}
 
 
 def compile_task(ir, *, plugin, model=None, max_steps=3, key=None, timeout=900.0):
     """A task: compile ``ir`` with ``clang-19 -Oz`` and the plugin's policy
     ``model`` (ONNX bytes; None: no plugin, plain ``-Oz``); result ``text``."""
-    return {"kind": "compile", "ir": bytes(ir), "key": key, "plugin": os.fspath(plugin),
+    return {"kind": "compile", "ir": bytes(ir), "key": key, **_plugin_fields(plugin),
             "model": None if model is None else bytes(model), "max_steps": int(max_steps),
             "timeout": float(timeout)}
 
@@ -89,15 +106,15 @@ class PhaseOrderWorker:
 
     def run(self, task):
         t0 = time.monotonic()
-        path = self.workdir.module(task["ir"])
+        path = self.workdir.file(task["ir"], ".bc")
         out = _oracle(path, task) if task["kind"] == "oracle" else _compile(path, task, self.workdir)
         out.update(key=task.get("key"), seconds=time.monotonic() - t0)
         return out
 
 
 def _oracle(path, task):
-    from ..llvm.plugins import PhaseOrderEnv, PluginInfo
-    plugins = PluginInfo(inline_advisor=None, phase_order=task["plugin"])
+    from ..llvm.plugins import PhaseOrderEnv
+    plugins = _plugin_info(task)
     states, looks, sizes, actions = [], [], [], []
     with PhaseOrderEnv([path], max_steps=task["max_steps"], lookahead=True,
                        plugins=plugins, timeout=task["timeout"]) as env:
@@ -122,16 +139,14 @@ def _oracle(path, task):
 
 
 def _compile(path, task, workdir):
+    from ..llvm.plugins import tool_env
     obj = path + ".o"
     env = None
     cmd = [CLANG, "-Oz", "-c", path, "-o", obj]
     if task["model"] is not None:
-        model = workdir.module(task["model"]).replace(".bc", ".onnx")
-        if not os.path.exists(model):
-            with open(model, "wb") as f:
-                f.write(task["model"])
+        model = workdir.file(task["model"], ".onnx")
         cmd.insert(3, f"-fpass-plugin={task['plugin']}")
-        env = plugin_env(model, task["max_steps"])
+        env = tool_env(_plugin_info(task), plugin_env(model, task["max_steps"]))
     proc = subprocess.run(cmd, env=env, capture_output=True, timeout=task["timeout"])
     if proc.returncode != 0:
         raise RuntimeError(f"clang failed ({proc.returncode}): {proc.stderr.decode()[-1500:]}")
