@@ -138,3 +138,18 @@ def test_bzip2_built_with_the_plugin_passes_its_tests(plugins, clang19, corpus, 
                          env=tool_env(plugins, env))
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert "cmp" in res.stdout and "differ" not in res.stdout + res.stderr
+
+
+def test_a_compiler_with_a_lot_to_say_does_not_block_the_episode(plugins, clang19, tmp_path):
+    """Hundreds of KB of warnings on stderr (more than a pipe holds) while
+    the compiler waits for actions: the episode runs, the warnings are kept."""
+    from mlbridge.llvm.plugins import PhaseOrderEnv
+    src = tmp_path / "noisy.c"
+    body = "".join(f"  int unused{i};\n" for i in range(3000))
+    src.write_text(f"int f(int x) {{\n{body}  return x * 3;\n}}\n")
+    with PhaseOrderEnv([src], max_steps=2, plugins=plugins, clang=clang19, timeout=60,
+                       compile_flags=["-Wunused-variable"], workdir=tmp_path) as env:
+        env.reset()
+        _, _, terminated, truncated, info = env.step(17)
+        assert terminated and info["code_size"] > 0
+    assert env.stderr.count("warning: unused variable") == 3000

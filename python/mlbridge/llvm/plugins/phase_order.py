@@ -136,6 +136,7 @@ class PhaseOrderEnv(gym.Env):
         self.actions: List[int] = []
         self.code_sizes: List[int] = []
         self.stderr = ""
+        self._stderr_file = None
 
     # ---- the channel to the plugin -------------------------------------------
 
@@ -179,16 +180,26 @@ class PhaseOrderEnv(gym.Env):
                                                   "mlbridge-phase-order") if p),
                 *self.extra_args, str(self.program), "-S", "-o", str(self.output_path)]
 
+    def _collect_stderr(self) -> None:
+        """The compiler's stderr so far. It goes to a file, not a pipe: a
+        compiler with a lot to say would block on a full pipe that nobody
+        reads while it waits for the next action."""
+        if self._stderr_file is not None:
+            self._stderr_file.seek(0)
+            self.stderr = self._stderr_file.read().decode(errors="replace")
+            self._stderr_file.close()
+            self._stderr_file = None
+
     def _stop_process(self) -> None:
         proc, self._proc = self._proc, None
         if proc is None:
             return
         process.kill(proc)
         try:
-            _, err = proc.communicate(timeout=10)
-            self.stderr = (err or b"").decode(errors="replace")
+            proc.wait(timeout=10)
         except subprocess.TimeoutExpired:  # pragma: no cover - after SIGKILL
             pass
+        self._collect_stderr()
 
     def _receive(self):
         """The next observation, or CompilerFailed if opt ended instead."""
@@ -215,13 +226,13 @@ class PhaseOrderEnv(gym.Env):
     def _finish_process(self, expect_done: bool) -> None:
         proc = self._proc
         try:
-            _, err = proc.communicate(timeout=self.timeout)
+            proc.wait(timeout=self.timeout)
         except subprocess.TimeoutExpired:
             self._stop_process()
             raise TimeoutError(f"{self.compiler} did not exit within {self.timeout:.0f} s "
                                f"after the episode")
         self._proc = None
-        self.stderr = (err or b"").decode(errors="replace")
+        self._collect_stderr()
         if proc.returncode != 0 or not expect_done:
             self._active = False
             raise CompilerFailed(
@@ -259,8 +270,9 @@ class PhaseOrderEnv(gym.Env):
         env.update(self._settings())
         if self.compiler == "clang":
             env["MLBRIDGE_PO_ENABLE"] = "1"
+        self._stderr_file = tempfile.TemporaryFile(dir=self.workdir)
         self._proc = process.start(self._command(), stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, env=env)
+                                   stderr=self._stderr_file, env=env)
         if self.transport == "pipe":
             self._interface().process = self._proc
         self._active = True
