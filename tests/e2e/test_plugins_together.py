@@ -40,10 +40,11 @@ PROGRAMS = E2E / "programs" / "plugins"
 MODELS = REPO / "models" / "plugins"
 RUN_TIMEOUT = 60.0
 
-#: mem2reg-combine, inline, instcombine, STOP. (The "inline" action runs
-#: LLVM's InlinerPass on its own, which uses LLVM's default advisor: only the
-#: inliner wrapper asks a plugin advisor, hence the pipeline prefix below.)
-SCRIPTED_ACTIONS = (2, 3, 5, 15)
+#: mem2reg-combine, scalar-cleanup, gvn-sccp, STOP: each changes the module
+#: (an action that does not ends the episode). The inline advisor is asked
+#: by the inliner wrapper of the pipeline prefix below (the "inline" action
+#: runs LLVM's InlinerPass on its own, with LLVM's default advisor).
+SCRIPTED_ACTIONS = (2, 4, 9, 17)
 
 
 #: The build component each in-process runner of the plugins comes from.
