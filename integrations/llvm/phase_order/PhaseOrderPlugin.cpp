@@ -374,7 +374,8 @@ public:
     Sizes.clear();
     if (mlb::Status S = measure(); !S.isOk())
       return S;
-    Sizes.push_back(CodeSizeNow);
+    if (Size != SizeMeasure::None) // the log lists only measured sizes
+      Sizes.push_back(CodeSizeNow);
     if (MaxSteps == 0)
       setDone();
     return mlb::Status::ok();
@@ -415,7 +416,8 @@ public:
     ++Steps;
     if (mlb::Status S = measure(); !S.isOk())
       return S;
-    Sizes.push_back(CodeSizeNow);
+    if (Size != SizeMeasure::None)
+      Sizes.push_back(CodeSizeNow);
     // No-op detection: the module is as it was, so the state the agent sees
     // next is the one it just acted on; a deterministic agent would choose
     // the same action again until the step budget ran out. The episode ends.
