@@ -10,7 +10,7 @@ change of the object's ``.text``. docs/training.md describes the method.
    training module the plugin reports, at every state, the ``.text`` after
    each action (``lookahead``); the oracle takes the action that shrinks
    ``.text`` most and stops when none does.
-2. **A regression network** learns, from the observation alone (25 counts,
+2. **A regression network** learns, from the observation alone (26 counts,
    ``log(1 + x)``), the ``.text`` change of every action in percent, on
    every state the oracle visited (all 17 actions are labelled there).
 3. **The deployed policy** is that network plus one constant score for
@@ -31,17 +31,17 @@ import time
 
 import numpy as np
 
+from ..llvm.plugins._plugins import NUM_OBSERVATIONS, STOP_ACTION as STOP
 from ..llvm.tools import elf_text_size
-from .compile import CLANG, Workdir
+from .cluster import CompileWorker
+from .compile import CLANG
 
 __all__ = ["PhaseOrderWorker", "PhasePolicy", "oracle_task", "compile_task",
            "collect", "labels", "select_threshold", "NUM_PASS_ACTIONS", "STOP"]
 
 _log = logging.getLogger("mlbridge.train")
 
-NUM_PASS_ACTIONS = 17   # the plugin's actions before STOP
-STOP = NUM_PASS_ACTIONS
-NUM_OBSERVATIONS = 25
+NUM_PASS_ACTIONS = STOP   # the plugin's actions before STOP
 #: A predicted change is clipped to this many percent of .text (a few
 #: actions double a small module; their exact size does not matter).
 CLIP_PCT = 5.0
@@ -91,18 +91,9 @@ def plugin_env(model_path, max_steps, base=None):
     return env
 
 
-class PhaseOrderWorker:
-    """The body of a Ray worker actor (see :class:`~mlbridge.train.cluster.WorkerPool`)."""
-
-    def __init__(self, scratch=None):
-        self.workdir = Workdir(scratch)
-
-    def pid(self):
-        return os.getpid()
-
-    def node(self):
-        import ray
-        return ray.get_runtime_context().get_node_id()
+class PhaseOrderWorker(CompileWorker):
+    """The body of a Ray worker actor (see
+    :class:`~mlbridge.train.cluster.WorkerPool`) for phase-ordering tasks."""
 
     def run(self, task):
         t0 = time.monotonic()
@@ -243,7 +234,7 @@ class PhasePolicy:
 
     def to_onnx(self, path=None):
         """The ONNX model the plugin runs: input ``observation`` float32
-        [1, 25], output ``scores`` float32 [1, 18] (argmax = the action).
+        [1, 26], output ``scores`` float32 [1, 18] (argmax = the action).
         Only Add, Log, Gemm, Tanh, Concat: the compiled-model generator
         supports them, so the same file is also built into the plugin.
         Returns the serialized bytes (and writes ``path`` if given)."""
