@@ -18,7 +18,7 @@
 // (Runner.getTensor<float>(0) via FeatureBinding::write, in observe()), get
 // the action (the Driver's Agent::act() evaluates the runner).
 //
-// Observation (float32 [1, 26], raw counts over the module's defined
+// Observation (float32 [1, 25], raw counts over the module's defined
 // functions; docs/llvm-plugins.md): see ObservationNames.
 // Actions: see ActionTable; the last one is STOP.
 // Code size (the reward's measure, -mlbridge-po-size): by default the bytes
@@ -44,7 +44,6 @@
 #include "mlbridge/model_runner.h"
 #include "mlbridge/rl.h"
 
-#include "llvm/ADT/DenseSet.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/TargetTransformInfo.h"
 #include "llvm/Config/llvm-config.h"
@@ -113,8 +112,6 @@ enum Obs : size_t {
   GlobalVariables, // defined global variables
   TTICodeSize,     // TargetTransformInfo's code-size estimate (see above)
   Step,            // actions taken so far in this episode
-  DupFunctions,    // defined functions structurally identical to an earlier
-                   // one (what function merging could fold)
   NumObs
 };
 
@@ -125,7 +122,7 @@ const char *const ObservationNames[NumObs] = {
     "selects",          "calls",           "intrinsics",    "cond_branches",
     "uncond_branches",  "switches",        "returns",       "cfg_edges",
     "loops",            "max_loop_depth",  "global_variables", "tti_code_size",
-    "step",             "duplicate_functions"};
+    "step"};
 
 // ---- actions: sub-sequences of LLVM 19's -Oz pipeline --------------------------
 
@@ -215,7 +212,7 @@ cl::opt<std::string> RunnerOpt(
              "MLBRIDGE_PO_RUNNER"));
 cl::opt<std::string> ModelOpt(
     "mlbridge-po-model", cl::cat(Category),
-    cl::desc("ONNX policy: input 'observation' float[1,26], output one score "
+    cl::desc("ONNX policy: input 'observation' float[1,25], output one score "
              "per action (argmax) or the action. Env: MLBRIDGE_PO_MODEL"));
 cl::opt<std::string> ChannelOpt(
     "mlbridge-po-channel", cl::cat(Category),
@@ -506,13 +503,10 @@ mlb::Status PhaseOrderEnv::measure() {
   std::array<int64_t, NumObs> C{};
   FunctionAnalysisManager &FAM =
       MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager();
-  DenseSet<IRHash> Seen;
   for (Function &F : M) {
     if (F.isDeclaration())
       continue;
     ++C[Functions];
-    if (!Seen.insert(StructuralHash(F, /*DetailedHash=*/true)).second)
-      ++C[DupFunctions];
     const TargetTransformInfo &TTI = FAM.getResult<TargetIRAnalysis>(F);
     const LoopInfo &LI = FAM.getResult<LoopAnalysis>(F);
     for (const Loop *L : LI.getLoopsInPreorder()) {

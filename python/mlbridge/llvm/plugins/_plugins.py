@@ -19,9 +19,8 @@ from ..advisors import INLINE_FEATURES
 #: The advice is ``inlining_decision`` (int64 [1], 0 or 1).
 INLINER_FEATURES = INLINE_FEATURES
 
-#: The phase-ordering observation ``observation`` (float32 [1, 26]): raw
-#: counts over the module's defined functions; ``duplicate_functions`` counts
-#: those structurally identical to an earlier one; ``tti_code_size`` is the sum
+#: The phase-ordering observation ``observation`` (float32 [1, 25]): raw
+#: counts over the module's defined functions; ``tti_code_size`` is the sum
 #: of TargetTransformInfo's code-size cost of every instruction (a cheap
 #: estimate; the reward is the object's .text, sent apart as ``code_size``).
 #: Must match the plugin (checked by the tests through -mlbridge-po-describe).
@@ -30,7 +29,7 @@ OBSERVATION_NAMES = (
     "phis", "geps", "casts", "int_arith", "fp_arith", "compares", "selects",
     "calls", "intrinsics", "cond_branches", "uncond_branches", "switches",
     "returns", "cfg_edges", "loops", "max_loop_depth", "global_variables",
-    "tti_code_size", "step", "duplicate_functions",
+    "tti_code_size", "step",
 )
 NUM_OBSERVATIONS = len(OBSERVATION_NAMES)
 

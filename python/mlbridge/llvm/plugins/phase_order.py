@@ -19,7 +19,7 @@ episode starts on the program as it is, or after ``pipeline_prefix``)::
             done = terminated or truncated
         env.output_path   # the optimized module of the episode
 
-* observation: ``Box(0, inf, (26,), float32)`` -- the plugin's
+* observation: ``Box(0, inf, (25,), float32)`` -- the plugin's
   ``observation`` vector (:data:`OBSERVATION_NAMES`).
 * action: ``Discrete(18)`` -- :data:`ACTIONS`; 17 is STOP.
 * reward: the module's ``.text`` bytes before the step minus after (the

@@ -31,13 +31,12 @@ OBSERVATION_SCALE = {
     "calls": 50, "intrinsics": 50, "cond_branches": 50, "uncond_branches": 100,
     "switches": 10, "returns": 10, "cfg_edges": 200, "loops": 10,
     "max_loop_depth": 3, "global_variables": 20, "tti_code_size": 1000, "step": 10,
-    "duplicate_functions": 5,
 }
 assert tuple(OBSERVATION_SCALE) == OBSERVATION_NAMES
 
 
 class PolicyNet(nn.Module):
-    """observation float32 [1, 26] -> scores float32 [1, 18]."""
+    """observation float32 [1, 25] -> scores float32 [1, 18]."""
 
     def __init__(self, hidden: int = 32):
         super().__init__()
@@ -59,7 +58,7 @@ class PolicyNet(nn.Module):
 
     def export_onnx(self, path, opset: int = 13) -> None:
         """Writes the ONNX model the plugin loads: input ``observation``
-        float32 [1, 26], output ``scores`` float32 [1, 18]."""
+        float32 [1, 25], output ``scores`` float32 [1, 18]."""
         self.eval()
         with torch.no_grad():
             torch.onnx.export(self, torch.zeros(1, NUM_OBSERVATIONS), str(path),
