@@ -334,25 +334,22 @@ mlb::Expected<int64_t> textSize(const Module &M, TargetMachine &TM) {
   return Size;
 }
 
-/// Runs action \p A on a copy of \p M (with analysis managers of its own)
-/// and returns the copy.
-mlb::Expected<std::unique_ptr<Module>> actionOnCopy(const Module &M, int64_t A,
-                                                     PassBuilder &PB) {
-  std::unique_ptr<Module> Copy = CloneModule(M);
-  LoopAnalysisManager LAM;
-  FunctionAnalysisManager FAM;
-  CGSCCAnalysisManager CGAM;
-  ModuleAnalysisManager MAM;
-  PB.registerModuleAnalyses(MAM);
-  PB.registerCGSCCAnalyses(CGAM);
-  PB.registerFunctionAnalyses(FAM);
-  PB.registerLoopAnalyses(LAM);
-  PB.crossRegisterProxies(LAM, FAM, CGAM, MAM);
+/// The .text of a copy of \p M after action \p A. The copy is optimized
+/// with the host's own analysis managers (the same analyses, e.g. clang's
+/// TargetLibraryInfo, as the real step), and its cached results are
+/// cleared before the copy goes away, so nothing stale keyed by its address
+/// stays behind.
+mlb::Expected<int64_t> sizeAfterAction(const Module &M, int64_t A, PassBuilder &PB,
+                                       ModuleAnalysisManager &MAM,
+                                       TargetMachine &TM) {
   ModulePassManager Action;
   if (Error E = PB.parsePassPipeline(Action, ActionTable[A].Pipeline))
     return mlb::Status(mlb::ErrorCode::Internal, toString(std::move(E)));
+  std::unique_ptr<Module> Copy = CloneModule(M);
   Action.run(*Copy, MAM);
-  return Copy;
+  mlb::Expected<int64_t> Size = textSize(*Copy, TM);
+  MAM.clear(*Copy, Copy->getName()); // also clears the function analyses
+  return Size;
 }
 
 /// True while an episode runs on this thread: the "oz" action builds the
@@ -491,10 +488,7 @@ void PhaseOrderEnv::lookahead() {
   }
   for (int64_t A = 0; A < NumPassActions; ++A) {
     LookaheadSizes[A] = -1;
-    auto Copy = actionOnCopy(M, A, PB);
-    if (!Copy)
-      continue;
-    if (auto T = textSize(**Copy, *SizingTarget))
+    if (auto T = sizeAfterAction(M, A, PB, MAM, *SizingTarget))
       LookaheadSizes[A] = *T;
   }
 }
