@@ -527,6 +527,7 @@ class _PipeSource:
         self.seen = iface._state.feature_specs
         self.delay = _OPEN_BACKOFF_MIN
         self.due = time.monotonic()
+        self.ended_in = None  # the generation whose session end was counted
         self._sync()
         if iface._reader is not None and iface._reader.buffered:
             loop.again(self)  # read before this loop existed: no event will come
@@ -590,6 +591,7 @@ class _PipeSource:
         limit), as epoll will not signal bytes we have read."""
         self.stats.ended += 1
         self.loop.ended += 1
+        self.ended_in = self.iface._generation
         reader = self.iface._reader
         if reader is not None and reader.buffered:
             self.loop.again(self)
@@ -608,10 +610,14 @@ class _PipeSource:
         if iface._reader is not None:  # watching the compiler process
             self.due = now + _WATCH_EVERY
             if iface._process_exited() and iface._reader.input_state() is None:
+                # A compiler that exits after its session's EOF was counted
+                # (the channel was kept open for a next session that did
+                # not begin) ends nothing more.
+                counted = self.ended_in == iface._generation and not iface._session_started
                 iface._drop_session()
                 self._sync()
                 self.due = None
-                return self._ended()
+                return 0 if counted else self._ended()
             return 0
         if iface._process_exited():
             self.due = None  # finished

@@ -1,6 +1,7 @@
 """mlbridge.EventLoop: many real compiler processes (tests/e2e/tools/
 e2e_compiler.cpp) served by one Python thread, over pipes and shared memory
 at once; replies never cross, and an idle loop uses no CPU."""
+import subprocess
 import sys
 import threading
 import time
@@ -181,3 +182,30 @@ def test_a_session_already_read_is_served_by_the_next_run():
         assert iface.serve(lambda o: 2 * int(o["i"][0]), sessions=1, timeout=5) == 1
         t.join(10)
     assert got == [14, 42]
+
+
+def test_a_compiler_that_exits_after_its_session_ends_one_session():
+    """The compiler closes its ends (its session ends at EOF) but its
+    process exits only later (slow exit handlers, a sanitizer's report): the
+    loop counts that session once, so run(sessions=2) still waits for the
+    other compiler's whole session."""
+    from test_pipe_e2e import COMPILER, binary
+    ifaces = [PipeCompilerInterface(serdes="bitstream", timeout=20) for _ in range(2)]
+    seen = []
+    try:
+        with EventLoop() as loop:
+            stats = [loop.add(iface, doubling_policy(seen, k)) for k, iface in enumerate(ifaces)]
+            lingering = subprocess.Popen(
+                ["sh", "-c", '"$0" "$@"; sleep 1', str(binary(COMPILER)), "--base",
+                 str(ifaces[0].base), "--serdes", "bitstream", "--scenario", "requests",
+                 "--count", "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            slow = start_compiler(ifaces[1].base, "bitstream", "requests", "--count", 8,
+                                  "--first", 1000, "--pause-ms", 250)
+            ifaces[0].process, ifaces[1].process = lingering, slow
+            loop.run(sessions=2, timeout=20)
+        results = [events(p) for p in (lingering, slow)]
+    finally:
+        for iface in ifaces:
+            iface.close()
+    assert [(s.answered, s.ended) for s in stats] == [(3, 1), (8, 1)]
+    assert all(lines[-1] == {"event": "done", "ok": True} for lines, _ in results), results
