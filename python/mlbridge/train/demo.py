@@ -1,5 +1,5 @@
-"""The main job (scripts/demo.sh): the shipped inlining-for-size model on
-real code it never saw.
+"""The main job (scripts/demo.sh): the shipped size models on real code
+they never saw.
 
 1. Compiles held-out libraries of the corpus twice, with plain
    ``clang-19 -Oz`` and with ``clang-19 -Oz -fpass-plugin=MLBridgeInlineAdvisor.so``
@@ -9,7 +9,11 @@ real code it never saw.
    ``clang-19``'s interactive inliner over named pipes (the training
    setup), and checks that it makes the same decisions: same number of
    reversals of LLVM's decision, same ``.text``.
-No training happens here (``python -m mlbridge.train inliner`` trains).
+3. Compiles the same units with ``MLBridgePhaseOrder.so``, whose built-in
+   policy chooses pass sequences where clang's ``-Oz`` pipeline ends, and
+   prints the same table.
+No training happens here (``python -m mlbridge.train inliner`` and
+``phase-order`` train).
 """
 
 import argparse
@@ -46,7 +50,8 @@ def main(argv=None):
     from . import evaluate
     from .policy import InlinePolicy
 
-    plugin = find_plugins(args.build_dir).inline_advisor
+    plugins = find_plugins(args.build_dir)
+    plugin = plugins.inline_advisor
     corpus = Corpus.load()
     libs = args.libraries or sorted({m.library for m in corpus.modules(split="heldout")})
     _say(f"== Inlining for size on held-out real code: {', '.join(libs)}")
@@ -108,7 +113,24 @@ def main(argv=None):
             _say("   MISMATCH: the in-process model and the Python policy disagree")
             return 1
         _say("   identical: the model deployed in the compiler decides like the Python policy")
-    return 0
+
+    from .phase_order import plugin_env
+    _say(f"\n== Phase ordering for size on the same {len(mods)} units: the policy built into "
+         f"MLBridgePhaseOrder.so\n   picks up to 3 pass sequences where clang-19 -Oz's "
+         f"pipeline ends ...")
+    t0 = time.monotonic()
+    rows = evaluate.evaluate_modules(mods, str(plugins.phase_order),
+                                     env=plugin_env(None, max_steps=3), jobs=args.jobs)
+    summary = evaluate.summarize(rows)
+    _say(f"   done in {time.monotonic() - t0:.0f} s\n")
+    _say(evaluate.markdown_table(summary))
+    tot = summary["total"]
+    _say(f"\n   total .text: {tot['ml_text']:,} bytes with the policy vs {tot['oz_text']:,} "
+         f"with clang-19 -Oz ({tot['delta_pct']:+.2f} %); compiler CPU time "
+         f"{tot['cpu_ratio']:.3f}x of plain clang-19 -Oz")
+    for e in summary["errors"]:
+        _say(f"   error: {e['module']}: {e['error'][:200]}")
+    return 1 if summary["errors"] else 0
 
 
 if __name__ == "__main__":
