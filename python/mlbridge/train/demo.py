@@ -31,6 +31,23 @@ def _say(*a):
     print(*a, flush=True)
 
 
+def _compile_and_report(evaluate, mods, plugin, jobs, env=None):
+    """Plain -Oz vs -Oz with the plugin on mods: prints the table and the
+    totals; returns the rows."""
+    t0 = time.monotonic()
+    rows = evaluate.evaluate_modules(mods, str(plugin), env=env, jobs=jobs)
+    summary = evaluate.summarize(rows)
+    _say(f"   done in {time.monotonic() - t0:.0f} s\n")
+    _say(evaluate.markdown_table(summary))
+    tot = summary["total"]
+    _say(f"\n   total .text: {tot['ml_text']:,} bytes with the model vs {tot['oz_text']:,} "
+         f"with clang-19 -Oz ({tot['delta_pct']:+.2f} %); compiler CPU time "
+         f"{tot['cpu_ratio']:.3f}x of plain clang-19 -Oz")
+    for e in summary["errors"]:
+        _say(f"   error: {e['module']}: {e['error'][:200]}")
+    return rows
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m mlbridge.train.demo", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -65,17 +82,7 @@ def main(argv=None):
         mods += lm[: args.max_units] if args.max_units > 0 else lm
     _say(f"   compiling {len(mods)} translation units twice (plain -Oz, -Oz + in-process model)"
          f" with {args.jobs} jobs ...")
-    t0 = time.monotonic()
-    rows = evaluate.evaluate_modules(mods, str(plugin), jobs=args.jobs)
-    summary = evaluate.summarize(rows)
-    _say(f"   done in {time.monotonic() - t0:.0f} s\n")
-    _say(evaluate.markdown_table(summary))
-    tot = summary["total"]
-    _say(f"\n   total .text: {tot['ml_text']:,} bytes with the model vs {tot['oz_text']:,} "
-         f"with clang-19 -Oz ({tot['delta_pct']:+.2f} %); compiler CPU time "
-         f"{tot['cpu_ratio']:.3f}x of plain clang-19 -Oz")
-    for e in summary["errors"]:
-        _say(f"   error: {e['module']}: {e['error'][:200]}")
+    rows = _compile_and_report(evaluate, mods, plugin, args.jobs)
 
     # The same policy in Python, answering stock clang-19 over pipes.
     policy = InlinePolicy.load(SHIPPED_POLICY)
@@ -118,19 +125,9 @@ def main(argv=None):
     _say(f"\n== Phase ordering for size on the same {len(mods)} units: the policy built into "
          f"MLBridgePhaseOrder.so\n   picks up to 3 pass sequences where clang-19 -Oz's "
          f"pipeline ends ...")
-    t0 = time.monotonic()
-    rows = evaluate.evaluate_modules(mods, str(plugins.phase_order),
-                                     env=plugin_env(None, max_steps=3), jobs=args.jobs)
-    summary = evaluate.summarize(rows)
-    _say(f"   done in {time.monotonic() - t0:.0f} s\n")
-    _say(evaluate.markdown_table(summary))
-    tot = summary["total"]
-    _say(f"\n   total .text: {tot['ml_text']:,} bytes with the policy vs {tot['oz_text']:,} "
-         f"with clang-19 -Oz ({tot['delta_pct']:+.2f} %); compiler CPU time "
-         f"{tot['cpu_ratio']:.3f}x of plain clang-19 -Oz")
-    for e in summary["errors"]:
-        _say(f"   error: {e['module']}: {e['error'][:200]}")
-    return 1 if summary["errors"] else 0
+    rows = _compile_and_report(evaluate, mods, plugins.phase_order, args.jobs,
+                               env=plugin_env(None, max_steps=3))
+    return 1 if any("error" in r for r in rows) else 0
 
 
 if __name__ == "__main__":
