@@ -77,10 +77,8 @@ def test_reward_is_the_measured_text_difference(plugins, clang19, units, tmp_pat
 def test_short_ray_training_run_selects_on_validation(plugins, units, tmp_path, monkeypatch):
     from mlbridge.train.phase_order import PhasePolicy, train
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
-    names = sorted(units)
     train_mods = [units[n] for n in ("compress.c", "blocksort.c", "huffman.c")]
     val_mods = [units[n] for n in ("bzlib.c", "decompress.c")]
-    assert set(names) >= {m.name.rsplit("/", 1)[-1] for m in train_mods + val_mods}
     out = tmp_path / "run"
     summary = train(train_mods, val_mods, plugin=plugins, out_dir=out,
                     workers=2, max_steps=2, thresholds=(0.05,), hidden=8,

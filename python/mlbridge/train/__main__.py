@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -133,24 +134,24 @@ def cmd_evaluate(args):
     if args.max_modules:
         mods = mods[: args.max_modules]
     plugins = find_plugins(args.plugin_build_dir) if not args.plugin else None
-    env = None
-    if args.pass_name == "phase-order":
-        from .phase_order import plugin_env
-        plugin = args.plugin or str(plugins.phase_order)
-        env = plugin_env(args.model, args.max_steps)
-        if args.fixed_action is not None:
-            env = plugin_env(args.model, 1)
-            env.update(MLBRIDGE_PO_RUNNER="onnx", MLBRIDGE_PO_MODEL=_fixed_action_model(
-                args.fixed_action, args.out or "fixed-action"))
-    else:
-        plugin = args.plugin or str(plugins.inline_advisor)
     bar = None
     if not args.quiet:
         from tqdm import tqdm
         bar = tqdm(total=len(mods), desc=f"{args.split}: -Oz vs plugin", unit="unit")
-    rows = evaluate.evaluate_modules(mods, plugin, model=args.model if env is None else None,
-                                     env=env, jobs=args.jobs,
-                                     progress=bar.update if bar else None)
+    with tempfile.TemporaryDirectory(prefix="mlbridge-evaluate-") as tmp:
+        if args.pass_name == "phase-order":
+            from .phase_order import plugin_env
+            plugin = args.plugin or str(plugins.phase_order)
+            model, steps = args.model, args.max_steps
+            if args.fixed_action is not None:
+                model, steps = _fixed_action_model(args.fixed_action, tmp), 1
+            rows = evaluate.evaluate_modules(mods, plugin, env=plugin_env(model, steps),
+                                             jobs=args.jobs,
+                                             progress=bar.update if bar else None)
+        else:
+            plugin = args.plugin or str(plugins.inline_advisor)
+            rows = evaluate.evaluate_modules(mods, plugin, model=args.model, jobs=args.jobs,
+                                             progress=bar.update if bar else None)
     if bar:
         bar.close()
     summary = evaluate.write(rows, args.out) if args.out else evaluate.summarize(rows)
@@ -159,9 +160,9 @@ def cmd_evaluate(args):
         print(f"error: {e['module']}: {e['error'][:300]}", file=sys.stderr)
 
 
-def _fixed_action_model(action, stem):
-    """An ONNX policy that always takes ``action`` (with one step: the
-    trivial baselines, e.g. 15 = "-Oz twice")."""
+def _fixed_action_model(action, folder):
+    """An ONNX policy (written into ``folder``) that always takes ``action``
+    (with one step: the trivial baselines, e.g. 15 = "-Oz twice")."""
     import numpy as np
     from .phase_order import NUM_OBSERVATIONS, NUM_PASS_ACTIONS, PhasePolicy
     hidden = 1
@@ -169,9 +170,9 @@ def _fixed_action_model(action, stem):
     b2[action] = 1.0
     pol = PhasePolicy(np.zeros((hidden, NUM_OBSERVATIONS)), np.zeros(hidden),
                       np.zeros((NUM_PASS_ACTIONS, hidden)), b2, threshold=0.0)
-    path = f"{stem}.action{action}.onnx"
+    path = os.path.join(folder, f"action{action}.onnx")
     pol.to_onnx(path)
-    return os.path.abspath(path)
+    return path
 
 
 def cmd_oracle(args):
