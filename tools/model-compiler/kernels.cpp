@@ -37,10 +37,36 @@ inline void mk_gemm_block(const T *a, const T *B, T *y, T Alpha,
   ((y[J] = acc[J]), ...);
 }
 
+// Few outputs per row (N < 8, e.g. a layer ending in one score): the block
+// above would leave one or two accumulators, each a chain of K dependent
+// additions bound by the adder's latency. Instead every output gets eight
+// partial sums over interleaved k, combined at the end: eight independent
+// chains, which the compiler also packs into vector registers. This
+// reorders the sum (as onnxruntime's own GEMM does), within rounding.
+template <typename T, std::size_t K, std::size_t SAK, std::size_t SBK>
+inline T mk_dot8(const T *a, const T *b) noexcept {
+  constexpr std::size_t Tail = K - K % 8;
+  T part[8] = {};
+  for (std::size_t k = 0; k < Tail; k += 8)
+    for (std::size_t l = 0; l < 8; ++l)
+      part[l] = mk_madd(part[l], a[(k + l) * SAK], b[(k + l) * SBK]);
+  if constexpr (K % 8 != 0)
+    for (std::size_t l = 0; l < K % 8; ++l)
+      part[l] = mk_madd(part[l], a[(Tail + l) * SAK], b[(Tail + l) * SBK]);
+  return mk_add(mk_add(mk_add(part[0], part[4]), mk_add(part[1], part[5])),
+                mk_add(mk_add(part[2], part[6]), mk_add(part[3], part[7])));
+}
+
 template <typename T, std::size_t M, std::size_t K, std::size_t N,
           std::size_t SAM, std::size_t SAK, std::size_t SBK, std::size_t SBN>
 inline void mk_gemm(const T *A, const T *B, T *Y, T Alpha) noexcept {
-  if constexpr (SBN == 1) {
+  if constexpr (N < 8 && K >= 32) {
+    for (std::size_t m = 0; m < M; ++m)
+      for (std::size_t n = 0; n < N; ++n)
+        Y[m * N + n] = mk_madd(
+            Y[m * N + n], Alpha,
+            mk_dot8<T, K, SAK, SBK>(A + m * SAM, B + n * SBN));
+  } else if constexpr (SBN == 1) {
     // 128 bytes of Y per block: 32 floats, 16 doubles.
     constexpr std::size_t NB = N < 128 / sizeof(T) ? N : 128 / sizeof(T);
     for (std::size_t m = 0; m < M; ++m) {
@@ -79,6 +105,13 @@ template <typename T> inline T mk_mul(T A, T B) noexcept {
     return static_cast<T>(static_cast<mk_uint_t<T>>(A) *
                           static_cast<mk_uint_t<T>>(B));
 }
+template <typename T> inline T mk_add(T A, T B) noexcept {
+  if constexpr (std::is_floating_point_v<T>)
+    return A + B;
+  else
+    return static_cast<T>(static_cast<mk_uint_t<T>>(A) +
+                          static_cast<mk_uint_t<T>>(B));
+}
 template <typename T> inline T mk_madd(T Acc, T A, T B) noexcept {
   if constexpr (std::is_floating_point_v<T>)
     return Acc + A * B;
@@ -91,8 +124,7 @@ template <typename T> inline T mk_madd(T Acc, T A, T B) noexcept {
 
 const char *const kIntOps = R"(// Integer Add/Sub/Mul/Div: wrapping, and x / 0 == 0, never a trap.
 template <typename T> inline T mk_iadd(T A, T B) noexcept {
-  return static_cast<T>(static_cast<mk_uint_t<T>>(A) +
-                        static_cast<mk_uint_t<T>>(B));
+  return mk_add(A, B);
 }
 template <typename T> inline T mk_isub(T A, T B) noexcept {
   return static_cast<T>(static_cast<mk_uint_t<T>>(A) -
