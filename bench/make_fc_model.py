@@ -1,16 +1,20 @@
 """Writes the ONNX models of mlbridge-bench: one fully connected layer per
 vector size, with fixed shapes (what a deployed model looks like: no slice
-of the weights per call).
+of the weights per call), in one of two forms of the same arithmetic:
 
-    y[1] = MatMul(x[n], W[:n, :]) + B
+    matmul         y[1] = MatMul(x[n], W[:n, :]) + B    (what exporters write
+                   for a Linear layer; the model compiler's input)
+    mul-reducesum  y[1] = ReduceSum(x[n] * W[:n]) + B   (the ONNX Runtime
+                   runner's: ONNX Runtime 1.29 runs a one-column MatMul 3x
+                   slower, see docs/performance.md)
 
-W = linspace(-1, 1, 50000) as a [50000, 1] array, B = 0.5 -- the same
-numbers the Python peer (bench_peer.py) uses with numpy.
+W = linspace(-1, 1, 50000), B = 0.5 (float32) -- the numbers the Python peer
+(bench_peer.py) uses with numpy.
 
-    python bench/make_fc_model.py DIR N...     writes DIR/fc_<N>.onnx per size
+    python bench/make_fc_model.py [--form FORM] DIR N...   writes DIR/fc_<N>.onnx
 """
+import argparse
 import os
-import sys
 
 import numpy as np
 import onnx
@@ -34,19 +38,29 @@ def save(nodes, inits, x_shape, name, out):
     onnx.save(model, out)
 
 
-def fixed_model(n, out):
-    inits = [numpy_helper.from_array(weights()[:n], "W"),
-             numpy_helper.from_array(np.array([0.5], dtype=np.float32), "B")]
-    nodes = [helper.make_node("MatMul", ["x", "W"], ["xw"]),
-             helper.make_node("Add", ["xw", "B"], ["y"])]
+def fixed_model(n, form, out):
+    inits = [numpy_helper.from_array(np.array([0.5], dtype=np.float32), "B")]
+    if form == "matmul":
+        inits.append(numpy_helper.from_array(weights()[:n], "W"))
+        nodes = [helper.make_node("MatMul", ["x", "W"], ["xw"])]
+    else:
+        inits += [numpy_helper.from_array(weights()[:n, 0], "W"),
+                  numpy_helper.from_array(np.array([0], dtype=np.int64), "axis")]
+        nodes = [helper.make_node("Mul", ["x", "W"], ["xw_each"]),
+                 helper.make_node("ReduceSum", ["xw_each", "axis"], ["xw"], keepdims=1)]
+    nodes.append(helper.make_node("Add", ["xw", "B"], ["y"]))
     save(nodes, inits, [n], f"mlbridge_bench_fc_{n}", out)
 
 
 def main():
-    out_dir = sys.argv[1]
-    os.makedirs(out_dir, exist_ok=True)
-    for n in map(int, sys.argv[2:]):
-        fixed_model(n, os.path.join(out_dir, f"fc_{n}.onnx"))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--form", choices=("matmul", "mul-reducesum"), default="matmul")
+    parser.add_argument("dir")
+    parser.add_argument("sizes", type=int, nargs="+")
+    args = parser.parse_args()
+    os.makedirs(args.dir, exist_ok=True)
+    for n in args.sizes:
+        fixed_model(n, args.form, os.path.join(args.dir, f"fc_{n}.onnx"))
 
 
 if __name__ == "__main__":
