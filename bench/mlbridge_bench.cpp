@@ -527,9 +527,15 @@ std::vector<int> tfSizes() {
 }
 
 std::unique_ptr<ModelRunner> makeTf(int N) {
+  TfOptions O;
+  O.AdviceOutput = "y";
 #define MLBRIDGE_BENCH_CASE(n)                                                 \
-  if (N == n)                                                                  \
-    return std::make_unique<TfModelRunner>(bench_tf::Fc##n##Model(), "y");
+  if (N == n) {                                                                \
+    auto R = TfModelRunner::create(bench_tf::Fc##n##Model(), O);               \
+    if (!R)                                                                    \
+      die(R.status().toString());                                              \
+    return std::move(*R);                                                      \
+  }
   MLBRIDGE_BENCH_FOR_EACH_TF(MLBRIDGE_BENCH_CASE)
 #undef MLBRIDGE_BENCH_CASE
   die("no TF-AOT model for n = " + std::to_string(N));

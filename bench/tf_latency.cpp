@@ -178,7 +178,12 @@ int main(int Argc, char **Argv) {
                 [&](long I) { Input(I, RawIn); if (!M.Run(Raw)) die("Run failed"); },
                 [&] { return static_cast<const float *>(M.ResultData(Raw, ResI)); }, {}});
 
-  TfModelRunner Tf(M, "scores");
+  TfOptions TfO;
+  TfO.AdviceOutput = "scores";
+  auto TfCreated = TfModelRunner::create(M, TfO);
+  if (!TfCreated)
+    die(TfCreated.status().toString());
+  TfModelRunner &Tf = **TfCreated;
   float *TfIn = Tf.getTensor<float>(0);
   if (!TfIn)
     die("TfModelRunner: input 0 is not float");

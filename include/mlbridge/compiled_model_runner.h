@@ -76,22 +76,18 @@ public:
   /// The generated model's description.
   const CompiledModelInfo &model() const { return Model; }
 
-  // outputCount, outputSpec, outputIndex, selectAdvice: InProcessModelRunner.
+  // outputCount, outputSpec, outputIndex, selectAdvice, output:
+  // InProcessModelRunner.
 
   /// Another runner over the same generated model with the same advice
   /// output and options, for another thread (its own workspace).
   Expected<std::unique_ptr<CompiledModelRunner>> clone() const;
 
-  /// The value of output Name (or I) computed by the last successful
-  /// evaluation; nullptr for an unknown output or before any evaluation.
-  /// For policies that need more than the advice (e.g. probabilities).
-  const TensorValue *output(std::string_view Name) const;
-  const TensorValue *output(size_t I) const;
-
 private:
   Status doEvaluate(const std::vector<const TensorValue *> &Features,
                     bool FeaturesChanged, const TensorSpec &Spec,
                     TensorValue &Out) override;
+  const TensorValue *evaluatedOutput(size_t I) const override;
   Status bindInputs(const std::vector<const TensorValue *> &Features);
 
   const CompiledModelInfo &Model;

@@ -2,9 +2,11 @@
 //
 // What the runners that execute a model inside the compiler share
 // (OnnxModelRunner, CompiledModelRunner, TfModelRunner): the model's table
-// of outputs and the choice of which output is the advice. Each runner
-// adds how it runs its kind of model and how to read every output of the
-// last evaluation (output()).
+// of outputs, the choice of which output is the advice, and reading every
+// output of the last evaluation (output()). Each runner adds how it runs its
+// kind of model. Their options derive from RunnerOptions and name the
+// advice output the same way (OnnxOptions, CompiledModelOptions, TfOptions:
+// AdviceOutput).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLBRIDGE_IN_PROCESS_MODEL_RUNNER_H
@@ -33,6 +35,16 @@ public:
   /// output, and its dtype and element count must match).
   Status selectAdvice(std::string_view Name);
 
+  /// Output I (as in outputSpec(I)), or the output called Name, as computed
+  /// by the last successful evaluation: nullptr before the first one or for
+  /// an unknown index or name. The value is valid until the next
+  /// evaluation. For policies that need more than the advice (e.g.
+  /// probabilities).
+  const TensorValue *output(size_t I) const {
+    return I < Outputs.size() ? evaluatedOutput(I) : nullptr;
+  }
+  const TensorValue *output(std::string_view Name) const;
+
 protected:
   using ModelRunner::ModelRunner;
 
@@ -41,6 +53,9 @@ protected:
   void setOutputs(std::vector<TensorSpec> Specs, std::string ModelName);
   /// InvalidArgument: "<model> has no output 'Name' (outputs: 'a', 'b')".
   Status unknownOutput(std::string_view Name) const;
+  /// Output I < outputCount() of the last successful evaluation, or nullptr
+  /// if there is none.
+  virtual const TensorValue *evaluatedOutput(size_t I) const = 0;
 
 private:
   std::vector<TensorSpec> Outputs;

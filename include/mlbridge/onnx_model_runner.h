@@ -143,17 +143,12 @@ public:
   /// The model (nullptr if loading failed).
   const std::shared_ptr<const OnnxModel> &model() const { return Model; }
 
-  // outputCount, outputSpec, outputIndex, selectAdvice: InProcessModelRunner
-  // (the outputs are model()->outputs()).
+  // outputCount, outputSpec, outputIndex, selectAdvice, output:
+  // InProcessModelRunner (the outputs are model()->outputs()).
 
   /// Another runner over the same loaded model (shared, not reloaded) with
   /// the same advice output and options, for another thread.
   Expected<std::unique_ptr<OnnxModelRunner>> clone() const;
-
-  /// Output I (as in model()->outputs()) of the last successful
-  /// evaluation; nullptr before the first or for a bad index/name.
-  const TensorValue *output(size_t I) const;
-  const TensorValue *output(std::string_view Name) const;
 
 private:
   struct Prepared;
@@ -165,6 +160,7 @@ private:
   Status doEvaluate(const std::vector<const TensorValue *> &Features,
                     bool FeaturesChanged, const TensorSpec &Spec,
                     TensorValue &Out) override;
+  const TensorValue *evaluatedOutput(size_t I) const override;
 
   std::shared_ptr<const OnnxModel> Model;
   std::unique_ptr<State> S;

@@ -15,19 +15,23 @@
 // `const mlbridge::TfAotModel &my::InlinerPolicyModel();`. Then:
 //
 //   #include "inliner_model.h"
-//   mlbridge::TfModelRunner Runner(my::InlinerPolicyModel(), "decision");
-//   Runner.setFeature("callee_size", std::vector<float>{...});
-//   int64_t D = Runner.evaluateOr<int64_t>(0);
+//   mlbridge::TfOptions O;
+//   O.AdviceOutput = "decision";
+//   auto R = mlbridge::TfModelRunner::create(my::InlinerPolicyModel(), O);
+//   if (!R) ... R.status() ...
+//   (*R)->setFeature("callee_size", std::vector<float>{...});
+//   int64_t D = (*R)->evaluateOr<int64_t>(0);
 //
 // Features are the signature's inputs, declared up front with their names,
 // dtypes and shapes (a scalar input is shape [1]); a wrong name, dtype or
 // element count is an error value, as for every runner. The advice is one
-// output chosen by name (default: the first in name order); every output
-// of the last evaluation can be read by name with output().
+// output chosen by name (TfOptions::AdviceOutput; default: the first in
+// name order); every output of the last evaluation can be read with
+// output(), which points into the compiled function's result buffers.
 //
 // Threads: a runner owns the compiled function's argument, result and
 // scratch buffers, so one runner is used by one thread at a time. Give each
-// thread its own runner -- clone() or another constructor call over the
+// thread its own runner -- clone() or another create() call over the
 // same TfAotModel -- which shares the code and constants (read-only) and
 // costs a few buffers of the model's size. Runners over one model on
 // different threads run fully in parallel, without locks.
@@ -81,38 +85,47 @@ struct TfAotModel {
   int (*ResultIndex)(const void *Instance, const char *XlaName);
 };
 
+/// Options of a TfModelRunner.
+struct TfOptions : RunnerOptions {
+  /// The output used as advice. Empty: the first output (in name order).
+  std::string AdviceOutput;
+};
+
 class TfModelRunner final : public InProcessModelRunner {
 public:
-  /// A runner over Model whose advice is the output called AdviceOutput
-  /// (empty: the first output). Errors: an unknown output name, or a model
-  /// description that does not match its compiled code.
+  /// A runner over Model. Errors: an unknown Options.AdviceOutput, or a
+  /// model description that does not match its compiled code.
   static Expected<std::unique_ptr<TfModelRunner>>
-  create(const TfAotModel &Model, std::string_view AdviceOutput = {},
-         RunnerOptions Options = RunnerOptions());
+  create(const TfAotModel &Model, TfOptions Options = TfOptions());
+  /// The 0.1 form, with the advice output as an argument; removed in the
+  /// release after 0.2.
+  [[deprecated("use create(Model, TfOptions)")]] static Expected<
+      std::unique_ptr<TfModelRunner>>
+  create(const TfAotModel &Model, std::string_view AdviceOutput,
+         RunnerOptions Options = RunnerOptions()) {
+    return create(Model, withAdvice(AdviceOutput, std::move(Options)));
+  }
 
   /// Same as create(), for code that prefers a plain object: an error is
   /// reported by every later call instead.
   explicit TfModelRunner(const TfAotModel &Model,
-                         std::string_view AdviceOutput = {},
-                         RunnerOptions Options = RunnerOptions());
+                         TfOptions Options = TfOptions());
+  [[deprecated("use TfModelRunner(Model, TfOptions)")]] TfModelRunner(
+      const TfAotModel &Model, std::string_view AdviceOutput,
+      RunnerOptions Options = RunnerOptions())
+      : TfModelRunner(Model, withAdvice(AdviceOutput, std::move(Options))) {}
   ~TfModelRunner() override;
 
   const TfAotModel &model() const { return *Model; }
 
-  // outputCount, outputSpec, outputIndex, selectAdvice: InProcessModelRunner
-  // (specs as in the signature; scalars are [1]).
+  // outputCount, outputSpec, outputIndex, selectAdvice, output:
+  // InProcessModelRunner (specs as in the signature; scalars are [1]).
 
   /// The 0.1 name of selectAdvice (the ONNX and compiled runners' name);
   /// removed in the release after 0.2.
   [[deprecated("use selectAdvice")]] Status selectOutput(std::string_view Name) {
     return selectAdvice(Name);
   }
-
-  /// The output called Name as computed by the last successful evaluation.
-  /// The pointer stays valid until the next evaluation or output() call
-  /// for the same name. Error if no evaluation succeeded yet or the name is
-  /// unknown.
-  Expected<const TensorValue *> output(std::string_view Name);
 
   /// Another runner over the same compiled model with the same advice
   /// output and options, for another thread.
@@ -121,13 +134,23 @@ public:
 private:
   struct Instance;
 
+  static TfOptions withAdvice(std::string_view AdviceOutput,
+                              RunnerOptions Options) {
+    TfOptions O;
+    static_cast<RunnerOptions &>(O) = std::move(Options);
+    O.AdviceOutput = std::string(AdviceOutput);
+    return O;
+  }
   Status doEvaluate(const std::vector<const TensorValue *> &Features,
                     bool FeaturesChanged, const TensorSpec &Spec,
                     TensorValue &Out) override;
+  const TensorValue *evaluatedOutput(size_t I) const override;
 
   const TfAotModel *Model;
   std::unique_ptr<Instance> Inst;
-  std::vector<TensorValue> OutputCache; // filled by output()
+  /// The outputs of the last evaluation: views of the compiled function's
+  /// result buffers (no copy).
+  std::vector<TensorValue> OutputViews;
   bool HaveResults = false;
 };
 

@@ -164,13 +164,8 @@ CompiledModelRunner::clone() const {
   return create(Model, std::move(O));
 }
 
-const TensorValue *CompiledModelRunner::output(std::string_view Name) const {
-  std::optional<size_t> I = outputIndex(Name);
-  return I ? output(*I) : nullptr;
-}
-
-const TensorValue *CompiledModelRunner::output(size_t I) const {
-  return Evaluated && I < Outputs.size() ? &Outputs[I] : nullptr;
+const TensorValue *CompiledModelRunner::evaluatedOutput(size_t I) const {
+  return Evaluated ? &Outputs[I] : nullptr;
 }
 
 Status CompiledModelRunner::bindInputs(

@@ -12,6 +12,12 @@ InProcessModelRunner::outputIndex(std::string_view Name) const {
   return std::nullopt;
 }
 
+const TensorValue *
+InProcessModelRunner::output(std::string_view Name) const {
+  std::optional<size_t> I = outputIndex(Name);
+  return I ? evaluatedOutput(*I) : nullptr;
+}
+
 Status InProcessModelRunner::selectAdvice(std::string_view Name) {
   if (!constructionStatus().isOk())
     return constructionStatus();

@@ -380,17 +380,10 @@ Expected<std::unique_ptr<OnnxModelRunner>> OnnxModelRunner::clone() const {
   return create(Model, std::move(O));
 }
 
-const TensorValue *OnnxModelRunner::output(size_t I) const {
+const TensorValue *OnnxModelRunner::evaluatedOutput(size_t I) const {
   if (!S || !S->HaveResults || I >= S->Outs.size())
     return nullptr;
   return I == S->AdviceIndex ? &advice() : &S->Outs[I];
-}
-
-const TensorValue *OnnxModelRunner::output(std::string_view Name) const {
-  if (!Model)
-    return nullptr;
-  std::optional<size_t> K = Model->outputIndex(Name);
-  return K ? output(*K) : nullptr;
 }
 
 // ---- evaluation ----------------------------------------------------------

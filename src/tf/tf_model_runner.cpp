@@ -93,26 +93,20 @@ struct TfModelRunner::Instance {
 };
 
 Expected<std::unique_ptr<TfModelRunner>>
-TfModelRunner::create(const TfAotModel &Model, std::string_view AdviceOutput,
-                      RunnerOptions Options) {
-  std::unique_ptr<TfModelRunner> R(
-      new TfModelRunner(Model, AdviceOutput, std::move(Options)));
+TfModelRunner::create(const TfAotModel &Model, TfOptions Options) {
+  std::unique_ptr<TfModelRunner> R(new TfModelRunner(Model, std::move(Options)));
   if (!R->constructionStatus().isOk())
     return R->constructionStatus();
   return R;
 }
 
-TfModelRunner::TfModelRunner(const TfAotModel &M,
-                             std::string_view AdviceOutput,
-                             RunnerOptions Options)
-    : InProcessModelRunner(inputSpecs(M), adviceOf(M, AdviceOutput),
-                           std::move(Options)),
+TfModelRunner::TfModelRunner(const TfAotModel &M, TfOptions Options)
+    : InProcessModelRunner(inputSpecs(M), adviceOf(M, Options.AdviceOutput),
+                           Options),
       Model(&M), Inst(new Instance) {
   std::vector<TensorSpec> Specs;
-  for (size_t I = 0; I < M.NumOutputs; ++I) {
+  for (size_t I = 0; I < M.NumOutputs; ++I)
     Specs.push_back(specOf(M.Outputs[I]));
-    OutputCache.emplace_back(Specs.back());
-  }
   setOutputs(std::move(Specs), "TF-AOT model '" + std::string(M.Name) + "'");
   if (M.NumOutputs == 0) {
     setConstructionError(Status(ErrorCode::InvalidArgument,
@@ -120,8 +114,9 @@ TfModelRunner::TfModelRunner(const TfAotModel &M,
                                     "' has no outputs"));
     return;
   }
-  if (!AdviceOutput.empty() && findOutput(M, AdviceOutput) == M.NumOutputs) {
-    setConstructionError(unknownOutput(AdviceOutput));
+  if (!Options.AdviceOutput.empty() &&
+      findOutput(M, Options.AdviceOutput) == M.NumOutputs) {
+    setConstructionError(unknownOutput(Options.AdviceOutput));
     return;
   }
   if (Status S = Inst->init(M); !S.isOk()) {
@@ -140,30 +135,21 @@ TfModelRunner::TfModelRunner(const TfAotModel &M,
       return;
     }
   }
+  OutputViews.resize(M.NumOutputs); // made on the first evaluation
 }
 
 TfModelRunner::~TfModelRunner() = default;
 
-Expected<const TensorValue *> TfModelRunner::output(std::string_view Name) {
-  std::optional<size_t> I = outputIndex(Name);
-  if (!I)
-    return unknownOutput(Name);
-  if (!HaveResults)
-    return Status(ErrorCode::InvalidArgument,
-                  "TF-AOT model '" + std::string(Model->Name) +
-                      "': no successful evaluation yet, so no output '" +
-                      std::string(Name) + "'");
-  TensorValue &V = OutputCache[*I];
-  V.assign(Model->ResultData(Inst->Handle, Inst->ResultIndex[*I]),
-           Inst->ResultBytes[*I]);
-  return &V;
+const TensorValue *TfModelRunner::evaluatedOutput(size_t I) const {
+  return HaveResults ? &OutputViews[I] : nullptr;
 }
 
 Expected<std::unique_ptr<TfModelRunner>> TfModelRunner::clone() const {
-  std::string_view Advice;
+  TfOptions O;
+  static_cast<RunnerOptions &>(O) = options();
   if (adviceSpec() && outputIndex(adviceSpec()->name()))
-    Advice = adviceSpec()->name();
-  return create(*Model, Advice, options());
+    O.AdviceOutput = adviceSpec()->name();
+  return create(*Model, std::move(O));
 }
 
 Status TfModelRunner::doEvaluate(
@@ -214,6 +200,12 @@ Status TfModelRunner::doEvaluate(
   if (!M.Run(Inst->Handle))
     return Status(ErrorCode::Internal,
                   "TF-AOT model '" + std::string(M.Name) + "' failed to run");
+  // The result buffers are XLA's; it may place them anew on every run.
+  for (size_t I = 0; I < OutputViews.size(); ++I) {
+    void *Data = const_cast<void *>(M.ResultData(Inst->Handle, Inst->ResultIndex[I]));
+    if (OutputViews[I].data() != Data)
+      OutputViews[I] = TensorValue::borrowing(outputSpec(I), Data);
+  }
   HaveResults = true;
   if (Spec.isDynamic())
     Out.reshape(OutSpec.shape());

@@ -7,11 +7,15 @@
 #include <vector>
 
 int main() {
-  mlbridge::TfModelRunner Runner(mlbridge::tfmodels::PolicyModel());
-  Runner.setFeature("observation", std::vector<float>(8, 0.5f));
-  Runner.setFeature("action_mask", std::vector<float>{0, 0, 0, 1});
-  Runner.setFeature("step", int64_t(1));
-  int64_t Action = Runner.evaluateOr<int64_t>(-1);
+  auto Runner = mlbridge::TfModelRunner::create(mlbridge::tfmodels::PolicyModel());
+  if (!Runner) {
+    std::fprintf(stderr, "%s\n", Runner.status().toString().c_str());
+    return 1;
+  }
+  (*Runner)->setFeature("observation", std::vector<float>(8, 0.5f));
+  (*Runner)->setFeature("action_mask", std::vector<float>{0, 0, 0, 1});
+  (*Runner)->setFeature("step", int64_t(1));
+  int64_t Action = (*Runner)->evaluateOr<int64_t>(-1);
   if (Action != 3) {
     std::fprintf(stderr, "expected action 3, got %lld\n", (long long)Action);
     return 1;

@@ -23,14 +23,18 @@ void operator delete(void *P) noexcept { std::free(P); }
 void operator delete(void *P, std::size_t) noexcept { std::free(P); }
 
 TEST(TfModelRunnerAlloc, EvaluationsAllocateNothing) {
-  mlbridge::TfModelRunner Runner(mlbridge::tfmodels::PolicyModel(), "logits");
+  mlbridge::TfOptions O;
+  O.AdviceOutput = "logits";
+  auto Created = mlbridge::TfModelRunner::create(mlbridge::tfmodels::PolicyModel(), O);
+  ASSERT_TRUE(Created);
+  mlbridge::TfModelRunner &Runner = **Created;
   float *Obs = Runner.getTensor<float>(*Runner.featureIndex("observation"));
   float *Mask = Runner.getTensor<float>(*Runner.featureIndex("action_mask"));
   ASSERT_TRUE(Obs && Mask);
   for (int I = 0; I < 4; ++I)
     Mask[I] = 1.f;
   ASSERT_TRUE(Runner.evaluateRaw().isOk()); // warm-up
-  ASSERT_TRUE(Runner.output("value")); // sizes the output cache
+  ASSERT_TRUE(Runner.output("value"));
   const long Before = Allocations.load();
   for (int K = 0; K < 1000; ++K) {
     Obs[K % 8] = float(K) * 0.01f;

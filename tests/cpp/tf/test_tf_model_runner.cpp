@@ -34,6 +34,17 @@ void expectNear(const std::vector<double> &Got, const tftest::Tensor &Want,
     EXPECT_NEAR(Got[I], Want.Values[I], 1e-5) << What << " element " << I;
 }
 
+/// A runner over Model whose advice is the output called Advice (empty: the
+/// default), or nullptr and a test failure.
+std::unique_ptr<TfModelRunner> runner(const TfAotModel &Model,
+                                      std::string Advice = "") {
+  TfOptions O;
+  O.AdviceOutput = std::move(Advice);
+  auto R = TfModelRunner::create(Model, std::move(O));
+  EXPECT_TRUE(R) << R.status().toString();
+  return R ? std::move(*R) : nullptr;
+}
+
 } // namespace
 
 TEST(TfModelRunner, FeaturesAndOutputsComeFromTheSignature) {
@@ -57,7 +68,9 @@ TEST(TfModelRunner, FeaturesAndOutputsComeFromTheSignature) {
 TEST(TfModelRunner, PolicyMatchesTensorFlow) {
   std::vector<tftest::Case> Cases = tftest::readReference(ref("policy"));
   ASSERT_GE(Cases.size(), 4u);
-  TfModelRunner Runner(policy());
+  auto RunnerOwned = runner(policy());
+  ASSERT_TRUE(RunnerOwned);
+  TfModelRunner &Runner = *RunnerOwned;
   for (size_t K = 0; K < Cases.size(); ++K) {
     const tftest::Case &C = Cases[K];
     ASSERT_TRUE(tftest::setInputs(Runner, C).isOk());
@@ -65,9 +78,9 @@ TEST(TfModelRunner, PolicyMatchesTensorFlow) {
     ASSERT_TRUE(Action) << Action.status().toString();
     EXPECT_EQ(*Action, int64_t(C.Outputs.at("action").Values[0])) << "case " << K;
     for (const char *Out : {"logits", "value", "action"}) {
-      Expected<const TensorValue *> V = Runner.output(Out);
-      ASSERT_TRUE(V) << V.status().toString();
-      expectNear(tftest::valuesOf(**V), C.Outputs.at(Out),
+      const TensorValue *V = Runner.output(Out);
+      ASSERT_NE(V, nullptr) << Out;
+      expectNear(tftest::valuesOf(*V), C.Outputs.at(Out),
                  "case " + std::to_string(K) + " " + Out);
     }
   }
@@ -94,7 +107,9 @@ TEST(TfModelRunner, NpzModelsMatchTensorFlow) {
     SCOPED_TRACE(Name);
     std::vector<tftest::Case> Cases = tftest::readReference(ref(Name));
     ASSERT_GE(Cases.size(), 4u);
-    TfModelRunner Runner(*M, "scores");
+    auto RunnerOwned = runner(*M, "scores");
+    ASSERT_TRUE(RunnerOwned);
+    TfModelRunner &Runner = *RunnerOwned;
     for (const tftest::Case &C : Cases) {
       ASSERT_TRUE(tftest::setInputs(Runner, C).isOk());
       Expected<std::vector<float>> Scores = Runner.evaluate<std::vector<float>>();
@@ -109,7 +124,9 @@ TEST(TfModelRunner, InPlaceFeaturesAndRawEvaluation) {
   std::vector<tftest::Case> Cases = tftest::readReference(ref("policy"));
   ASSERT_FALSE(Cases.empty());
   const tftest::Case &C = Cases[0];
-  TfModelRunner Runner(policy(), "logits");
+  auto RunnerOwned = runner(policy(), "logits");
+  ASSERT_TRUE(RunnerOwned);
+  TfModelRunner &Runner = *RunnerOwned;
   std::optional<size_t> Obs = Runner.featureIndex("observation");
   std::optional<size_t> Mask = Runner.featureIndex("action_mask");
   std::optional<size_t> Step = Runner.featureIndex("step");
@@ -130,7 +147,9 @@ TEST(TfModelRunner, InPlaceFeaturesAndRawEvaluation) {
 }
 
 TEST(TfModelRunner, WrongFeatureNameIsAClearError) {
-  TfModelRunner Runner(policy());
+  auto RunnerOwned = runner(policy());
+  ASSERT_TRUE(RunnerOwned);
+  TfModelRunner &Runner = *RunnerOwned;
   Status S = Runner.setFeature("obs", std::vector<float>(8, 0.f));
   EXPECT_EQ(S.code(), ErrorCode::InvalidArgument);
   EXPECT_NE(S.message().find("unknown feature 'obs'"), std::string::npos) << S.message();
@@ -145,7 +164,9 @@ TEST(TfModelRunner, WrongFeatureNameIsAClearError) {
 }
 
 TEST(TfModelRunner, AFeatureTheModelDoesNotHaveIsAClearError) {
-  TfModelRunner Runner(policy());
+  auto RunnerOwned = runner(policy());
+  ASSERT_TRUE(RunnerOwned);
+  TfModelRunner &Runner = *RunnerOwned;
   ASSERT_TRUE(Runner.addFeature(TensorSpec::create<float>("extra", {1})));
   Status S = Runner.evaluateRaw();
   EXPECT_EQ(S.code(), ErrorCode::InvalidArgument);
@@ -154,7 +175,9 @@ TEST(TfModelRunner, AFeatureTheModelDoesNotHaveIsAClearError) {
 }
 
 TEST(TfModelRunner, WrongShapeOrDtypeIsAClearError) {
-  TfModelRunner Runner(policy());
+  auto RunnerOwned = runner(policy());
+  ASSERT_TRUE(RunnerOwned);
+  TfModelRunner &Runner = *RunnerOwned;
   Status S = Runner.setFeature("observation", std::vector<float>(7, 0.f));
   EXPECT_EQ(S.code(), ErrorCode::TypeMismatch);
   EXPECT_NE(S.message().find("observation"), std::string::npos) << S.message();
@@ -179,17 +202,20 @@ TEST(TfModelRunner, WrongShapeOrDtypeIsAClearError) {
 }
 
 TEST(TfModelRunner, AdviceIsAnOutputChosenByName) {
-  auto Bad = TfModelRunner::create(policy(), "probabilities");
+  TfOptions BadAdvice;
+  BadAdvice.AdviceOutput = "probabilities";
+  auto Bad = TfModelRunner::create(policy(), BadAdvice);
   ASSERT_FALSE(Bad);
   EXPECT_EQ(Bad.status().code(), ErrorCode::InvalidArgument);
   EXPECT_NE(Bad.status().message().find("no output 'probabilities' (outputs: 'action', 'logits', 'value')"),
             std::string::npos)
       << Bad.status().message();
-  // The plain constructor reports the same error on every call.
-  TfModelRunner Broken(policy(), "probabilities");
-  EXPECT_EQ(Broken.evaluate<int64_t>().status().code(), ErrorCode::InvalidArgument);
 
-  TfModelRunner Runner(policy());
+  auto RunnerOwned = runner(policy());
+
+  ASSERT_TRUE(RunnerOwned);
+
+  TfModelRunner &Runner = *RunnerOwned;
   ASSERT_TRUE(Runner.setFeature("action_mask", std::vector<float>{1, 1, 1, 1}).isOk());
   ASSERT_TRUE(Runner.selectAdvice("logits").isOk());
   Expected<std::vector<float>> Logits = Runner.evaluate<std::vector<float>>();
@@ -217,25 +243,30 @@ TEST(TfModelRunner, AdviceIsAnOutputChosenByName) {
 }
 
 TEST(TfModelRunner, OutputsByNameAfterAnEvaluation) {
-  TfModelRunner Runner(policy());
-  Expected<const TensorValue *> Early = Runner.output("logits");
-  ASSERT_FALSE(Early);
-  EXPECT_NE(Early.status().message().find("no successful evaluation"), std::string::npos);
+  auto RunnerOwned = runner(policy());
+  ASSERT_TRUE(RunnerOwned);
+  TfModelRunner &Runner = *RunnerOwned;
+  EXPECT_EQ(Runner.output("logits"), nullptr); // nothing evaluated yet
   ASSERT_TRUE(Runner.setFeature("action_mask", std::vector<float>{0, 1, 0, 0}).isOk());
   Expected<int64_t> A = Runner.evaluate<int64_t>();
   ASSERT_TRUE(A && *A == 1);
-  Expected<const TensorValue *> Logits = Runner.output("logits");
-  ASSERT_TRUE(Logits);
-  EXPECT_EQ((*Logits)->spec(), TensorSpec::create<float>("logits", {1, 4}));
-  Expected<const TensorValue *> Missing = Runner.output("nope");
-  ASSERT_FALSE(Missing);
-  EXPECT_EQ(Missing.status().code(), ErrorCode::InvalidArgument);
+  const TensorValue *Logits = Runner.output("logits");
+  ASSERT_NE(Logits, nullptr);
+  EXPECT_EQ(Logits->spec(), TensorSpec::create<float>("logits", {1, 4}));
+  EXPECT_EQ(Runner.output(1), Logits);
+  const TensorValue *Action = Runner.output("action");
+  ASSERT_NE(Action, nullptr);
+  EXPECT_EQ(Action->dataAs<int64_t>()[0], 1);
+  EXPECT_EQ(Runner.output("nope"), nullptr);
+  EXPECT_EQ(Runner.output(3), nullptr);
 }
 
 TEST(TfModelRunner, CloneComputesTheSameAndIsIndependent) {
   std::vector<tftest::Case> Cases = tftest::readReference(ref("policy"));
   ASSERT_GE(Cases.size(), 2u);
-  TfModelRunner A(policy(), "logits");
+  auto AOwned = runner(policy(), "logits");
+  ASSERT_TRUE(AOwned);
+  TfModelRunner &A = *AOwned;
   auto B = A.clone();
   ASSERT_TRUE(B) << B.status().toString();
   EXPECT_EQ((*B)->adviceSpec()->name(), "logits");
@@ -249,7 +280,9 @@ TEST(TfModelRunner, CloneComputesTheSameAndIsIndependent) {
 }
 
 TEST(TfModelRunner, RepeatedEvaluationsAreDeterministic) {
-  TfModelRunner Runner(policy(), "logits");
+  auto RunnerOwned = runner(policy(), "logits");
+  ASSERT_TRUE(RunnerOwned);
+  TfModelRunner &Runner = *RunnerOwned;
   ASSERT_TRUE(Runner.setFeature("observation", std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}).isOk());
   auto First = Runner.evaluate<std::vector<float>>();
   ASSERT_TRUE(First);
@@ -259,3 +292,21 @@ TEST(TfModelRunner, RepeatedEvaluationsAreDeterministic) {
     ASSERT_EQ(*Again, *First);
   }
 }
+
+// The 0.1 forms (advice output as an argument, plain constructor) keep
+// compiling, deprecated, and behave as create() with TfOptions.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+TEST(TfModelRunner, DeprecatedFormsStillWork) {
+  auto R = TfModelRunner::create(policy(), "logits");
+  ASSERT_TRUE(R) << R.status().toString();
+  EXPECT_EQ((*R)->adviceSpec()->name(), "logits");
+  EXPECT_FALSE(TfModelRunner::create(policy(), "probabilities"));
+  // The plain constructor reports an error on every call.
+  TfModelRunner Broken(policy(), "probabilities");
+  EXPECT_EQ(Broken.evaluate<int64_t>().status().code(), ErrorCode::InvalidArgument);
+  TfModelRunner Plain(policy(), "value");
+  ASSERT_TRUE(Plain.setFeature("action_mask", std::vector<float>{1, 1, 1, 1}).isOk());
+  EXPECT_TRUE(Plain.evaluate<float>());
+}
+#pragma GCC diagnostic pop

@@ -47,11 +47,20 @@ Expected<Episode> runEpisode(ModelRunner &Pass, ModelRunner &Factor,
   return Episode{Env.trace(), R->Steps};
 }
 
+/// An agent: the model's "scores" output is the advice.
+Expected<std::unique_ptr<TfModelRunner>> agent(const TfAotModel &Model) {
+  TfOptions O;
+  O.AdviceOutput = "scores";
+  return TfModelRunner::create(Model, O);
+}
+
 } // namespace
 
 TEST(TfModelRunnerRl, DriverRunsEpisodesWithTFAOTAgents) {
-  TfModelRunner Pass(tfmodels::RlPassAgentModel(), "scores");
-  TfModelRunner Factor(tfmodels::RlFactorAgentModel(), "scores");
+  auto PassAgent = agent(tfmodels::RlPassAgentModel());
+  auto FactorAgent = agent(tfmodels::RlFactorAgentModel());
+  ASSERT_TRUE(PassAgent && FactorAgent);
+  TfModelRunner &Pass = **PassAgent, &Factor = **FactorAgent;
   size_t Decisions = 0;
   std::set<std::pair<std::string, int64_t>> Distinct;
   for (uint64_t Seed = 0; Seed < 20; ++Seed) {
@@ -90,8 +99,10 @@ TEST(TfModelRunnerRl, DriverRunsEpisodesWithTFAOTAgents) {
 // Swap the runner, keep the pass: the TF-AOT agents (compiled from the ONNX
 // agents' weights) take the same decisions as the ONNX Runtime agents.
 TEST(TfModelRunnerRl, SameDecisionsAsTheOnnxAgents) {
-  TfModelRunner TfPass(tfmodels::RlPassAgentModel(), "scores");
-  TfModelRunner TfFactor(tfmodels::RlFactorAgentModel(), "scores");
+  auto PassAgent = agent(tfmodels::RlPassAgentModel());
+  auto FactorAgent = agent(tfmodels::RlFactorAgentModel());
+  ASSERT_TRUE(PassAgent && FactorAgent);
+  TfModelRunner &TfPass = **PassAgent, &TfFactor = **FactorAgent;
   auto OnnxPass = OnnxModelRunner::create(std::string(MLBRIDGE_MODELS_DIR) + "/rl_pass_agent.onnx");
   auto OnnxFactor = OnnxModelRunner::create(std::string(MLBRIDGE_MODELS_DIR) + "/rl_factor_agent.onnx");
   ASSERT_TRUE(OnnxPass) << OnnxPass.status().toString();

@@ -48,12 +48,12 @@ std::vector<float> runAll(TfModelRunner &R, const std::vector<Input> &In,
     R.setFeature("action_mask", I.Mask);
     R.setFeature("step", I.Step);
     Expected<int64_t> A = R.evaluate<int64_t>();
-    Expected<const TensorValue *> L = R.output("logits");
+    const TensorValue *L = R.output("logits");
     if (!A || !L) {
-      Error = (!A ? A.status() : L.status()).toString();
+      Error = !A ? A.status().toString() : "no output 'logits'";
       return Out;
     }
-    const float *P = (*L)->dataAs<float>();
+    const float *P = L->dataAs<float>();
     Out.insert(Out.end(), P, P + 4);
     Out.push_back(float(*A));
   }
@@ -64,7 +64,9 @@ std::vector<float> runAll(TfModelRunner &R, const std::vector<Input> &In,
 
 TEST(TfModelRunnerThreads, OneRunnerPerThreadMatchesOneThread) {
   const std::vector<Input> In = makeInputs();
-  TfModelRunner Single(tfmodels::PolicyModel());
+  auto Created = TfModelRunner::create(tfmodels::PolicyModel());
+  ASSERT_TRUE(Created) << Created.status().toString();
+  TfModelRunner &Single = **Created;
   std::string Error;
   const std::vector<float> Want = runAll(Single, In, Error);
   ASSERT_TRUE(Error.empty()) << Error;
@@ -76,19 +78,15 @@ TEST(TfModelRunnerThreads, OneRunnerPerThreadMatchesOneThread) {
   std::atomic<int> Ready{0};
   for (int T = 0; T < kThreads; ++T)
     Threads.emplace_back([&, T] {
-      // Half the threads clone the shared runner, half construct their own
+      // Half the threads clone the shared runner, half create their own
       // concurrently: both only read the compiled model's static data.
-      std::unique_ptr<TfModelRunner> R;
-      if (T % 2) {
-        auto C = Single.clone();
-        if (!C) {
-          Errors[T] = C.status().toString();
-          return;
-        }
-        R = std::move(*C);
-      } else {
-        R = std::make_unique<TfModelRunner>(tfmodels::PolicyModel());
+      auto C = T % 2 ? Single.clone()
+                     : TfModelRunner::create(tfmodels::PolicyModel());
+      if (!C) {
+        Errors[T] = C.status().toString();
+        return;
       }
+      std::unique_ptr<TfModelRunner> R = std::move(*C);
       ++Ready;
       while (Ready.load() < kThreads)
         std::this_thread::yield(); // start together for maximal overlap
