@@ -32,19 +32,13 @@ W = np.linspace(-1.0, 1.0, MAX_N, dtype=np.float32)
 B = np.float32(0.5)
 
 
-def has_x(obs):
-    try:
-        obs["x"]
-        return True
-    except KeyError:
-        return False
-
-
 def fc(obs):
-    if has_x(obs):
-        x = np.asarray(obs["x"], dtype=np.float32).reshape(-1)
+    # Observation arrays are float32 numpy arrays shaped as their specs
+    # ("x": [n], "f": [1]).
+    if "x" in obs:
+        x = obs["x"]
         return float(np.dot(x, W[:x.size]) + B)
-    return int(float(np.asarray(obs["f"]).reshape(-1)[0]) > 0)
+    return int(obs["f"][0] > 0)
 
 
 def watch_stdin():

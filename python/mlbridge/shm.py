@@ -73,6 +73,13 @@ class _Session:
     one reply record into the reply ring.
     """
 
+    # read_exact returns the same view object for the same bytes of the
+    # ring, so decoders may keep what they derived from it (bitstream keeps
+    # the feature arrays: a request written where an earlier one was needs
+    # no new ones).
+    stable_buffers = True
+    _MAX_SLICES = 16
+
     def __init__(self, conn, capacity, spin, alive):
         self.conn = conn
         self.capacity = capacity
@@ -110,6 +117,7 @@ class _Session:
         self.read = self.next = 0
         self.pos = self.end = 0
         self.rep_head = 0
+        self.slices = {}  # (start, length) -> read-only view of the ring
         self.poll = select.poll()
         self.poll.register(self.wake_self, select.POLLIN)
         self.poll.register(conn.fileno(), select.POLLIN)
@@ -119,6 +127,10 @@ class _Session:
             if fd >= 0:
                 os.close(fd)
         self.wake_self = self.wake_peer = -1
+        # What holds views of the mapping goes first, so it can be unmapped.
+        self.slices = {}
+        if self.state is not None:
+            self.state.cache = None
         for name in ("ctl", "view"):
             v = getattr(self, name, None)
             if v is not None:
@@ -209,11 +221,12 @@ class _Session:
             if length == _WRAP and avail >= cap - off:
                 self.next = self.read + cap - off
                 continue
-            if avail > cap or length > cap - off - 8 or 8 + _pad8(length) > avail:
+            need = 8 + ((length + 7) & ~7)
+            if avail > cap or length > cap - off - 8 or need > avail:
                 raise ProtocolError("corrupt record in the request ring")
             self.pos = self.req_base + off + 8
             self.end = self.pos + length
-            self.next = self.read + 8 + _pad8(length)
+            self.next = self.read + need
             return
 
     def release(self):
@@ -256,9 +269,14 @@ class _Session:
             deadline = self.deadline
         if self.pos >= self.end and n:
             self._next_record(deadline, f"{n} bytes", 0)
-        if self.end - self.pos >= n:
-            v = self.view[self.pos:self.pos + n]
-            self.pos += n
+        pos = self.pos
+        if self.end - pos >= n:
+            v = self.slices.get((pos, n))
+            if v is None:
+                if len(self.slices) >= self._MAX_SLICES:
+                    self.slices.clear()
+                v = self.slices[(pos, n)] = self.view[pos:pos + n]
+            self.pos = pos + n
             return v
         out = bytearray(n)
         got = 0
@@ -272,7 +290,9 @@ class _Session:
             self._next_record(deadline, f"{n} bytes", got)
 
     # ---- replies ----------------------------------------------------------------------
-    def write(self, data, deadline):
+    def write(self, data, timeout):
+        """Append ``data`` as one reply record, waiting at most ``timeout``
+        seconds for room."""
         n = len(data)
         cap = self.capacity
         if n > cap - 8:
@@ -286,8 +306,11 @@ class _Session:
         # before the marker: replies reuse the same pages (flat RSS).
         empty = ctl[_REP_TAIL] == head
         skip = cap - off if off + need > cap or (empty and need <= off) else 0
-        conn_fd = self.conn.fileno()
+        deadline = None
         while not empty and head + skip + need - ctl[_REP_TAIL] > cap:  # rare
+            if deadline is None:
+                deadline = time.monotonic() + timeout
+                conn_fd = self.conn.fileno()
             if time.monotonic() > deadline:
                 raise TimeoutError("the compiler did not read its replies in time")
             for fd, _ in self.poll.poll(1):
@@ -502,7 +525,7 @@ class ShmCompilerInterface(StreamInterface):
         state = self._state
         try:
             session.release()
-            session.write(state.frame(data), time.monotonic() + self.timeout)
+            session.write(state.frame(data), self.timeout)
         except (TimeoutError, PeerClosed, OSError):
             self._drop_session()
             raise
@@ -622,7 +645,7 @@ class _ShmSource:
                         raise ProtocolError("observation without an advice spec")
                     reply = state.frame(encode(msg.advice_spec, self.policy(msg)))
                     session.release()
-                    session.write(reply, time.monotonic() + iface.timeout)
+                    session.write(reply, iface.timeout)
                     state.requests += 1
                 except (PeerClosed, TimeoutError, OSError) as e:
                     _log.debug("session ended: %s", e)

@@ -39,7 +39,7 @@ class FaultInjectingShmInterface(ShmCompilerInterface):
     def send_raw_record(self, data):
         """``data`` as the whole reply record, frame included."""
         self._session.release()
-        self._session.write(data, time.monotonic() + self.timeout)
+        self._session.write(data, self.timeout)
 
 
 def start_model_process(path, serdes, body):

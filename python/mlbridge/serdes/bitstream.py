@@ -105,9 +105,20 @@ def decode_advice(reader, spec, max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES):
 
 # ---- model side --------------------------------------------------------------------
 class _Layout:
-    """Where each feature lives in an observation payload (built per header)."""
+    """Where each feature lives in an observation payload (built per header,
+    so a new header -- also one that continues the session -- replaces it).
 
-    __slots__ = ("specs", "names", "entries", "nbytes", "strings", "bools")
+    ``views``: for readers whose buffers stay the same objects at the same
+    place (``reader.stable_buffers``: the shared-memory ring), the payload
+    view and the feature arrays already made from each such buffer, so a
+    request landing where an earlier one did reuses them instead of making
+    new ones. Only without string features (those are decoded per request).
+    """
+
+    __slots__ = ("specs", "names", "entries", "nbytes", "strings", "bools", "views")
+
+    # Buffers remembered at once; a ring's requests land in a few places.
+    MAX_VIEWS = 8
 
     def __init__(self, specs):
         self.specs = specs
@@ -115,6 +126,7 @@ class _Layout:
         self.entries = {}
         self.strings = []
         self.bools = []
+        self.views = {}  # id(buffer) -> (buffer, payload view, {name: array})
         offset = 0
         for s in specs:
             n = s.element_count
@@ -178,6 +190,19 @@ def _read_observation(reader, state, index):
     if layout is None:
         raise ProtocolError(f"observation {index} arrived before any header")
     buf = _read_record(reader, state, "observation", index, layout.nbytes)
+    if not layout.strings and getattr(reader, "stable_buffers", False):
+        seen = layout.views.get(id(buf))
+        if seen is None:  # (the entry holds the buffer: its id is not reused)
+            if len(layout.views) >= layout.MAX_VIEWS:
+                layout.views.clear()
+            seen = layout.views[id(buf)] = (buf, memoryview(buf)[:layout.nbytes].toreadonly(),
+                                            {})
+        raw = seen[1]
+        for name, offset, n in layout.bools:
+            _check_bool_bytes(buf, offset, n, f"observation {index}: bool feature {name!r}")
+        return Observation(index, state.context, layout.specs, state.advice_spec,
+                           values=seen[2], raw=raw, layout=layout.entries, buf=raw,
+                           names=layout.names)
     raw = memoryview(buf)[:layout.nbytes].toreadonly()
     values = {}
     for name, offset, n in layout.strings:

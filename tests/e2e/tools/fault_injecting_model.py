@@ -65,7 +65,7 @@ class ShmEnds:
 
     def reply(self, data):
         self.session.release()
-        self.session.write(data, time.monotonic() + FAKE_PATIENCE_S)
+        self.session.write(data, FAKE_PATIENCE_S)
 
     def reply_torn(self, data):
         pass

@@ -1,0 +1,208 @@
+"""The shared-memory model side's per-session fast path: feature arrays made
+once per place in the ring and reused while the header stays the same.
+
+The compiler is played here over a real channel (socket, memory file,
+eventfds) the way ShmChannel writes it (docs/shm.md): each request is one
+record, restarting at the ring's start once the model has read everything,
+so consecutive requests land at the same place."""
+
+import array
+import mmap
+import os
+import select
+import socket
+import struct
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from mlbridge import ProtocolError, ShmCompilerInterface, TensorSpec
+from mlbridge.serdes import bitstream as bs
+
+_CONTROL = 4096
+_REQ_HEAD, _REQ_TAIL, _REP_HEAD, _REP_TAIL = 64, 128, 192, 256
+_Q = struct.Struct("<Q")
+_WRAP = (1 << 64) - 1
+SESSION = 0x5EED
+
+
+class RingCompiler:
+    """The compiler's end of a shared-memory channel, in Python."""
+
+    def __init__(self, path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock.connect(path)
+        self.sock.settimeout(10)
+        hello, anc, _, _ = self.sock.recvmsg(24, socket.CMSG_SPACE(3 * 4))
+        fds = array.array("i")
+        fds.frombytes(anc[0][2])
+        self.memfd, self.wake_model, self.wake_self = fds
+        self.cap = struct.unpack_from("<Q", hello, 16)[0]
+        self.mm = mmap.mmap(self.memfd, _CONTROL + 2 * self.cap)
+        self.head = self.read = 0
+
+    def close(self):
+        self.mm.close()
+        for fd in (self.memfd, self.wake_model, self.wake_self):
+            os.close(fd)
+        self.sock.close()
+
+    def _word(self, at):
+        return _Q.unpack_from(self.mm, at)[0]
+
+    def send(self, data):
+        """One request record (mlbridge's placement rule)."""
+        need = 8 + ((len(data) + 7) & ~7)
+        off = self.head % self.cap
+        empty = self._word(_REQ_TAIL) == self.head
+        if off + need > self.cap or (empty and need <= off):
+            _Q.pack_into(self.mm, _CONTROL + off, _WRAP)
+            self.head += self.cap - off
+            off = 0
+        _Q.pack_into(self.mm, _CONTROL + off, len(data))
+        self.mm[_CONTROL + off + 8:_CONTROL + off + 8 + len(data)] = data
+        self.head += need
+        _Q.pack_into(self.mm, _REQ_HEAD, self.head)
+        os.eventfd_write(self.wake_model, 1)  # harmless when the model is not asleep
+
+    def reply(self, timeout=10.0):
+        """The next reply record's bytes (frame included)."""
+        end = time.monotonic() + timeout
+        while self._word(_REP_HEAD) == self.read:
+            assert time.monotonic() < end, "no reply"
+            select.select([self.wake_self], [], [], 0.01)
+        base = _CONTROL + self.cap
+        while True:
+            off = self.read % self.cap
+            n = self._word(base + off)
+            if n != _WRAP:
+                break
+            self.read += self.cap - off
+        data = bytes(self.mm[base + off + 8:base + off + 8 + n])
+        self.read += 8 + ((n + 7) & ~7)
+        _Q.pack_into(self.mm, _REP_TAIL, self.read)
+        return data
+
+
+def header(features, advice, continues=False):
+    line = bs.encode_header(features, advice, continues=continues)
+    return line[:-2] + b',"session":"%016x"}\n' % SESSION
+
+
+def observation(index, features):
+    return bs.encode_observation(index, features)
+
+
+def reply_value(data, request, dtype):
+    session, number, length = struct.unpack_from("<QQQ", data)
+    assert (session, number, length) == (SESSION, request, len(data) - 24)
+    return np.frombuffer(data, dtype, offset=24)[0]
+
+
+ADVICE = TensorSpec("y", "int64_t", [1])
+X_FLOAT = TensorSpec("x", "float", [4])
+X_INT = TensorSpec("x", "int32_t", [4])  # same name and size, other dtype
+FLAG = TensorSpec("flag", "bool", [2])
+
+
+class CompilerThread(threading.Thread):
+    """Connects, sends each request and waits for its reply (the model
+    answers in the test's thread; ``refused``: none comes for the last);
+    ``replies`` collects them."""
+
+    def __init__(self, path, requests, refused=False):
+        super().__init__(daemon=True)
+        self.path, self.requests, self.refused = path, requests, refused
+        self.replies, self.error = [], None
+        self.start()
+
+    def run(self):
+        try:
+            compiler = RingCompiler(self.path)
+            try:
+                for k, request in enumerate(self.requests):
+                    compiler.send(request)
+                    if k + 1 < len(self.requests) or not self.refused:
+                        self.replies.append(compiler.reply())
+            finally:
+                compiler.close()
+        except Exception as e:  # reported by the test
+            self.error = e
+
+    def finish(self):
+        self.join(10)
+        assert not self.is_alive() and self.error is None, self.error
+        return self.replies
+
+
+def first(k, spec):
+    return header([spec], ADVICE) if k == 0 else b""
+
+
+def test_arrays_are_reused_at_the_same_place_with_the_new_values():
+    xs = [np.arange(4, dtype=np.float32) + 10 * k for k in range(5)]
+    with ShmCompilerInterface(serdes="bitstream", timeout=10, capacity=1 << 16) as iface:
+        compiler = CompilerThread(iface.path, [first(k, X_FLOAT) + observation(k, [(X_FLOAT, x)])
+                                               for k, x in enumerate(xs)])
+        seen = []
+        for k, x in enumerate(xs):
+            obs = iface.evaluate()
+            assert obs.index == k and np.array_equal(obs["x"], x)
+            seen.append(obs["x"])
+            iface.populate_buffer(int(obs["x"].sum()))
+        replies = compiler.finish()
+    assert [reply_value(r, k, "<i8") for k, r in enumerate(replies)] == [int(x.sum()) for x in xs]
+    # Every request after the first landed where the previous one was: its
+    # array is the one already made (a view of the ring), showing the new bytes.
+    assert all(a is seen[1] for a in seen[2:])
+    assert not seen[1].flags.writeable and not seen[1].flags.owndata
+
+
+def test_a_new_header_mid_session_replaces_the_cached_arrays():
+    xf = np.array([1.5, -2, 3, 4], dtype=np.float32)
+    xi = np.array([7, -8, 9, 1 << 30], dtype=np.int32)
+    # Same feature name and byte size, so the payloads land at the same
+    # place: only the header tells the arrays apart.
+    requests = [header([X_FLOAT], ADVICE) + observation(0, [(X_FLOAT, xf)]),
+                observation(1, [(X_FLOAT, xf)]),
+                header([X_INT], ADVICE, continues=True) + observation(2, [(X_INT, xi)]),
+                observation(3, [(X_INT, xi)])]
+    with ShmCompilerInterface(serdes="bitstream", timeout=10, capacity=1 << 16) as iface:
+        compiler = CompilerThread(iface.path, requests)
+        for k, (dtype, x) in enumerate([(np.float32, xf)] * 2 + [(np.int32, xi)] * 2):
+            obs = iface.evaluate()
+            assert obs["x"].dtype == dtype and np.array_equal(obs["x"], x), k
+            iface.populate_buffer(k)
+        replies = compiler.finish()
+    assert [reply_value(r, k, "<i8") for k, r in enumerate(replies)] == [0, 1, 2, 3]
+
+
+def test_bool_bytes_are_checked_on_every_request():
+    requests = [header([FLAG], ADVICE) + observation(0, [(FLAG, [True, False])]),
+                observation(1, [(FLAG, [False, True])]),
+                b'{"observation":2}\n\x01\x02\n']  # same place, a byte that is no bool
+    with ShmCompilerInterface(serdes="bitstream", timeout=10, capacity=1 << 16) as iface:
+        compiler = CompilerThread(iface.path, requests, refused=True)
+        for expected in ([True, False], [False, True]):
+            obs = iface.evaluate()
+            assert obs["flag"].tolist() == expected
+            iface.populate_buffer(0)
+        with pytest.raises(ProtocolError, match="bool bytes must be 0 or 1"):
+            iface.evaluate()
+        compiler.finish()
+
+
+def test_several_sessions_each_get_their_own_arrays():
+    with ShmCompilerInterface(serdes="bitstream", timeout=10, capacity=1 << 16) as iface:
+        for session, spec in enumerate([X_FLOAT, X_INT, X_FLOAT]):
+            xs = [(np.arange(4) * (session + 1) + k).astype(spec.np_dtype) for k in range(3)]
+            compiler = CompilerThread(iface.path, [first(k, spec) + observation(k, [(spec, x)])
+                                                   for k, x in enumerate(xs)])
+            for k, x in enumerate(xs):
+                obs = iface.evaluate()
+                assert obs["x"].dtype == spec.np_dtype and np.array_equal(obs["x"], x)
+                iface.populate_buffer(k)
+            assert [reply_value(r, k, "<i8") for k, r in enumerate(compiler.finish())] == [0, 1, 2]
+            assert iface.evaluate(timeout=5) is None  # the hang-up ends the session
