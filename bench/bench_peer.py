@@ -38,7 +38,7 @@ def fc(obs):
     if "x" in obs:
         x = obs["x"]
         return float(np.dot(x, W[:x.size]) + B)
-    return int(obs["f"][0] > 0)
+    return int(obs["f"].item() > 0)  # (numpy scalar arithmetic costs µs)
 
 
 def watch_stdin():

@@ -87,6 +87,16 @@ class SessionState:
             return reply
         return _FRAME.pack(self.session, self.requests, len(reply)) + reply
 
+    @property
+    def frame_bytes(self):
+        """Bytes of the frame before each reply (0: the session has none)."""
+        return _FRAME.size if self.session else 0
+
+    def frame_into(self, buffer, offset, length):
+        """Write the frame of a ``length``-byte reply at ``offset`` of
+        ``buffer`` (a session with frames only)."""
+        _FRAME.pack_into(buffer, offset, self.session, self.requests, length)
+
     def reset(self):
         """Forget the specs and context (a new session begins)."""
         self.feature_specs = None

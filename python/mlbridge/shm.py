@@ -32,6 +32,7 @@ import time
 import weakref
 
 from . import serdes as _serdes
+from .serdes import bitstream as _bitstream
 from ._model_side import StreamInterface
 from ._spin import SpinBudget, full_fence
 from .errors import MessageTooLarge, MLBridgeError, PeerClosed, ProtocolError, TimeoutError
@@ -289,11 +290,34 @@ class _Session:
                 return out
             self._next_record(deadline, f"{n} bytes", got)
 
+    def observation(self, state):
+        """The next request in one step when its record is exactly one
+        bitstream observation line and payload for the current header (what
+        mlbridge's compilers write between headers); None for any other
+        record, which is then current and unread for decode_message."""
+        layout = state.cache
+        if layout is None or self.pos < self.end:
+            return None
+        self._next_record(self.deadline, "a message", 0)
+        pos = self.pos
+        end = self.end
+        mm = self.mm
+        nl = mm.find(b"\n", pos, min(end, pos + 40))  # 40 > the longest such line
+        if nl < 0 or end - nl != layout.nbytes + 2:
+            return None
+        index = _bitstream.observation_index(mm[pos:nl])
+        if index is None:
+            return None
+        self.pos = nl + 1
+        return _bitstream.read_observation(self, state, index)
+
     # ---- replies ----------------------------------------------------------------------
-    def write(self, data, timeout):
-        """Append ``data`` as one reply record, waiting at most ``timeout``
-        seconds for room."""
-        n = len(data)
+    def write(self, data, timeout, state=None):
+        """Append ``data`` as one reply record -- behind the reply frame of
+        ``state``'s session when given and the session has frames (protocol
+        §5.1) -- waiting at most ``timeout`` seconds for room."""
+        frame = 0 if state is None else state.frame_bytes
+        n = frame + len(data)
         cap = self.capacity
         if n > cap - 8:
             raise MessageTooLarge(f"reply of {n} bytes exceeds the ring capacity "
@@ -325,8 +349,11 @@ class _Session:
             _U64.pack_into(self.mm, base + off, _WRAP)
             head += skip
             off = 0
-        _U64.pack_into(self.mm, base + off, n)
-        self.mm[base + off + 8:base + off + 8 + n] = data
+        at = base + off + 8
+        _U64.pack_into(self.mm, at - 8, n)
+        if frame:
+            state.frame_into(self.mm, at, n - frame)
+        self.mm[at + frame:at + n] = data
         head += need
         self.rep_head = head
         ctl[_REP_HEAD] = head  # published after the bytes (x86-64 store order)
@@ -497,9 +524,12 @@ class ShmCompilerInterface(StreamInterface):
         session = self._session
         session.deadline = deadline
         decode = self._codec.decode_message
+        fast = self._codec is _bitstream
         try:
             while True:
-                msg = decode(session, state)
+                msg = session.observation(state) if fast else None
+                if msg is None:
+                    msg = decode(session, state)
                 if type(msg) is Observation:
                     if state.advice_spec is None:
                         raise ProtocolError("observation without an advice spec")
@@ -525,7 +555,7 @@ class ShmCompilerInterface(StreamInterface):
         state = self._state
         try:
             session.release()
-            session.write(state.frame(data), self.timeout)
+            session.write(data, self.timeout, state)
         except (TimeoutError, PeerClosed, OSError):
             self._drop_session()
             raise
@@ -627,13 +657,18 @@ class _ShmSource:
         iface = self.iface
         decode = iface._codec.decode_message
         encode = iface._codec.encode_advice
+        fast = iface._codec is _bitstream
+        timeout = iface.timeout
+        policy = self.policy
         stats = self.stats
         progress = 0
         for session in list(self.sessions):
             while session.has_request():
                 state = session.state
                 try:
-                    msg = decode(session, state)
+                    msg = session.observation(state) if fast else None
+                    if msg is None:
+                        msg = decode(session, state)
                     if type(msg) is not Observation:
                         if type(msg) is Header:
                             if not msg.continues:
@@ -643,9 +678,9 @@ class _ShmSource:
                         continue
                     if state.advice_spec is None:
                         raise ProtocolError("observation without an advice spec")
-                    reply = state.frame(encode(msg.advice_spec, self.policy(msg)))
+                    reply = encode(msg.advice_spec, policy(msg))
                     session.release()
-                    session.write(reply, iface.timeout)
+                    session.write(reply, timeout, state)
                     state.requests += 1
                 except (PeerClosed, TimeoutError, OSError) as e:
                     _log.debug("session ended: %s", e)

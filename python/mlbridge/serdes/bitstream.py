@@ -150,15 +150,13 @@ def decode_message(reader, state):
     """
     state.in_message = False
     line = reader.read_line(state.max_header_bytes)
-    # Fast path for LLVM's exact observation line.
-    if line.startswith(_OBS_PREFIX) and line.endswith(b"}"):
-        digits = line[15:-1]
-        if digits.isdigit() and (len(digits) == 1 or digits[0] != 0x30) and len(digits) < 19:
-            return _read_observation(reader, state, int(digits))
+    index = observation_index(line)
+    if index is not None:
+        return read_observation(reader, state, index)
     check_feature_count(line, state)
     obj = parse_line(line)
     if "observation" in obj:
-        return _read_observation(reader, state, check_index(obj["observation"], "observation"))
+        return read_observation(reader, state, check_index(obj["observation"], "observation"))
     if "features" in obj:
         header = parse_header(obj, state)
         state.cache = _Layout(header.feature_specs)
@@ -168,6 +166,16 @@ def decode_message(reader, state):
     if "outcome" in obj:
         return _read_outcome(reader, state, check_index(obj["outcome"], "outcome"))
     raise ProtocolError(f"unrecognized message: {snippet(line)}")
+
+
+def observation_index(line):
+    """N when ``line`` is exactly LLVM's ``{"observation":N}`` (what every
+    observation line is), read without the JSON parser; else None."""
+    if line.startswith(_OBS_PREFIX) and line.endswith(b"}"):
+        digits = line[15:-1]
+        if digits.isdigit() and (len(digits) == 1 or digits[0] != 0x30) and len(digits) < 19:
+            return int(digits)
+    return None
 
 
 def _read_record(reader, state, kind, index, nbytes):
@@ -185,7 +193,9 @@ def _read_record(reader, state, kind, index, nbytes):
     return buf
 
 
-def _read_observation(reader, state, index):
+def read_observation(reader, state, index):
+    """The observation whose line (index ``index``) was just read: its
+    payload and newline, decoded with the current header's layout."""
     layout = state.cache
     if layout is None:
         raise ProtocolError(f"observation {index} arrived before any header")
