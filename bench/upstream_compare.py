@@ -231,9 +231,34 @@ def report(transport, sizes, r):
           + (f"; not faster at n = {', '.join(map(str, slower))}" if slower else ""), flush=True)
 
 
+def markdown(result):
+    """docs/upstream-comparison.md's table: n = 500 and every 10th size."""
+    sizes = result["sizes"]
+    rows = [i for i, n in enumerate(sizes) if i == 0 or (i + 1) % 10 == 0]
+    ts = list(result["transports"])
+    out = ["| n | " + " | ".join(f"{t} ours µs | theirs µs | ÷" for t in ts) + " |",
+           "|---:|" + "---:|---:|---:|" * len(ts)]
+    for i in rows:
+        cells = []
+        for t in ts:
+            r = result["transports"][t]
+            cells += [f"{r['ours_median_us'][i]:,.1f}", f"{r['theirs_median_us'][i]:,.1f}",
+                      f"{r['ratio_theirs_over_ours'][i]:.2f}"]
+        out.append(f"| {sizes[i]:,} | " + " | ".join(cells) + " |")
+    cells = []
+    for t in ts:
+        r = result["transports"][t]
+        cells += [f"{r['ours_total_ms']:,.1f} ms", f"{r['theirs_total_ms']:,.1f} ms",
+                  f"{r['theirs_total_ms'] / r['ours_total_ms']:.2f}"]
+    out.append("| **total** | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def machine(args):
     import grpc
+    from google import protobuf
     return {"python": sys.version.split()[0], "grpcio": grpc.__version__,
+            "protobuf": protobuf.__version__,
             "numpy": np.__version__, "cpus": os.cpu_count(), "host": platform.node(),
             "loadavg": list(os.getloadavg())}
 
@@ -276,7 +301,12 @@ def main(argv=None):
     ap.add_argument("--warm-up", type=int, default=200,
                     help="untimed calls per side before the sweep (default 200)")
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--markdown", metavar="JSON",
+                    help="print the documentation's table of an earlier --json run, and exit")
     args = ap.parse_args(argv)
+    if args.markdown:
+        print(markdown(json.loads(Path(args.markdown).read_text())))
+        return 0
     try:
         args.transports = [t for t in args.transports.split(",") if t]
         bad = [t for t in args.transports if t not in TRANSPORTS]
