@@ -5,7 +5,10 @@
   ``GrpcModelRunner``) connect concurrently. Their requests are queued and
   handed out one at a time by :meth:`evaluate`; :meth:`populate_buffer`
   answers exactly the request :meth:`evaluate` returned, so replies never
-  cross between compilers.
+  cross between compilers. The server is the C++ server core
+  (``mlbridge_grpc_native``, built with the library) when it can be
+  imported, else grpcio's; :attr:`GrpcCompilerInterface.server_kind` says
+  which.
 * ``mode="training"``: each compiler hosts ``mlbridge.v1.CompilerService``
   (C++ ``GrpcModelRunner`` in ``GrpcMode::Training``); this trainer drives a
   list of them concurrently (``compilers=[...]``), with the same loop.
@@ -17,6 +20,7 @@ servers listen on loopback unless ``allow_remote=True``; TLS is optional
 """
 
 import logging
+import os
 import queue
 import socket
 import threading
@@ -27,7 +31,10 @@ from typing import Optional
 
 import grpc
 
-from ..errors import MLBridgeError, PeerClosed, ProtocolError, TimeoutError
+from google.protobuf.message import DecodeError
+
+from ..errors import MessageTooLarge, MLBridgeError, PeerClosed, ProtocolError, TimeoutError
+from . import _native
 from ._proto import pb2, pb2_grpc
 from .tensors import encode_advice, observation_from_pb
 
@@ -40,6 +47,13 @@ _log = logging.getLogger("mlbridge.grpc")
 DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
 # Training mode: one GetObservation long-poll lasts at most this long.
 _POLL_SLICE = 5.0
+#: Environment variable naming the default inference server ("native" or
+#: "grpcio") when the constructor's ``server`` is None.
+SERVER_ENV = "MLBRIDGE_GRPC_SERVER"
+_SERVER_KINDS = ("native", "grpcio")
+# The native server's answers and method kinds (src/python_ext).
+_SENT, _GONE, _TOO_LARGE = 0, 1, 2
+_REQUEST, _SESSION_END = 0, 1
 
 
 @dataclass(frozen=True)
@@ -203,7 +217,11 @@ class GrpcCompilerInterface:
     ``allow_remote``: listen on a non-loopback address. ``max_workers``:
     inference requests served concurrently (one per connected compiler).
     ``user_service``: serve a user-defined method instead
-    (:class:`mlbridge.grpc.UserService`).
+    (:class:`mlbridge.grpc.UserService`). ``server`` (inference mode):
+    ``"native"`` (the C++ server core; an error when it is not built),
+    ``"grpcio"`` (grpcio's server), or None: ``$MLBRIDGE_GRPC_SERVER`` if
+    set, else native when available. :attr:`server_kind` tells which
+    serves (None in training mode).
 
     Use as a context manager (or call :meth:`close`): the server stops and
     channels close without waiting on anything unbounded.
@@ -211,7 +229,7 @@ class GrpcCompilerInterface:
 
     def __init__(self, address="127.0.0.1:0", *, mode="inference", compilers=(),
                  timeout=60.0, max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES, tls=None,
-                 allow_remote=False, max_workers=64, user_service=None):
+                 allow_remote=False, max_workers=64, user_service=None, server=None):
         if mode not in ("inference", "training"):
             raise ValueError(f"mode must be 'inference' or 'training', got {mode!r}")
         if timeout is None or not timeout > 0:
@@ -237,23 +255,86 @@ class GrpcCompilerInterface:
         self._slots_lock = threading.Lock()
         self._user = user_service
         self._direct = None
+        self._core = None      # inference: the native server
+        self.server_kind = None
         self.port = 0
         self.address = None
         if mode == "inference":
             if compilers:
                 raise ValueError("compilers= is for training mode")
-            self._start_server(address, allow_remote, max_workers)
+            self._start_server(address, allow_remote, max_workers, server)
         else:
             if user_service is not None:
                 raise ValueError("user_service is for inference mode")
+            if server is not None:
+                raise ValueError("server= is for inference mode")
             for c in compilers:
                 self.add_compiler(c)
 
     # ---- lifecycle ----------------------------------------------------------------
-    def _start_server(self, address, allow_remote, max_workers):
+    def _start_server(self, address, allow_remote, max_workers, kind):
         if not allow_remote and not is_loopback_address(address):
             raise MLBridgeError(f"refusing to listen on {address!r}: not a loopback address "
                                 f"(pass allow_remote=True, preferably with TLS)")
+        native = self._native_module(kind)
+        if native is not None:
+            self._start_native(native, address, max_workers)
+        else:
+            self._start_grpcio(address, max_workers)
+        if address.startswith("unix"):
+            self.address = address
+        else:
+            self.address = address.rsplit(":", 1)[0] + f":{self.port}"
+        _log.debug("serving %s on %s with the %s server",
+                   "user service" if self._user else "ModelService", self.address,
+                   self.server_kind)
+
+    @staticmethod
+    def _native_module(kind):
+        """The native server's module, or None for grpcio's server."""
+        explicit = kind is not None
+        if kind is None:
+            kind = os.environ.get(SERVER_ENV) or "native"
+        if kind not in _SERVER_KINDS:
+            source = "server" if explicit else f"${SERVER_ENV}"
+            raise ValueError(f"{source} must be one of {', '.join(_SERVER_KINDS)}, "
+                             f"got {kind!r}")
+        if kind == "grpcio":
+            return None
+        module, why = _native.load()
+        if module is None:
+            if explicit or os.environ.get(SERVER_ENV):
+                raise MLBridgeError(f"the native gRPC server is not available: {why}")
+            _log.debug("serving with grpcio's server: %s", why)
+        return module
+
+    def _start_native(self, native, address, max_workers):
+        if self._user is not None:
+            methods = {self._user.method: _REQUEST}
+        else:
+            service = "/" + pb2.DESCRIPTOR.services_by_name["ModelService"].full_name
+            methods = {service + "/Evaluate": _REQUEST, service + "/EndSession": _SESSION_END}
+        tls = None
+        if self.tls is not None:
+            t = self.tls
+            tls = (_read(t.key_file, "private key"), _read(t.cert_file, "certificate"),
+                   _read(t.root_cert_file, "root certificate") if t.require_client_cert
+                   else b"", t.require_client_cert)
+        try:
+            core = native.Server(address, min(self.max_message_bytes, 2**31 - 1),
+                                 self.timeout, max_workers, methods, tls)
+        except OSError as e:
+            raise MLBridgeError(str(e)) from None
+        try:
+            self._sibling = _claim_loopback_sibling(address, core.port)
+        except MLBridgeError:
+            core.close()
+            raise
+        self._core = core
+        self.port = core.port
+        self.server_kind = "native"
+
+    def _start_grpcio(self, address, max_workers):
         self._executor = futures.ThreadPoolExecutor(max_workers=max_workers,
                                                     thread_name_prefix="mlbridge-grpc")
         server = grpc.server(self._executor,
@@ -298,12 +379,7 @@ class GrpcCompilerInterface:
         server.start()
         self._server = server
         self.port = port
-        if address.startswith("unix"):
-            self.address = address
-        else:
-            self.address = address.rsplit(":", 1)[0] + f":{port}"
-        _log.debug("serving %s on %s", "user service" if self._user else "ModelService",
-                   self.address)
+        self.server_kind = "grpcio"
 
     def close(self):
         """Stop serving / driving. Requests still waiting are cancelled."""
@@ -317,6 +393,8 @@ class GrpcCompilerInterface:
         if self._server is not None:
             self._server.stop(grace=None).wait(5.0)
             self._executor.shutdown(wait=False)
+        if self._core is not None:
+            self._core.close()
         if self._sibling is not None:
             self._sibling.close()
             self._sibling = None
@@ -409,6 +487,8 @@ class GrpcCompilerInterface:
                                 f"call populate_buffer() first")
         seconds = self.timeout if timeout is None else float(timeout)
         deadline = time.monotonic() + seconds
+        if self._core is not None:
+            return self._next_native(deadline, seconds)
         if self.mode == "inference":
             return self._next_request(deadline, seconds)
         return self._next_observation(deadline, seconds)
@@ -445,7 +525,11 @@ class GrpcCompilerInterface:
         if self.mode == "inference":
             if self._user is not None:
                 self._pending = None
-                obs._slot.deliver(_UserError(message))
+                if self._core is not None:
+                    self._core.fail(obs._slot, grpc.StatusCode.UNKNOWN.value[0],
+                                    f"the model reported an error: {message}")
+                else:
+                    obs._slot.deliver(_UserError(message))
                 return
             self._answer(obs, pb2.Advice(error=message))
         else:
@@ -461,11 +545,13 @@ class GrpcCompilerInterface:
         that compiler as an error and re-raised. Returns the number of
         requests answered.
 
-        Inference mode calls ``policy`` on the gRPC thread that received
-        the request (one call at a time, never concurrently), which saves
-        two thread switches per request over evaluate()/populate_buffer().
+        With grpcio's server, inference mode calls ``policy`` on the gRPC
+        thread that received the request (one call at a time, never
+        concurrently), which saves two thread switches per request over
+        evaluate()/populate_buffer(); the native server hands requests to
+        this thread directly.
         """
-        if self.mode == "inference" and self._pending is None:
+        if self.mode == "inference" and self._pending is None and self._core is None:
             return self._serve_direct(policy, sessions, timeout)
         answered = 0
         ended = 0
@@ -488,8 +574,13 @@ class GrpcCompilerInterface:
             except PeerClosed as e:
                 _log.debug("request %d of %s not answered: %s", obs.index, obs.session, e)
                 continue
-            except BaseException:
-                if self._pending is obs:
+            except BaseException as e:
+                if self._pending is obs and self._core is not None:
+                    self._pending = None
+                    self._core.fail(obs._slot, grpc.StatusCode.UNKNOWN.value[0],
+                                    f"the model failed on this request: "
+                                    f"{type(e).__name__}: {e}")
+                elif self._pending is obs:
                     try:
                         self.send_error("the model failed on this request")
                     except MLBridgeError:
@@ -623,9 +714,57 @@ class GrpcCompilerInterface:
             self._pending = item
             return item
 
+    def _next_native(self, deadline, seconds):
+        while True:
+            try:
+                item = self._core.next(max(0.0, deadline - time.monotonic()))
+            except EOFError:
+                raise MLBridgeError("the interface is closed") from None
+            if item is None:
+                raise TimeoutError(f"no request from a compiler on {self.address} within "
+                                   f"{seconds:g} s")
+            kind, call, _method, payload = item
+            if kind == _SESSION_END:
+                self.ended_sessions += 1
+                try:
+                    self.last_ended_session = pb2.SessionEnd.FromString(payload).session
+                except DecodeError:
+                    self.last_ended_session = ""
+                return None
+            try:
+                obs = self._decode(payload)
+            except ProtocolError as e:
+                self._core.fail(call, grpc.StatusCode.INVALID_ARGUMENT.value[0], str(e))
+                continue
+            obs._slot = call
+            self._pending = obs
+            return obs
+
+    def _decode(self, payload):
+        """The observation of a native server's request."""
+        user = self._user
+        cls = pb2.Observation if user is None else user.request_class
+        try:
+            request = cls.FromString(payload)
+        except DecodeError:
+            raise ProtocolError(f"the request is not a valid {cls.DESCRIPTOR.full_name}") \
+                from None
+        if user is not None:
+            return user._convert(request)
+        return observation_from_pb(request, self.max_message_bytes, self._cache)
+
     def _answer(self, obs, reply):
         self._pending = None
-        if not obs._slot.deliver(reply):
+        if self._core is not None:
+            sent = self._core.answer(obs._slot, reply.SerializeToString())
+            if sent == _TOO_LARGE:
+                raise MessageTooLarge(f"the reply to observation {obs.index} exceeds the "
+                                      f"{self.max_message_bytes}-byte limit; the compiler "
+                                      f"gets an error")
+            delivered = sent == _SENT
+        else:
+            delivered = obs._slot.deliver(reply)
+        if not delivered:
             raise PeerClosed(f"compiler session {obs.session!r} no longer waits for "
                              f"observation {obs.index} (deadline passed or disconnected)")
 
