@@ -4,9 +4,11 @@ payload C++ <-> C++ (a C++ ModelService: the floor), on loopback.
 
 The compiler sends a float vector of --size elements and gets one float
 back; both models compute the dot product with a fixed weight vector.
-Prints the median and p90 per size, and the ratio Python / C++.
+Prints the median and p90 per size and Python server (the C++ server core
+``native`` and grpcio's), and the ratio Python / C++.
 
     .venv/bin/python bench/grpc_rtt.py [--build build] [--sizes 1,50000] [--count 2000]
+                                       [--servers native,grpcio]
 """
 import argparse
 import json
@@ -29,9 +31,9 @@ def rtt_line(out):
     raise SystemExit(f"rtt run failed:\n{out}")
 
 
-def python_model(compiler, size, count):
+def python_model(compiler, size, count, server):
     weights = np.linspace(-1.0, 1.0, size, dtype=np.float32)
-    with GrpcCompilerInterface(timeout=60) as iface:
+    with GrpcCompilerInterface(timeout=60, server=server) as iface:
         proc = subprocess.Popen([compiler, "--address", iface.address, "--scenario", "rtt",
                                  "--size", str(size), "--count", str(count)],
                                 stdout=subprocess.PIPE, text=True)
@@ -59,17 +61,20 @@ def main():
     ap.add_argument("--build", default=str(ROOT / "build"))
     ap.add_argument("--sizes", default="1,50000")
     ap.add_argument("--count", type=int, default=2000)
+    ap.add_argument("--servers", default="native,grpcio",
+                    help="Python servers to measure (native: the C++ server core)")
     args = ap.parse_args()
     compiler = str(Path(args.build) / "tests" / "mlbridge-grpc-e2e-compiler")
-    print(f"{'floats':>7} {'py median us':>13} {'py p90 us':>10} {'c++ median us':>14} "
-          f"{'c++ p90 us':>11} {'ratio':>6}")
+    print(f"{'floats':>7} {'server':>7} {'py median us':>13} {'py p90 us':>10} "
+          f"{'c++ median us':>14} {'c++ p90 us':>11} {'ratio':>6}")
     for size in map(int, args.sizes.split(",")):
         count = args.count if size < 10000 else max(200, args.count // 4)
-        py = python_model(compiler, size, count)
         cc = cpp_model(compiler, size, count)
-        print(f"{size:>7} {py['median_us']:>13.1f} {py['p90_us']:>10.1f} "
-              f"{cc['median_us']:>14.1f} {cc['p90_us']:>11.1f} "
-              f"{py['median_us'] / cc['median_us']:>6.2f}")
+        for server in args.servers.split(","):
+            py = python_model(compiler, size, count, server)
+            print(f"{size:>7} {server:>7} {py['median_us']:>13.1f} {py['p90_us']:>10.1f} "
+                  f"{cc['median_us']:>14.1f} {cc['p90_us']:>11.1f} "
+                  f"{py['median_us'] / cc['median_us']:>6.2f}")
 
 
 if __name__ == "__main__":
