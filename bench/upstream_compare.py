@@ -13,7 +13,7 @@ checked. Prints per-size medians, theirs / ours, and the paper-style total
 
     upstream_compare.py --upstream-src DIR --upstream-client EXE
                         [--ours-client EXE] [--quick | --sizes N,N,...] [--cells C] [--calls K]
-                        [--transports pipe-bitstream,pipe-json,grpc] [--json OUT]
+                        [--transports pipe-bitstream,pipe-json,grpc[,grpc-grpcio]] [--json OUT]
 
 --upstream-src: a work tree of the published project (its Python package
 CompilerInterface/compilerinterface is used from there as is).
@@ -42,12 +42,16 @@ ROOT = HERE.parent
 UPSTREAM_URL = "https://github.com/IITH-Compilers/ML-Compiler-Bridge"
 MAX_N = 50000
 W64 = np.linspace(-1.0, 1.0, MAX_N, dtype=np.float32).astype(np.float64)
-# transport -> (our bench_peer serdes, their Python serdes, client serdes)
+# transport -> (mode, our SerDes, their Python package's format name,
+# environment of our model side). grpc-grpcio: our Python model side on
+# grpcio's server instead of the default one (docs/grpc.md).
 TRANSPORTS = {
-    "pipe-bitstream": ("pipe", "bitstream", "bytes"),
-    "pipe-json": ("pipe", "json", "json"),
-    "grpc": ("grpc", None, None),
+    "pipe-bitstream": ("pipe", "bitstream", "bytes", {}),
+    "pipe-json": ("pipe", "json", "json", {}),
+    "grpc": ("grpc", None, None, {}),
+    "grpc-grpcio": ("grpc", None, None, {"MLBRIDGE_GRPC_SERVER": "grpcio"}),
 }
+DEFAULT_TRANSPORTS = "pipe-bitstream,pipe-json,grpc"
 
 
 class HarnessError(Exception):
@@ -87,9 +91,9 @@ class Children:
         self.procs = []
         self.log = log
 
-    def start(self, argv, what):
+    def start(self, argv, what, env=None):
         p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=self.log)
+                             stderr=self.log, env=dict(os.environ, **(env or {})))
         p.what = what
         self.procs.append(p)
         return p
@@ -134,13 +138,13 @@ class Side:
 
 
 def start_sides(kids, args, transport, tmp):
-    mode, ours_serdes, their_serdes = TRANSPORTS[transport]
+    mode, ours_serdes, their_serdes, our_env = TRANSPORTS[transport]
     py = args.python
     client_serdes = ["--serdes", ours_serdes] if ours_serdes else []
 
     our_peer = kids.start([py, str(HERE / "bench_peer.py"), "--mode", mode, "--dir",
                            str(tmp / "ours")] + (["--serdes", ours_serdes] if ours_serdes else []),
-                          "our model side")
+                          "our model side", our_env)
     ready = json.loads(read_line(our_peer, 60, "our model side"))
     target = ready["bases"][0] if mode == "pipe" else ready["address"]
     ours = Side("ours", our_peer,
@@ -180,7 +184,7 @@ def run(args):
         tmp = Path(t)
         for d in ("ours", "theirs"):
             (tmp / d).mkdir()
-        if "grpc" in args.transports:
+        if any(TRANSPORTS[t][0] == "grpc" for t in args.transports):
             make_stubs(args, tmp)
         log_path = tmp / "children.log"
         for transport in args.transports:
@@ -293,7 +297,8 @@ def main(argv=None):
     ap.add_argument("--ours-client", default=str(ROOT / "build" / "bench" / "mlbridge-compare-client"))
     ap.add_argument("--python", default=sys.executable,
                     help="the interpreter of both model sides (default: this one)")
-    ap.add_argument("--transports", default=",".join(TRANSPORTS))
+    ap.add_argument("--transports", default=DEFAULT_TRANSPORTS,
+                    help=f"comma-separated, from {', '.join(TRANSPORTS)} (default {DEFAULT_TRANSPORTS})")
     ap.add_argument("--quick", action="store_true", help="n = 500, 5000, 50000; 2 cells")
     ap.add_argument("--sizes", help="comma-separated vector sizes (default: 500, 1000, ..., 50000)")
     ap.add_argument("--cells", type=int, default=7, help="alternating cells per size and side")
