@@ -1258,10 +1258,14 @@ int main(int Argc, char **Argv) {
   if (Cfg.Scaling) {
     say("\nScaling: K compiler processes x 1000-float requests against one "
         "Python model\n");
-    scaling("pipe", "bitstream");
-    scaling("shm", "bitstream");
+    // --only applies here too (by "kind+serdes").
+    if (selected("pipe+bitstream"))
+      scaling("pipe", "bitstream");
+    if (selected("shm+bitstream"))
+      scaling("shm", "bitstream");
 #ifdef MLBRIDGE_BENCH_GRPC
-    scaling("grpc", "protobuf");
+    if (selected("grpc+protobuf"))
+      scaling("grpc", "protobuf");
 #endif
   }
 

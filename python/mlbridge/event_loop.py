@@ -7,6 +7,7 @@ compiler or eight are connected. Pipe and shared-memory interfaces mix
 freely; see docs/event-loop.md.
 """
 
+import os
 import select
 import time
 
@@ -18,6 +19,9 @@ __all__ = ["EventLoop", "ChannelStats"]
 # While busy, the loop still polls every descriptor at least this often, so
 # a compiler whose requests keep coming cannot starve the others.
 _POLL_EVERY = 0.001
+# A spin gives the CPU away between looks after this long: the compilers
+# may need it to produce the requests it waits for.
+_SPIN_BEFORE_YIELD = 3e-6
 
 
 class ChannelStats:
@@ -254,7 +258,9 @@ class EventLoop:
         descriptor is ready, True when a ring is, () if nothing came."""
         if not budget:
             return ()
-        end = time.monotonic() + budget
+        now = time.monotonic()
+        end = now + budget
+        yield_from = now + _SPIN_BEFORE_YIELD
         while True:
             for s in in_memory:
                 if s.ready():
@@ -263,5 +269,8 @@ class EventLoop:
                 events = self._select(0)
                 if events:
                     return events
-            if time.monotonic() >= end:
+            now = time.monotonic()
+            if now >= end:
                 return ()
+            if now >= yield_from:
+                os.sched_yield()

@@ -60,6 +60,9 @@ _MIN_CAPACITY = 4096
 _DEFAULT = object()
 # With a compiler process to watch, sleeps are cut into slices this long.
 _ALIVE_SLICE_MS = 20
+# Rounds of one request per compiler that an event loop's serve_ready() makes
+# before returning to the loop.
+_MAX_PASSES = 16
 
 
 def _pad8(n):
@@ -653,50 +656,60 @@ class _ShmSource:
         return False
 
     def serve_ready(self):
-        """Answer every request already in a ring."""
-        iface = self.iface
-        decode = iface._codec.decode_message
-        encode = iface._codec.encode_advice
-        fast = iface._codec is _bitstream
-        timeout = iface.timeout
-        policy = self.policy
-        stats = self.stats
+        """Answer the requests in the rings: one per compiler in turn (so
+        none waits behind another's stream of requests), for as long as
+        they keep coming, up to _MAX_PASSES rounds (then the loop looks
+        at its descriptors and timers)."""
         progress = 0
-        for session in list(self.sessions):
-            while session.has_request():
-                state = session.state
-                try:
-                    msg = session.observation(state) if fast else None
-                    if msg is None:
-                        msg = decode(session, state)
-                    if type(msg) is not Observation:
-                        if type(msg) is Header:
-                            if not msg.continues:
-                                state.context = None
-                            if self.on_header is not None:
-                                self.on_header(msg.feature_specs, msg.advice_spec)
-                        continue
-                    if state.advice_spec is None:
-                        raise ProtocolError("observation without an advice spec")
-                    reply = encode(msg.advice_spec, policy(msg))
-                    session.release()
-                    session.write(reply, timeout, state)
-                    state.requests += 1
-                except (PeerClosed, TimeoutError, OSError) as e:
-                    _log.debug("session ended: %s", e)
-                    self.drop(session)
-                    stats.ended += 1
-                    self.loop.ended += 1
-                    progress += 1
-                    break
-                except BaseException:
-                    self.drop(session)
-                    raise
-                stats.answered += 1
-                progress += 1
-            else:
-                session.release()  # all read: a waiting writer may go on
+        for _ in range(_MAX_PASSES):
+            answered = 0
+            for session in list(self.sessions):
+                if session.has_request():
+                    answered += self._serve_one(session)
+                else:
+                    session.release()  # all read: a waiting writer may go on
+            if not answered:
+                break
+            progress += answered
         return progress
+
+    def _serve_one(self, session):
+        """Read the session's messages up to its next observation and answer
+        it; 1 if answered or the session ended, else 0."""
+        iface = self.iface
+        codec = iface._codec
+        state = session.state
+        try:
+            while session.has_request():
+                msg = session.observation(state) if codec is _bitstream else None
+                if msg is None:
+                    msg = codec.decode_message(session, state)
+                if type(msg) is not Observation:
+                    if type(msg) is Header:
+                        if not msg.continues:
+                            state.context = None
+                        if self.on_header is not None:
+                            self.on_header(msg.feature_specs, msg.advice_spec)
+                    continue
+                if state.advice_spec is None:
+                    raise ProtocolError("observation without an advice spec")
+                reply = codec.encode_advice(msg.advice_spec, self.policy(msg))
+                session.release()
+                session.write(reply, iface.timeout, state)
+                state.requests += 1
+                self.stats.answered += 1
+                return 1
+        except (PeerClosed, TimeoutError, OSError) as e:
+            _log.debug("session ended: %s", e)
+            self.drop(session)
+            self.stats.ended += 1
+            self.loop.ended += 1
+            return 1
+        except BaseException:
+            self.drop(session)
+            raise
+        session.release()
+        return 0
 
     def on_event(self, fd):
         if fd == self.iface._listener.fileno():
