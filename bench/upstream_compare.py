@@ -262,9 +262,9 @@ def machine(args):
 
 
 def check_inputs(args):
-    how = (f"Get the published source from {UPSTREAM_URL} (docs/upstream-comparison.md "
-           f"names the commit used) and build the comparison client against it as that "
-           f"page describes; neither is part of this repository.")
+    how = (f"Get the published source from {UPSTREAM_URL} and build a comparison client "
+           f"against it (docs/upstream-comparison.md names the commit used and what the "
+           f"client must do); neither is part of this repository.")
     if not args.upstream_src:
         raise UsageError(f"--upstream-src DIR is required: a work tree of the published "
                            f"ML-Compiler-Bridge. {how}")
