@@ -13,14 +13,19 @@ request arrive within the budget. A peer that thinks longer than the budget
 between requests (a stock LLVM computing its next features) makes every
 spin a pure loss, and one the wait averages do not show: the CPU the spin
 burns is taken from that peer on a busy machine (an 11,243-request llc-19
-compilation took 1.7 s served with spinning against 1.0 s without).
+compilation took 1.7 s served with spinning against 1.0 s without). After
+its first few µs (``PAUSE_ONLY``) a spin yields the CPU between looks.
 """
 
 import _thread
 
-__all__ = ["SpinBudget", "full_fence"]
+__all__ = ["SpinBudget", "full_fence", "PAUSE_ONLY"]
 
 _TRY_OTHER_EVERY = 16
+# A spin looks without pause for this long, then gives the CPU away between
+# looks (os.sched_yield): the peer it waits for may need that CPU (several
+# compilers and one model on as many CPUs).
+PAUSE_ONLY = 3e-6
 _fence_lock = _thread.allocate_lock()
 
 

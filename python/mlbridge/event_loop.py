@@ -11,7 +11,7 @@ import os
 import select
 import time
 
-from ._spin import SpinBudget, full_fence
+from ._spin import PAUSE_ONLY, SpinBudget, full_fence
 from .errors import TimeoutError
 
 __all__ = ["EventLoop", "ChannelStats"]
@@ -19,9 +19,6 @@ __all__ = ["EventLoop", "ChannelStats"]
 # While busy, the loop still polls every descriptor at least this often, so
 # a compiler whose requests keep coming cannot starve the others.
 _POLL_EVERY = 0.001
-# A spin gives the CPU away between looks after this long: the compilers
-# may need it to produce the requests it waits for.
-_SPIN_BEFORE_YIELD = 3e-6
 
 
 class ChannelStats:
@@ -260,7 +257,7 @@ class EventLoop:
             return ()
         now = time.monotonic()
         end = now + budget
-        yield_from = now + _SPIN_BEFORE_YIELD
+        yield_from = now + PAUSE_ONLY
         while True:
             for s in in_memory:
                 if s.ready():

@@ -15,6 +15,7 @@ import time
 
 import numpy as _np
 
+from ._spin import PAUSE_ONLY
 from .errors import MessageTooLarge, PeerClosed, TimeoutError
 
 __all__ = ["FdReader", "BufferReader"]
@@ -233,6 +234,8 @@ class FdReader:
                         if deadline is not None:
                             spin_end = min(spin_end, deadline)
                     if now < spin_end:
+                        if now - waiting_since >= PAUSE_ONLY:
+                            os.sched_yield()
                         continue  # spinning: read again
                 if not self._wait(deadline, what):
                     raise PeerClosed("peer process exited" if partial == 0 else

@@ -34,7 +34,7 @@ import weakref
 from . import serdes as _serdes
 from .serdes import bitstream as _bitstream
 from ._model_side import StreamInterface
-from ._spin import SpinBudget, full_fence
+from ._spin import PAUSE_ONLY, SpinBudget, full_fence
 from .errors import MessageTooLarge, MLBridgeError, PeerClosed, ProtocolError, TimeoutError
 from .event_loop import ChannelStats
 from .messages import (DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_MESSAGE_BYTES, Header,
@@ -165,12 +165,17 @@ class _Session:
         spin = self.spinner.next()
         if spin:
             spin_end = start + spin
+            if deadline is not None:
+                spin_end = min(spin_end, deadline)
             while True:
                 if ctl[_REQ_HEAD] != target:
                     self.spinner.update(time.monotonic() - start)
                     return
-                if time.monotonic() >= spin_end:
+                now = time.monotonic()
+                if now >= spin_end:
                     break
+                if now - start >= PAUSE_ONLY:
+                    os.sched_yield()
         # About to sleep: whatever was read is free for the compiler again.
         self.release()
         # Announce the sleep, then look once more: the compiler checks the

@@ -294,7 +294,8 @@ Status FifoChannel::fill() {
     Begin = 0;
   }
   bool Waiting = false; // the pipe was empty: time the wait for Spinner
-  Clock::time_point WaitStart, SpinEnd;
+  Clock::time_point WaitStart;
+  SpinPacer Pacer(WaitStart, WaitStart);
   for (;;) {
     ssize_t N = ::read(InFd, Buffer.data() + End, Buffer.size() - End);
     if (N > 0) {
@@ -316,12 +317,11 @@ Status FifoChannel::fill() {
     if (!Waiting) {
       Waiting = true;
       WaitStart = Clock::now();
-      SpinEnd = std::min(WaitStart + Spinner.next(), ReadDeadline);
+      Pacer = SpinPacer(WaitStart,
+                        std::min(WaitStart + Spinner.next(), ReadDeadline));
     }
-    if (Clock::now() < SpinEnd) { // spinning: read again
-      cpuRelax();
+    if (Pacer.pause()) // spinning: read again
       continue;
-    }
     struct pollfd P = {InFd, POLLIN, 0};
     int Ms = millisUntil(ReadDeadline);
     if (Ms == 0)

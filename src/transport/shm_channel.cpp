@@ -7,7 +7,6 @@
 #include <thread>
 
 #include <poll.h>
-#include <sched.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -31,11 +30,6 @@ constexpr size_t kModelSleeping = 320, kCompilerSleeping = 384;
 // A sleeping wait rechecks the ring this often even without a wake-up: a
 // safety net should a wake-up ever be lost (it costs no measurable CPU).
 constexpr int kSleepSliceMs = 50;
-// A reply wait polls with pause instructions this long, then gives the CPU
-// away between looks (sched_yield) for the rest of its spin: on a machine
-// with as many busy processes as CPUs (several compilers, one model) a
-// spinner must not keep the model from running.
-constexpr auto kSpinBeforeYield = std::chrono::microseconds(3);
 constexpr uint64_t kWrapMarker = UINT64_MAX;
 constexpr uint64_t kMinCapacity = 4096;
 constexpr uint64_t kMaxCapacity = uint64_t(1) << 40;
@@ -316,30 +310,14 @@ Status ShmChannel::awaitReply() {
   if (loadAcquire(Region, kReplyHead) != Read)
     return Status::ok();
   const auto Start = Clock::now();
-  const auto SpinEnd = std::min(Start + Spinner.next(), ReadDeadline);
-  const auto YieldFrom = Start + kSpinBeforeYield;
-  bool Yielding = false;
-  for (unsigned I = 1;; ++I) {
+  SpinPacer Pacer(Start, std::min(Start + Spinner.next(), ReadDeadline));
+  do {
     if (loadAcquire(Region, kReplyHead) != Read) {
       Spinner.update(std::chrono::duration_cast<SpinBudget::Micros>(
           Clock::now() - Start));
       return Status::ok();
     }
-    if (Yielding) {
-      // The model (or another compiler) may be waiting for this CPU.
-      sched_yield();
-      if (Clock::now() >= SpinEnd)
-        break;
-      continue;
-    }
-    cpuRelax();
-    if (I % 64 == 0) {
-      const auto Now = Clock::now();
-      if (Now >= SpinEnd)
-        break;
-      Yielding = Now >= YieldFrom;
-    }
-  }
+  } while (Pacer.pause());
   // Sleep: announce it, then look once more (the model checks the flag
   // after publishing, so one of the two sees the other).
   storeFenced(Region, kCompilerSleeping, 1);

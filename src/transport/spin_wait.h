@@ -7,14 +7,23 @@
 // keeps an average of the whole wait (request sent -> reply seen) with
 // spinning (up to Max) and with sleeping at once, uses the faster mode,
 // and tries the other one every 16th wait so both averages stay current.
-// Spinning must win clearly (by 1/8) to be chosen. No spin ever outlives
-// the wait's deadline (callers check it); an idle channel sleeps.
+// Spinning must win clearly (by 1/8) to be chosen, and only while at least
+// half of the spins see the answer within Max (a spin that runs out costs
+// its whole length on top of the sleep). No spin ever outlives the wait's
+// deadline (callers bound it); an idle channel sleeps.
+//
+// SpinPacer paces the looks of one spin: pause instructions for its first
+// few µs, then the CPU is given away between looks (sched_yield). On a
+// machine with as many busy processes as CPUs -- several compilers, one
+// model -- a spinner must not keep the peer it waits for from running.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLBRIDGE_SRC_TRANSPORT_SPIN_WAIT_H
 #define MLBRIDGE_SRC_TRANSPORT_SPIN_WAIT_H
 
 #include <chrono>
+
+#include <sched.h>
 
 namespace mlbridge {
 
@@ -43,17 +52,45 @@ public:
     double &Avg = Spinning ? SpinAvg : SleepAvg;
     Avg = Avg < 0 ? double(Waited.count())
                   : Avg + (double(Waited.count()) - Avg) / 8;
+    if (Spinning)
+      HitAvg += ((Waited <= Max ? 1.0 : 0.0) - HitAvg) / 8;
   }
 
 private:
   static constexpr unsigned kTryOtherEvery = 16;
   bool spinningWins() const {
+    if (HitAvg < 0.5)
+      return false;
     return SpinAvg < 0 || SleepAvg < 0 || SpinAvg < SleepAvg * 7 / 8;
   }
   Micros Max;
   double SpinAvg = -1, SleepAvg = -1; // µs; -1: not measured yet
+  double HitAvg = 1;                  // share of spins answered within Max
   unsigned Waits = 0;
   bool Spinning = false;
+};
+
+class SpinPacer {
+public:
+  using Clock = std::chrono::steady_clock;
+  /// A spin that began at Start and must end by End.
+  SpinPacer(Clock::time_point Start, Clock::time_point End)
+      : YieldFrom(Start + kPauseOnly), End(End) {}
+  /// Waits a little before the next look; false once the spin is over.
+  bool pause() {
+    const auto Now = Clock::now();
+    if (Now >= End)
+      return false;
+    if (Now < YieldFrom)
+      cpuRelax();
+    else
+      sched_yield();
+    return true;
+  }
+
+private:
+  static constexpr std::chrono::microseconds kPauseOnly{3};
+  Clock::time_point YieldFrom, End;
 };
 
 } // namespace mlbridge

@@ -1,0 +1,69 @@
+// SpinBudget (spin or sleep, measured) and SpinPacer (the looks of one
+// bounded spin), src/transport/spin_wait.h.
+#include "transport/spin_wait.h"
+
+#include <gtest/gtest.h>
+
+namespace mlbridge {
+namespace {
+
+using Micros = SpinBudget::Micros;
+
+TEST(SpinBudget, ZeroMaxNeverSpins) {
+  SpinBudget B(Micros(0));
+  for (int I = 0; I < 40; ++I) {
+    EXPECT_EQ(B.next(), Micros(0));
+    B.update(Micros(5));
+  }
+}
+
+// Feeds `Waits` waits: spinning ones take SpinUs, sleeping ones SleepUs.
+// Returns how many of the last 32 spun.
+int spinsAfter(SpinBudget &B, int Waits, long SpinUs, long SleepUs) {
+  int Spun = 0;
+  for (int I = 0; I < Waits; ++I) {
+    const bool Spin = B.next().count() > 0;
+    B.update(Micros(Spin ? SpinUs : SleepUs));
+    if (I >= Waits - 32)
+      Spun += Spin;
+  }
+  return Spun;
+}
+
+TEST(SpinBudget, SpinsWhileSpinningIsClearlyFaster) {
+  SpinBudget B(Micros(50));
+  // Every 16th wait tries the other mode: 30 of the last 32 spin.
+  EXPECT_EQ(spinsAfter(B, 200, /*SpinUs=*/5, /*SleepUs=*/40), 30);
+}
+
+TEST(SpinBudget, SleepsWhenSpinningIsNotFaster) {
+  SpinBudget B(Micros(50));
+  EXPECT_EQ(spinsAfter(B, 200, /*SpinUs=*/38, /*SleepUs=*/40), 2);
+}
+
+TEST(SpinBudget, StopsSpinningWhenMostSpinsRunOut) {
+  // Spinning waits average less than sleeping ones, but they end after
+  // the 50 µs budget: the spin is pure cost on top of a sleep, so no.
+  SpinBudget B(Micros(50));
+  EXPECT_EQ(spinsAfter(B, 200, /*SpinUs=*/60, /*SleepUs=*/200), 2);
+}
+
+TEST(SpinPacer, EndsAtItsEndAndNotBefore) {
+  using Clock = SpinPacer::Clock;
+  const auto Start = Clock::now();
+  SpinPacer Over(Start, Start);
+  EXPECT_FALSE(Over.pause());
+
+  // Long enough to pass from pause instructions to yielding.
+  const auto End = Start + std::chrono::microseconds(2000);
+  SpinPacer Pacer(Start, End);
+  long Looks = 0;
+  while (Pacer.pause())
+    ++Looks;
+  EXPECT_GT(Looks, 0);
+  EXPECT_GE(Clock::now(), End);
+  EXPECT_FALSE(Pacer.pause());
+}
+
+} // namespace
+} // namespace mlbridge
