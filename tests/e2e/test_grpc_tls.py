@@ -11,7 +11,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent / "tools"))
 import grpc_helpers as H  # noqa: E402
 
-from mlbridge import MLBridgeError  # noqa: E402
+from build_components import built_components  # noqa: E402
+from mlbridge import MLBridgeError, TimeoutError  # noqa: E402
 from mlbridge.grpc import GrpcCompilerInterface, TlsFiles  # noqa: E402
 
 
@@ -52,7 +53,32 @@ def test_inference_tls_round_trip_and_mismatch(procs, cert):
         lines, _ = H.events(p)
         first = H.by_event(lines, "error")[0]
         assert first["code"] == "unavailable" and "TLS" in first["message"], first
-        assert plain_model._queue.empty()
+        with pytest.raises(TimeoutError):  # nothing reached the model
+            plain_model.evaluate(timeout=0.2)
+
+
+@pytest.mark.parametrize("server", ["native", "grpcio"])
+def test_inference_with_client_certificates(procs, cert, server):
+    if server == "native" and not built_components()["grpc_python_core"]:
+        pytest.skip("the build says component 'grpc_python_core' is off")
+    crt, key = cert
+    tls = TlsFiles(cert_file=str(crt), key_file=str(key), root_cert_file=str(crt),
+                   require_client_cert=True)
+    with GrpcCompilerInterface(timeout=20, tls=tls, server=server) as iface:
+        ok = procs.spawn(H.compiler_cmd("--address", iface.address, "--scenario", "requests",
+                                        "--count", 2, "--tls-root", crt, "--tls-cert", crt,
+                                        "--tls-key", key), text=True)
+        assert iface.serve(lambda o: 3 * int(o["i"][0]), sessions=1, timeout=20) == 2
+        lines, err = H.events(ok)
+        assert [a["value"] for a in H.by_event(lines, "advice")] == [0, 3], err
+        # Without a client certificate the handshake fails.
+        anon = procs.spawn(H.compiler_cmd("--address", iface.address, "--scenario",
+                                          "requests", "--tls-root", crt,
+                                          "--connect-timeout-ms", 1000), text=True)
+        lines, _ = H.events(anon)
+        assert H.by_event(lines, "error")[0]["code"] == "unavailable"
+        with pytest.raises(TimeoutError):
+            iface.evaluate(timeout=0.2)
 
 
 def test_wrong_certificate_error_names_the_cause(procs, cert, tmp_path):

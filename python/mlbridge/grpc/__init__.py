@@ -15,6 +15,11 @@ Both directions of the paper, with the same ``evaluate()`` /
                                compilers=["127.0.0.1:5001", "127.0.0.1:5002"]) as iface:
         iface.serve(policy)
 
+In inference mode the server is the C++ server core
+(``mlbridge_grpc_native``, built by CMake into ``<build>/python``) when it
+can be imported, else grpcio's (``iface.server_kind`` says which; see
+docs/grpc.md).
+
 Also: the "protobuf" SerDes for pipes (``mlbridge.serdes.get("protobuf")``),
 user-defined services through reflection (:class:`UserService`,
 :func:`load_proto`). Needs ``grpcio`` and ``protobuf``
