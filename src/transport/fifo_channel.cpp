@@ -112,17 +112,24 @@ Status checkOpened(int Fd, const std::string &Path) {
 
 /// Blocks SIGPIPE in this thread for its lifetime and swallows a SIGPIPE
 /// raised meanwhile, so a dead reader shows up as EPIPE, not a signal that
-/// kills the compiler. The process-wide disposition is left alone.
+/// kills the compiler. The process-wide disposition is left alone. Two
+/// system calls per write: block and restore -- or, when the thread already
+/// blocks SIGPIPE, block (a no-op that tells us so) and a look at what is
+/// pending (one SIGPIPE there before ours must stay pending).
 class SigpipeGuard {
 public:
   SigpipeGuard() {
     sigemptyset(&Set);
     sigaddset(&Set, SIGPIPE);
-    sigset_t Pending;
-    sigemptyset(&Pending);
-    sigpending(&Pending);
-    WasPending = sigismember(&Pending, SIGPIPE) == 1;
     Active = pthread_sigmask(SIG_BLOCK, &Set, &Old) == 0;
+    AlreadyBlocked = Active && sigismember(&Old, SIGPIPE) == 1;
+    if (AlreadyBlocked) {
+      sigset_t Pending;
+      sigemptyset(&Pending);
+      sigpending(&Pending);
+      WasPending = sigismember(&Pending, SIGPIPE) == 1;
+    }
+    // Unblocked until now, no SIGPIPE can be pending for this thread.
   }
   void noteEpipe() { SawEpipe = true; }
   ~SigpipeGuard() {
@@ -133,12 +140,14 @@ public:
       while (sigtimedwait(&Set, nullptr, &Zero) < 0 && errno == EINTR) {
       }
     }
-    pthread_sigmask(SIG_SETMASK, &Old, nullptr);
+    if (!AlreadyBlocked)
+      pthread_sigmask(SIG_SETMASK, &Old, nullptr);
   }
 
 private:
   sigset_t Set, Old;
-  bool WasPending = false, Active = false, SawEpipe = false;
+  bool WasPending = false, Active = false, AlreadyBlocked = false,
+       SawEpipe = false;
 };
 
 } // namespace

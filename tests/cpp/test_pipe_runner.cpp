@@ -335,6 +335,40 @@ TEST(PipeRunner, ReaderGoneIsEpipeNotSigpipe) {
       << A.status().toString();
 }
 
+// Writing blocks SIGPIPE around each write: the thread's mask and a SIGPIPE
+// already pending for it (sent by the program itself) are as they were.
+TEST(PipeRunner, SigpipeMaskAndPendingSigpipeAreLeftAsFound) {
+  for (bool BlockedBefore : {false, true}) {
+    SCOPED_TRACE(BlockedBefore ? "SIGPIPE blocked and pending before"
+                               : "SIGPIPE unblocked before");
+    sigset_t Pipe;
+    sigemptyset(&Pipe);
+    sigaddset(&Pipe, SIGPIPE);
+    if (BlockedBefore) {
+      ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &Pipe, nullptr), 0);
+      ASSERT_EQ(pthread_kill(pthread_self(), SIGPIPE), 0);
+    }
+    FakeModelPeer Peer;
+    Peer.run([](int, int) {}); // opens both ends and closes them at once
+    std::vector<int64_t> Big(1 << 20, 1);
+    auto V = PipeModelRunner::create(Peer.Base, {}, std::nullopt, fastOptions());
+    ASSERT_TRUE(V);
+    (*V)->setFeature("big", Big);
+    EXPECT_FALSE((*V)->evaluate<int64_t>());
+
+    sigset_t Mask, Pending;
+    ASSERT_EQ(pthread_sigmask(SIG_SETMASK, nullptr, &Mask), 0);
+    ASSERT_EQ(sigpending(&Pending), 0);
+    EXPECT_EQ(sigismember(&Mask, SIGPIPE), BlockedBefore ? 1 : 0);
+    EXPECT_EQ(sigismember(&Pending, SIGPIPE), BlockedBefore ? 1 : 0);
+    if (BlockedBefore) { // take our signal back, unblock
+      struct timespec Zero = {0, 0};
+      EXPECT_EQ(sigtimedwait(&Pipe, nullptr, &Zero), SIGPIPE);
+      ASSERT_EQ(pthread_sigmask(SIG_UNBLOCK, &Pipe, nullptr), 0);
+    }
+  }
+}
+
 TEST(PipeRunner, GarbageJsonReplyIsMalformed) {
   FakeModelPeer Peer;
   Peer.run([](int Out, int In) {
