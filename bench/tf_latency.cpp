@@ -165,18 +165,17 @@ int main(int Argc, char **Argv) {
                 [&](long I) { Input(I, HandIn.data()); Hand.run(HandIn.data(), HandOut.data()); },
                 [&] { return HandOut.data(); }, {}});
 
-  const TfAotModel &M = tfmodels::Mlp3006415Model();
+  const EmbeddedModel &M = tfmodels::Mlp3006415Model();
   void *Raw = M.Create();
   if (!Raw)
     die("cannot create the XLA function");
-  const int ArgI = M.ArgIndex(Raw, "feed_x"), ResI = M.ResultIndex(Raw, "fetch_scores");
-  if (ArgI < 0 || ResI < 0)
-    die("the compiled model has no feed_x / fetch_scores");
-  float *RawIn = static_cast<float *>(M.ArgData(Raw, ArgI));
+  float *RawIn = static_cast<float *>(M.InputBuffer(Raw, 0));
+  if (!RawIn)
+    die("the compiled model has no input 0");
   std::copy(X.begin(), X.end(), RawIn);
   Vs.push_back({"xla-raw (compiled function alone)",
                 [&](long I) { Input(I, RawIn); if (!M.Run(Raw)) die("Run failed"); },
-                [&] { return static_cast<const float *>(M.ResultData(Raw, ResI)); }, {}});
+                [&] { return static_cast<const float *>(M.OutputBuffer(Raw, 0)); }, {}});
 
   TfOptions TfO;
   TfO.AdviceOutput = "scores";

@@ -24,7 +24,7 @@
 #     `saved_model_cli aot_compile_cpu`) and links the generated object with
 #     the XLA runtime sources shipped in the TensorFlow wheel. Link <target>
 #     and include "<target>.h", which declares
-#         const mlbridge::TfAotModel &[ns::]<Class>Model();
+#         const mlbridge::EmbeddedModel &[ns::]<Class>Model();
 #     to give to mlbridge::TfModelRunner. Every input and output must have a
 #     static shape. FULL_RUNTIME is needed only by models that call XLA's
 #     runtime kernels (large matrix products, convolutions, sorts, FFT);
@@ -173,10 +173,10 @@ function(mlbridge_add_tf_aot_model target)
   endif()
   if(_ns)
     set(_accessor "${_ns}::${_class}Model")
-    set(_decl "namespace ${_ns} {\nconst ::mlbridge::TfAotModel &${_class}Model();\n} // namespace ${_ns}")
+    set(_decl "namespace ${_ns} {\nconst ::mlbridge::EmbeddedModel &${_class}Model();\n} // namespace ${_ns}")
   else()
     set(_accessor "${_class}Model")
-    set(_decl "const ::mlbridge::TfAotModel &${_class}Model();")
+    set(_decl "const ::mlbridge::EmbeddedModel &${_class}Model();")
   endif()
   string(MAKE_C_IDENTIFIER "MLBRIDGE_TFAOT_${target}_H" _guard)
   string(TOUPPER "${_guard}" _guard)

@@ -13,9 +13,11 @@
 //   (*R)->setFeature("obs", Features);           // std::vector<float>
 //   int64_t Action = (*R)->evaluateOr<int64_t>(Default);
 //
-// Features are declared from the model's inputs (dtype and fixed shape), so
-// setFeature checks both; unknown names are errors. Every evaluation runs
-// the whole model; all outputs stay readable through output().
+// Features are declared from the model's inputs (dtype and fixed shape, in
+// model order), so setFeature checks both; unknown names are errors. Their
+// buffers are the model instance's input buffers (EmbeddedModelRunner), so
+// features are written in place. Every evaluation runs the whole model;
+// all outputs stay readable through output().
 //
 // Threads: the generated model is a pure function, so any number of runners
 // (one per compiler thread) may evaluate at the same time; creating one is
@@ -31,8 +33,6 @@
 
 #include <memory>
 #include <string>
-#include <string_view>
-#include <vector>
 
 namespace mlbridge {
 
@@ -43,13 +43,13 @@ struct CompiledModelOptions : RunnerOptions {
   std::string AdviceOutput;
 };
 
-class CompiledModelRunner final : public InProcessModelRunner {
+class CompiledModelRunner final : public EmbeddedModelRunner {
 public:
   /// Creates a runner for a generated model (Model::info()). Fails on an
   /// unknown AdviceOutput, an unsupported input type (the C++ side has no
   /// dtype for it) or a model generated for another ABI version.
   static Expected<std::unique_ptr<CompiledModelRunner>>
-  create(const CompiledModelInfo &Model,
+  create(const EmbeddedModel &Model,
          CompiledModelOptions Options = CompiledModelOptions());
 
   /// create(Model::info(), ...) for a generated class.
@@ -69,34 +69,16 @@ public:
   /// For code that prefers a plain object: errors from the arguments are
   /// reported by every later call instead.
   explicit CompiledModelRunner(
-      const CompiledModelInfo &Model,
+      const EmbeddedModel &Model,
       CompiledModelOptions Options = CompiledModelOptions());
   ~CompiledModelRunner() override;
 
-  /// The generated model's description.
-  const CompiledModelInfo &model() const { return Model; }
-
-  // outputCount, outputSpec, outputIndex, selectAdvice, output:
-  // InProcessModelRunner.
+  // model(), outputCount, outputSpec, outputIndex, selectAdvice, output:
+  // EmbeddedModelRunner and InProcessModelRunner.
 
   /// Another runner over the same generated model with the same advice
-  /// output and options, for another thread (its own workspace).
+  /// output and options, for another thread (its own buffers).
   Expected<std::unique_ptr<CompiledModelRunner>> clone() const;
-
-private:
-  Status doEvaluate(const std::vector<const TensorValue *> &Features,
-                    bool FeaturesChanged, const TensorSpec &Spec,
-                    TensorValue &Out) override;
-  const TensorValue *evaluatedOutput(size_t I) const override;
-  Status bindInputs(const std::vector<const TensorValue *> &Features);
-
-  const CompiledModelInfo &Model;
-  std::vector<TensorValue> Outputs;       // every output, after evaluation
-  std::vector<const void *> InputPtrs;    // per model input
-  std::vector<size_t> InputFeature;       // feature index per model input
-  std::vector<void *> OutputPtrs;         // per model output
-  void *Workspace = nullptr;
-  bool Evaluated = false;
 };
 
 } // namespace mlbridge

@@ -3,15 +3,20 @@
 // What the runners that execute a model inside the compiler share
 // (OnnxModelRunner, CompiledModelRunner, TfModelRunner): the model's table
 // of outputs, the choice of which output is the advice, and reading every
-// output of the last evaluation (output()). Each runner adds how it runs its
-// kind of model. Their options derive from RunnerOptions and name the
-// advice output the same way (OnnxOptions, CompiledModelOptions, TfOptions:
-// AdviceOutput).
+// output of the last evaluation (output()). Their options derive from
+// RunnerOptions and name the advice output the same way (OnnxOptions,
+// CompiledModelOptions, TfOptions: AdviceOutput; empty: the output the
+// model names as advice, else its first output).
+//
+// EmbeddedModelRunner is the whole runner for a model linked into the
+// program (mlbridge/embedded_model.h): CompiledModelRunner and
+// TfModelRunner only add how they are created.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLBRIDGE_IN_PROCESS_MODEL_RUNNER_H
 #define MLBRIDGE_IN_PROCESS_MODEL_RUNNER_H
 
+#include "mlbridge/embedded_model.h"
 #include "mlbridge/model_runner.h"
 
 #include <optional>
@@ -53,6 +58,17 @@ protected:
   void setOutputs(std::vector<TensorSpec> Specs, std::string ModelName);
   /// InvalidArgument: "<model> has no output 'Name' (outputs: 'a', 'b')".
   Status unknownOutput(std::string_view Name) const;
+  /// The model as messages name it.
+  const std::string &modelName() const { return ModelName; }
+  /// The options a clone() is created with: this runner's RunnerOptions
+  /// and its current advice output.
+  template <typename Options> Options cloneOptions() const {
+    Options O;
+    static_cast<RunnerOptions &>(O) = options();
+    if (adviceSpec() && outputIndex(adviceSpec()->name()))
+      O.AdviceOutput = adviceSpec()->name();
+    return O;
+  }
   /// Output I < outputCount() of the last successful evaluation, or nullptr
   /// if there is none.
   virtual const TensorValue *evaluatedOutput(size_t I) const = 0;
@@ -60,6 +76,42 @@ protected:
 private:
   std::vector<TensorSpec> Outputs;
   std::string ModelName;
+};
+
+/// A runner over an EmbeddedModel. Features are the model's inputs,
+/// declared up front in model order (scalars as [1]); their buffers are
+/// the input buffers of the runner's own model instance, so setFeature and
+/// getTensor write where the model reads and evaluation copies nothing in.
+/// Outputs are read where the model's Run left them (output() points
+/// there); the advice is copied out. A runner is used by one thread at a
+/// time; runners over one model on different threads run in parallel.
+class EmbeddedModelRunner : public InProcessModelRunner {
+public:
+  ~EmbeddedModelRunner() override;
+
+  /// The model's description.
+  const EmbeddedModel &model() const { return Model; }
+
+protected:
+  /// Kind names the kind of model in messages ("compiled model"). Errors
+  /// (an unknown AdviceOutput, a model generated for another ABI version
+  /// or an incomplete one, no memory for an instance) are reported by
+  /// constructionStatus() and every later call.
+  EmbeddedModelRunner(const EmbeddedModel &Model, std::string_view Kind,
+                      const std::string &AdviceOutput, RunnerOptions Options);
+
+private:
+  Status doEvaluate(const std::vector<const TensorValue *> &Features,
+                    bool FeaturesChanged, const TensorSpec &Spec,
+                    TensorValue &Out) override;
+  const TensorValue *evaluatedOutput(size_t I) const override;
+  Status checkModel(const std::string &AdviceOutput);
+
+  const EmbeddedModel &Model;
+  void *Instance = nullptr;
+  std::vector<void *> InputBuffers;
+  std::vector<TensorValue> OutputViews; // of the instance's output buffers
+  bool HaveResults = false;
 };
 
 } // namespace mlbridge

@@ -12,7 +12,9 @@
 //   target_link_libraries(my_pass PRIVATE inliner_model)
 //
 // and generates "inliner_model.h", declaring the model's description
-// `const mlbridge::TfAotModel &my::InlinerPolicyModel();`. Then:
+// `const mlbridge::EmbeddedModel &my::InlinerPolicyModel();` (the one
+// description of a model linked into the program, mlbridge/embedded_model.h;
+// its instances are instances of the class XLA generated). Then:
 //
 //   #include "inliner_model.h"
 //   mlbridge::TfOptions O;
@@ -29,10 +31,12 @@
 // name order); every output of the last evaluation can be read with
 // output(), which points into the compiled function's result buffers.
 //
-// Threads: a runner owns the compiled function's argument, result and
-// scratch buffers, so one runner is used by one thread at a time. Give each
-// thread its own runner -- clone() or another create() call over the
-// same TfAotModel -- which shares the code and constants (read-only) and
+// Features are written in place into the compiled function's argument
+// buffers (EmbeddedModelRunner). Threads: a runner owns the compiled
+// function's argument, result and scratch buffers, so one runner is used by
+// one thread at a time. Give each thread its own runner -- clone() or
+// another create() call over the same model -- which shares the code and
+// constants (read-only) and
 // costs a few buffers of the model's size. Runners over one model on
 // different threads run fully in parallel, without locks.
 //
@@ -44,82 +48,47 @@
 
 #include "mlbridge/in_process_model_runner.h"
 
-#include <cstddef>
-#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace mlbridge {
 
-/// One input or output of a compiled signature.
-struct TfAotTensorInfo {
-  const char *Name;    ///< the signature key: feature or output name
-  const char *XlaName; ///< tfcompile's name ("feed_<key>", "fetch_<key>")
-  DType Type;
-  const int64_t *Shape; ///< Rank dims (Rank 0: a scalar)
-  size_t Rank;
-};
-
-/// A model compiled by mlbridge_add_tf_aot_model: its signature and a
-/// type-erased handle on the class XLA generated. The build generates one
-/// per model (`<Class>Model()`); there is no need to fill one by hand.
-/// The function pointers never throw.
-struct TfAotModel {
-  const char *Name;
-  const TfAotTensorInfo *Inputs;
-  size_t NumInputs;
-  const TfAotTensorInfo *Outputs;
-  size_t NumOutputs;
-  /// A new instance with its own buffers; nullptr if allocation failed.
-  void *(*Create)();
-  void (*Destroy)(void *Instance);
-  /// Runs the computation on the argument buffers; false on failure.
-  bool (*Run)(void *Instance);
-  void *(*ArgData)(void *Instance, int Index);
-  const void *(*ResultData)(const void *Instance, int Index);
-  int64_t (*ArgBytes)(const void *Instance, int Index);
-  /// Positional index of tfcompile's feed/fetch name, or -1.
-  int (*ArgIndex)(const void *Instance, const char *XlaName);
-  int (*ResultIndex)(const void *Instance, const char *XlaName);
-};
-
 /// Options of a TfModelRunner.
 struct TfOptions : RunnerOptions {
-  /// The output used as advice. Empty: the first output (in name order).
+  /// The output used as advice. Empty: the first output (in name order; a
+  /// SavedModel signature names no advice output).
   std::string AdviceOutput;
 };
 
-class TfModelRunner final : public InProcessModelRunner {
+class TfModelRunner final : public EmbeddedModelRunner {
 public:
   /// A runner over Model. Errors: an unknown Options.AdviceOutput, or a
   /// model description that does not match its compiled code.
   static Expected<std::unique_ptr<TfModelRunner>>
-  create(const TfAotModel &Model, TfOptions Options = TfOptions());
+  create(const EmbeddedModel &Model, TfOptions Options = TfOptions());
   /// The 0.1 form, with the advice output as an argument; removed in the
   /// release after 0.2.
   [[deprecated("use create(Model, TfOptions)")]] static Expected<
       std::unique_ptr<TfModelRunner>>
-  create(const TfAotModel &Model, std::string_view AdviceOutput,
+  create(const EmbeddedModel &Model, std::string_view AdviceOutput,
          RunnerOptions Options = RunnerOptions()) {
     return create(Model, withAdvice(AdviceOutput, std::move(Options)));
   }
 
   /// Same as create(), for code that prefers a plain object: an error is
   /// reported by every later call instead.
-  explicit TfModelRunner(const TfAotModel &Model,
+  explicit TfModelRunner(const EmbeddedModel &Model,
                          TfOptions Options = TfOptions());
   [[deprecated("use TfModelRunner(Model, TfOptions)")]] TfModelRunner(
-      const TfAotModel &Model, std::string_view AdviceOutput,
+      const EmbeddedModel &Model, std::string_view AdviceOutput,
       RunnerOptions Options = RunnerOptions())
       : TfModelRunner(Model, withAdvice(AdviceOutput, std::move(Options))) {}
   ~TfModelRunner() override;
 
-  const TfAotModel &model() const { return *Model; }
-
-  // outputCount, outputSpec, outputIndex, selectAdvice, output:
-  // InProcessModelRunner (specs as in the signature; scalars are [1]).
+  // model(), outputCount, outputSpec, outputIndex, selectAdvice, output:
+  // EmbeddedModelRunner and InProcessModelRunner (specs as in the
+  // signature; scalars are [1]).
 
   /// The 0.1 name of selectAdvice (the ONNX and compiled runners' name);
   /// removed in the release after 0.2.
@@ -132,8 +101,6 @@ public:
   Expected<std::unique_ptr<TfModelRunner>> clone() const;
 
 private:
-  struct Instance;
-
   static TfOptions withAdvice(std::string_view AdviceOutput,
                               RunnerOptions Options) {
     TfOptions O;
@@ -141,26 +108,19 @@ private:
     O.AdviceOutput = std::string(AdviceOutput);
     return O;
   }
-  Status doEvaluate(const std::vector<const TensorValue *> &Features,
-                    bool FeaturesChanged, const TensorSpec &Spec,
-                    TensorValue &Out) override;
-  const TensorValue *evaluatedOutput(size_t I) const override;
-
-  const TfAotModel *Model;
-  std::unique_ptr<Instance> Inst;
-  /// The outputs of the last evaluation: views of the compiled function's
-  /// result buffers (no copy).
-  std::vector<TensorValue> OutputViews;
-  bool HaveResults = false;
 };
 
-/// Deprecated names from 0.1 (acronyms are written Tf, Aot, Onnx, Json since
-/// then); they will be removed in the release after 0.2. Model headers made
-/// by an older build use TFAOTModel and keep compiling, with a warning.
+/// Deprecated names: from 0.1 (acronyms are written Tf, Aot, Onnx, Json
+/// since then), and TfAotModel from before compiled and XLA models shared
+/// one description; they will be removed in the release after 0.2. Model
+/// files made by an older build are regenerated by the build.
+using TfAotModel [[deprecated("renamed EmbeddedModel")]] = EmbeddedModel;
+using TfAotTensorInfo [[deprecated("renamed EmbeddedTensorInfo")]] =
+    EmbeddedTensorInfo;
 using TFModelRunner [[deprecated("renamed TfModelRunner")]] = TfModelRunner;
-using TFAOTModel [[deprecated("renamed TfAotModel")]] = TfAotModel;
-using TFAOTTensorInfo [[deprecated("renamed TfAotTensorInfo")]] =
-    TfAotTensorInfo;
+using TFAOTModel [[deprecated("renamed EmbeddedModel")]] = EmbeddedModel;
+using TFAOTTensorInfo [[deprecated("renamed EmbeddedTensorInfo")]] =
+    EmbeddedTensorInfo;
 
 } // namespace mlbridge
 

@@ -5,6 +5,8 @@
 #include "mlbridge/c/mlbridge.h"
 #include "mlbridge/diagnostics.h"
 #include "mlbridge/dtype.h"
+#include "mlbridge/embedded_model.h"
+#include "mlbridge/in_process_model_runner.h"
 #include "mlbridge/model_runner.h"
 #include "mlbridge/pipe_model_runner.h"
 #include "mlbridge/serdes.h"

@@ -471,7 +471,7 @@ std::string Compiler::header() const {
       << "    Workspace W;\n    run(" << Args << "W);\n  }\n";
   }
   H << "  /// The model's description, for mlbridge::CompiledModelRunner.\n"
-    << "  static const ::mlbridge::CompiledModelInfo &info() noexcept;\n"
+    << "  static const ::mlbridge::EmbeddedModel &info() noexcept;\n"
     << "};\n";
   if (!Opts.Namespace.empty())
     H << "\n} // namespace " << Opts.Namespace << "\n";
@@ -531,11 +531,11 @@ std::string Compiler::source() const {
                    const char *Tag) {
     if (Vs.empty())
       return;
-    S << "const ::mlbridge::CompiledTensorInfo k" << Tag << "Info[] = {\n";
+    S << "const ::mlbridge::EmbeddedTensorInfo k" << Tag << "Info[] = {\n";
     for (size_t I = 0; I < Vs.size(); ++I) {
       const Value &V = G.Values[static_cast<size_t>(Vs[I])];
       S << "    {" << stringLiteral(Names[I])
-        << ", ::mlbridge::CompiledElemType::" << etEnumName(V.Type) << ", "
+        << ", ::mlbridge::DType::" << etEnumName(V.Type) << ", "
         << V.Dims.size() << ", "
         << (V.Dims.empty() ? std::string("nullptr")
                            : "kShape" + std::string(Tag) + std::to_string(I))
@@ -550,26 +550,49 @@ std::string Compiler::source() const {
     InOnnx.push_back(G.Values[V].Name);
   Infos(G.Inputs, InOnnx, "In");
   Infos(G.Outputs, G.OutputNames, "Out");
-  S << "\nvoid *mk_create_workspace() noexcept {\n"
-    << "  return new (std::nothrow) " << Cls << "::Workspace;\n}\n"
-    << "void mk_destroy_workspace(void *P) noexcept {\n"
-    << "  delete static_cast<" << Cls << "::Workspace *>(P);\n}\n"
-    << "void mk_run_erased(const void *const *In, void *const *Out, void *W) "
-       "noexcept {\n";
-  if (G.Inputs.empty())
-    S << "  (void)In;\n";
-  S << "  " << Cls << "::run(";
-  for (size_t I = 0; I < G.Inputs.size(); ++I)
-    S << "static_cast<const "
-      << etCType(G.Values[static_cast<size_t>(G.Inputs[I])].Type) << " *>(In["
-      << I << "]), ";
-  for (size_t J = 0; J < G.Outputs.size(); ++J)
-    S << "static_cast<"
-      << etCType(G.Values[static_cast<size_t>(G.Outputs[J])].Type)
-      << " *>(Out[" << J << "]), ";
-  S << "*static_cast<" << Cls << "::Workspace *>(W));\n}\n\n";
-  S << "const ::mlbridge::CompiledModelInfo kInfo = {\n"
-    << "    ::mlbridge::kCompiledModelAbiVersion,\n"
+  // An instance: the workspace and a buffer per input and output.
+  const size_t NumIn = G.Inputs.size(), NumOut = G.Outputs.size();
+  auto Buffers = [&](const std::vector<int> &Vs, const char *Tag) {
+    for (size_t I = 0; I < Vs.size(); ++I) {
+      const Value &V = G.Values[static_cast<size_t>(Vs[I])];
+      S << "  alignas(64) " << etCType(V.Type) << " " << Tag << I << "["
+        << V.count() << "];\n";
+    }
+  };
+  S << "\nstruct mk_instance {\n  " << Cls << "::Workspace W;\n";
+  Buffers(G.Inputs, "in");
+  Buffers(G.Outputs, "out");
+  S << "};\n\n"
+    << "void *mk_create() noexcept { return new (std::nothrow) mk_instance; }\n"
+    << "void mk_destroy(void *P) noexcept {\n"
+    << "  delete static_cast<mk_instance *>(P);\n}\n";
+  // Buffer I of an instance: a switch over the buffers' names.
+  auto Lookup = [&](const char *Fn, const char *Const, size_t N,
+                    const char *Tag) {
+    S << Const << "void *" << Fn << "(" << Const
+      << "void *P, std::size_t I) noexcept {\n";
+    if (N == 0) {
+      S << "  (void)P;\n  (void)I;\n  return nullptr;\n}\n";
+      return;
+    }
+    S << "  " << Const << "mk_instance *X = static_cast<" << Const
+      << "mk_instance *>(P);\n  switch (I) {\n";
+    for (size_t I = 0; I < N; ++I)
+      S << "  case " << I << ": return X->" << Tag << I << ";\n";
+    S << "  default: return nullptr;\n  }\n}\n";
+  };
+  Lookup("mk_input", "", NumIn, "in");
+  Lookup("mk_output", "const ", NumOut, "out");
+  S << "bool mk_run(void *P) noexcept {\n"
+    << "  mk_instance *X = static_cast<mk_instance *>(P);\n"
+    << "  " << Cls << "::run(";
+  for (size_t I = 0; I < NumIn; ++I)
+    S << "X->in" << I << ", ";
+  for (size_t J = 0; J < NumOut; ++J)
+    S << "X->out" << J << ", ";
+  S << "X->W);\n  return true;\n}\n\n";
+  S << "const ::mlbridge::EmbeddedModel kInfo = {\n"
+    << "    ::mlbridge::kEmbeddedModelAbiVersion,\n"
     << "    " << stringLiteral(qualifiedName()) << ",\n"
     << "    " << stringLiteral(Opts.SourceName) << ",\n"
     << "    " << stringLiteral(G.Producer) << ",\n"
@@ -578,12 +601,10 @@ std::string Compiler::source() const {
     << (G.AdviceOutput.empty() ? std::string("nullptr")
                                : stringLiteral(G.AdviceOutput))
     << ",\n"
-    << "    " << G.Inputs.size() << ", "
-    << (G.Inputs.empty() ? "nullptr" : "kInInfo") << ",\n"
-    << "    " << G.Outputs.size() << ", kOutInfo,\n"
-    << "    sizeof(" << Cls << "::Workspace),\n"
-    << "    &mk_create_workspace,\n    &mk_destroy_workspace,\n"
-    << "    &mk_run_erased,\n};\n\n";
+    << "    " << NumIn << ", " << (NumIn ? "kInInfo" : "nullptr") << ",\n"
+    << "    " << NumOut << ", kOutInfo,\n"
+    << "    &mk_create,\n    &mk_destroy,\n    &mk_input,\n"
+    << "    &mk_run,\n    &mk_output,\n};\n\n";
   S << "} // namespace\n\n";
   // run().
   S << "void " << Cls << "::run(" << signature(false, true) << ") noexcept {\n";
@@ -596,7 +617,7 @@ std::string Compiler::source() const {
   if (!UsesWorkspace)
     S << "  (void)W; // no intermediate results\n";
   S << C.Body << "}\n\n";
-  S << "const ::mlbridge::CompiledModelInfo &" << Cls
+  S << "const ::mlbridge::EmbeddedModel &" << Cls
     << "::info() noexcept { return kInfo; }\n";
   if (!Opts.Namespace.empty())
     S << "\n} // namespace " << Opts.Namespace << "\n";

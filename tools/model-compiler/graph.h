@@ -53,7 +53,7 @@ std::string onnxTypeName(int32_t Code);
 size_t etSize(ET T);
 const char *etCType(ET T);      ///< "float", "std::int64_t", "bool", ...
 const char *etName(ET T);       ///< "float", "int64", ... for messages
-const char *etEnumName(ET T);   ///< CompiledElemType enumerator name
+const char *etEnumName(ET T);   ///< DType enumerator name
 const char *etArena(ET T);      ///< Workspace member: "F32", "I64", ...
 inline bool etIsFloat(ET T) { return T == ET::Float || T == ET::Double; }
 inline bool etIsSignedInt(ET T) {

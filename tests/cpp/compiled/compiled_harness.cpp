@@ -25,21 +25,16 @@ using namespace mlbridge;
 
 namespace {
 
-const char *typeName(CompiledElemType T) {
-  switch (T) {
-  case CompiledElemType::Float: return "float32";
-  case CompiledElemType::Double: return "float64";
-  case CompiledElemType::Int8: return "int8";
-  case CompiledElemType::Int16: return "int16";
-  case CompiledElemType::Int32: return "int32";
-  case CompiledElemType::Int64: return "int64";
-  case CompiledElemType::UInt8: return "uint8";
-  case CompiledElemType::UInt16: return "uint16";
-  case CompiledElemType::UInt32: return "uint32";
-  case CompiledElemType::UInt64: return "uint64";
-  case CompiledElemType::Bool: return "bool";
-  }
-  return "?";
+/// NumPy's name of a dtype: LLVM's name without "_t", floats by width.
+std::string typeName(DType T) {
+  if (T == DType::Float)
+    return "float32";
+  if (T == DType::Double)
+    return "float64";
+  std::string Name(dtypeName(T));
+  return Name.size() > 2 && Name.compare(Name.size() - 2, 2, "_t") == 0
+             ? Name.substr(0, Name.size() - 2)
+             : Name;
 }
 
 int fail(const std::string &M) {
@@ -53,9 +48,9 @@ int main(int Argc, char **Argv) {
   if (Argc == 2 && std::string(Argv[1]) == "list") {
     // One line per model: name, then inputs and outputs as name:type:dims.
     for (const CompiledTestModel &M : kCompiledTestModels) {
-      const CompiledModelInfo &I = M.Info();
+      const EmbeddedModel &I = M.Info();
       std::cout << M.Name << " " << M.OnnxPath;
-      auto Print = [&](const char *Tag, const CompiledTensorInfo &T) {
+      auto Print = [&](const char *Tag, const EmbeddedTensorInfo &T) {
         std::cout << " " << Tag << ":" << T.Name << ":" << typeName(T.Type)
                   << ":";
         for (size_t D = 0; D < T.Rank; ++D)
@@ -77,7 +72,7 @@ int main(int Argc, char **Argv) {
       Found = &M;
   if (!Found)
     return fail(std::string("unknown model ") + Argv[2]);
-  const CompiledModelInfo &Info = Found->Info();
+  const EmbeddedModel &Info = Found->Info();
   const long Count = std::strtol(Argv[5], nullptr, 10);
 
   auto Runner = CompiledModelRunner::create(Info);

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-int64_t useCompiledRunner(const mlbridge::CompiledModelInfo &Info) {
+int64_t useCompiledRunner(const mlbridge::EmbeddedModel &Info) {
   auto R = mlbridge::CompiledModelRunner::create(Info);
   if (!R)
     return -1;

@@ -55,7 +55,7 @@ TEST(CompiledModelRunner, FeaturesAreTheModelInputs) {
   ASSERT_TRUE(R->adviceSpec());
   EXPECT_EQ(*R->adviceSpec(), TensorSpec::create<float>("score", {1, 5}));
   EXPECT_EQ(R->outputCount(), 1u);
-  EXPECT_STREQ(R->model().ClassName, "compiled_test::two_input");
+  EXPECT_STREQ(R->model().Name, "compiled_test::two_input");
   EXPECT_STREQ(R->model().SourceModel, "two_input.onnx");
   EXPECT_EQ(R->model().Opset, 14);
 }
@@ -209,7 +209,7 @@ TEST(CompiledModelRunner, BadConstructionIsReported) {
             "(outputs: 'probs', 'log_probs', 'action', 'value')");
 
   // A model generated for another ABI version is refused, not misread.
-  CompiledModelInfo Old = ct::policy_head::info();
+  EmbeddedModel Old = ct::policy_head::info();
   Old.AbiVersion = 999;
   Expected<std::unique_ptr<CompiledModelRunner>> O =
       CompiledModelRunner::create(Old);

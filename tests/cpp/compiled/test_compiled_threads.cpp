@@ -87,7 +87,7 @@ TEST(CompiledModelThreads, OneRunnerPerThreadMatchesOneThread) {
 
 TEST(CompiledModelThreads, GeneratedFunctionWithPerThreadWorkspaces) {
   // The raw interface: mlp_300_64_15::run with a workspace per thread, and
-  // the type-erased info().Run that CompiledModelRunner uses.
+  // the type-erased info() instances that CompiledModelRunner uses.
   const auto Inputs = randomInputs(300, 2);
   std::vector<std::vector<float>> Expected(kInputs, std::vector<float>(15));
   for (int I = 0; I < kInputs; ++I)
@@ -96,8 +96,8 @@ TEST(CompiledModelThreads, GeneratedFunctionWithPerThreadWorkspaces) {
   std::vector<std::thread> Threads;
   for (int T = 0; T < kThreads; ++T)
     Threads.emplace_back([&, T] {
-      const CompiledModelInfo &Info = ct::mlp_300_64_15::info();
-      void *Erased = Info.CreateWorkspace();
+      const EmbeddedModel &Info = ct::mlp_300_64_15::info();
+      void *Erased = Info.Create();
       ct::mlp_300_64_15::Workspace W;
       float Out[15];
       for (int Round = 0; Round < kRounds; ++Round)
@@ -106,14 +106,16 @@ TEST(CompiledModelThreads, GeneratedFunctionWithPerThreadWorkspaces) {
           if (T % 2) {
             ct::mlp_300_64_15::run(Inputs[I].data(), Out, W);
           } else {
-            const void *In[] = {Inputs[I].data()};
-            void *Outs[] = {Out};
-            Info.Run(In, Outs, Erased);
+            std::memcpy(Info.InputBuffer(Erased, 0), Inputs[I].data(),
+                        sizeof(float) * 300);
+            if (!Info.Run(Erased))
+              ++Mismatches;
+            std::memcpy(Out, Info.OutputBuffer(Erased, 0), sizeof Out);
           }
           if (std::memcmp(Out, Expected[I].data(), sizeof Out) != 0)
             ++Mismatches;
         }
-      Info.DestroyWorkspace(Erased);
+      Info.Destroy(Erased);
     });
   for (std::thread &T : Threads)
     T.join();

@@ -2,4 +2,4 @@
 // or RTTI (checked with -fno-exceptions -fno-rtti -Wpedantic -Werror).
 #include "mlbridge/tf_model_runner.h"
 
-int main() { return sizeof(mlbridge::TfAotModel) > 0 ? 0 : 1; }
+int main() { return sizeof(mlbridge::EmbeddedModel) > 0 ? 0 : 1; }

@@ -21,7 +21,7 @@ using namespace mlbridge;
 
 namespace {
 
-const TfAotModel &policy() { return tfmodels::PolicyModel(); }
+const EmbeddedModel &policy() { return tfmodels::PolicyModel(); }
 
 std::string ref(const std::string &Model) {
   return std::string(MLBRIDGE_TF_MODELS_DIR) + "/" + Model + ".ref";
@@ -36,7 +36,7 @@ void expectNear(const std::vector<double> &Got, const tftest::Tensor &Want,
 
 /// A runner over Model whose advice is the output called Advice (empty: the
 /// default), or nullptr and a test failure.
-std::unique_ptr<TfModelRunner> runner(const TfAotModel &Model,
+std::unique_ptr<TfModelRunner> runner(const EmbeddedModel &Model,
                                       std::string Advice = "") {
   TfOptions O;
   O.AdviceOutput = std::move(Advice);
@@ -89,7 +89,7 @@ TEST(TfModelRunner, PolicyMatchesTensorFlow) {
 TEST(TfModelRunner, NpzModelsMatchTensorFlow) {
   // The paper's MLP and the RL agents, built from the ONNX models' weights.
   for (const char *Name : {"mlp_300_64_15", "rl_pass_agent", "rl_factor_agent"}) {
-    const TfAotModel *M = nullptr;
+    const EmbeddedModel *M = nullptr;
 #ifdef MLBRIDGE_TF_HAVE_mlp_300_64_15
     if (std::string(Name) == "mlp_300_64_15")
       M = &tfmodels::Mlp3006415Model();
@@ -170,7 +170,8 @@ TEST(TfModelRunner, AFeatureTheModelDoesNotHaveIsAClearError) {
   ASSERT_TRUE(Runner.addFeature(TensorSpec::create<float>("extra", {1})));
   Status S = Runner.evaluateRaw();
   EXPECT_EQ(S.code(), ErrorCode::InvalidArgument);
-  EXPECT_NE(S.message().find("no input for feature 'extra'"), std::string::npos)
+  EXPECT_NE(S.message().find("feature 'extra' is not an input of TF-AOT model"),
+            std::string::npos)
       << S.message();
 }
 

@@ -48,7 +48,7 @@ Expected<Episode> runEpisode(ModelRunner &Pass, ModelRunner &Factor,
 }
 
 /// An agent: the model's "scores" output is the advice.
-Expected<std::unique_ptr<TfModelRunner>> agent(const TfAotModel &Model) {
+Expected<std::unique_ptr<TfModelRunner>> agent(const EmbeddedModel &Model) {
   TfOptions O;
   O.AdviceOutput = "scores";
   return TfModelRunner::create(Model, O);

@@ -53,7 +53,7 @@ void print(const TensorValue &V) {
 int main(int Argc, char **Argv) {
   if (Argc != 2)
     return fail("usage: mlbridge-tf-eval MODEL");
-  const TfAotModel *M = tftest::findModel(Argv[1]);
+  const EmbeddedModel *M = tftest::findModel(Argv[1]);
   if (!M)
     return fail(std::string("no model '") + Argv[1] + "' in this build");
   auto R = TfModelRunner::create(*M);
