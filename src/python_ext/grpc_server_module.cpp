@@ -161,8 +161,13 @@ PyObject *serverAnswer(ServerObject *Self, PyObject *Args) {
   Py_buffer Reply;
   if (!live(Self) || !PyArg_ParseTuple(Args, "Ky*", &Id, &Reply))
     return nullptr;
-  AnswerResult R = Self->Core->answer(
+  // Sending may take a while (gRPC writes inline): other Python threads run
+  // meanwhile; the buffer stays valid, its object is held by the arguments.
+  AnswerResult R;
+  Py_BEGIN_ALLOW_THREADS
+  R = Self->Core->answer(
       Id, std::string_view(static_cast<const char *>(Reply.buf), size_t(Reply.len)));
+  Py_END_ALLOW_THREADS
   PyBuffer_Release(&Reply);
   return PyLong_FromLong(static_cast<long>(R));
 }
@@ -178,8 +183,11 @@ PyObject *serverFail(ServerObject *Self, PyObject *Args) {
     PyErr_SetString(PyExc_ValueError, "status code must be a gRPC error code (1-16)");
     return nullptr;
   }
-  bool Ok = Self->Core->fail(Id, static_cast<grpc::StatusCode>(Code),
-                             std::string(Message, size_t(Len)));
+  std::string Text(Message, size_t(Len));
+  bool Ok;
+  Py_BEGIN_ALLOW_THREADS
+  Ok = Self->Core->fail(Id, static_cast<grpc::StatusCode>(Code), Text);
+  Py_END_ALLOW_THREADS
   return PyBool_FromLong(Ok);
 }
 

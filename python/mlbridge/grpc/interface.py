@@ -215,7 +215,8 @@ class GrpcCompilerInterface:
     call this side makes. ``max_message_bytes``: both directions, equal to
     the C++ default. ``tls``: :class:`TlsFiles` (None: plaintext).
     ``allow_remote``: listen on a non-loopback address. ``max_workers``:
-    inference requests served concurrently (one per connected compiler).
+    inference requests waiting for an answer at a time (one per connected
+    compiler); more are refused with RESOURCE_EXHAUSTED.
     ``user_service``: serve a user-defined method instead
     (:class:`mlbridge.grpc.UserService`). ``server`` (inference mode):
     ``"native"`` (the C++ server core; an error when it is not built),
