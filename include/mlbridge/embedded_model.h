@@ -6,7 +6,7 @@
 //  * mlbridge-model-compiler (mlbridge_add_compiled_model) turns an ONNX
 //    model into C++: `Foo::info()` (mlbridge/compiled_model.h), run by
 //    CompiledModelRunner;
-//  * mlbridge_add_tf_aot_model has XLA compile a TensorFlow model:
+//  * mlbridge_add_tf_model has XLA compile a TensorFlow model:
 //    `FooModel()` (mlbridge/tf_model_runner.h), run by TfModelRunner.
 //
 // The generated code fills one EmbeddedModel per model; there is no need

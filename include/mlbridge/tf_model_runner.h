@@ -5,10 +5,10 @@
 // ship their models this way). No TensorFlow, Python or file is needed at
 // run time: the model is machine code and constants linked into the binary.
 //
-// The build compiles the model (cmake/MLBridgeTFAOT.cmake, docs/tf-aot.md):
+// The build compiles the model (cmake/MLBridgeTfAot.cmake, docs/tf-aot.md):
 //
-//   mlbridge_add_tf_aot_model(inliner_model SAVED_MODEL ${DIR}
-//                             NAME my::InlinerPolicy)
+//   mlbridge_add_tf_model(inliner_model SAVED_MODEL ${DIR}
+//                         NAME my::InlinerPolicy)
 //   target_link_libraries(my_pass PRIVATE inliner_model)
 //
 // and generates "inliner_model.h", declaring the model's description

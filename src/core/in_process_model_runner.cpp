@@ -123,7 +123,7 @@ Status EmbeddedModelRunner::checkModel(const std::string &AdviceOutput) {
                       std::to_string(M.AbiVersion) + ", this library expects " +
                       std::to_string(kEmbeddedModelAbiVersion) +
                       "; regenerate it with this version's build "
-                      "(mlbridge-model-compiler, mlbridge_add_tf_aot_model)");
+                      "(mlbridge-model-compiler, mlbridge_add_tf_model)");
   if (!M.Create || !M.Destroy || !M.InputBuffer || !M.Run ||
       !M.OutputBuffer || (M.NumInputs && !M.Inputs) || !M.Outputs)
     return Status(ErrorCode::InvalidArgument,
