@@ -165,6 +165,16 @@ def test_malformed_requests_are_rejected():
         assert "dtype is not set" in errors[0].details()
 
 
+def test_without_the_native_module_grpcio_serves(monkeypatch):
+    from mlbridge.grpc import _native
+    monkeypatch.setattr(_native, "_found", (None, "not built here (test)"))
+    monkeypatch.delenv("MLBRIDGE_GRPC_SERVER")
+    with GrpcCompilerInterface() as iface:
+        assert iface.server_kind == "grpcio"
+    with pytest.raises(MLBridgeError, match="not available: not built here"):
+        GrpcCompilerInterface(server="native")
+
+
 def test_the_chosen_server_serves(server):
     with GrpcCompilerInterface() as iface:
         assert iface.server_kind == server
