@@ -51,8 +51,9 @@ _POLL_SLICE = 5.0
 #: "grpcio") when the constructor's ``server`` is None.
 SERVER_ENV = "MLBRIDGE_GRPC_SERVER"
 _SERVER_KINDS = ("native", "grpcio")
-# The native server's answers and method kinds (src/python_ext).
-_SENT, _GONE, _TOO_LARGE = 0, 1, 2
+# The native server's answers (1: the compiler is gone) and method kinds
+# (src/python_ext/grpc_server_module.cpp).
+_SENT, _TOO_LARGE = 0, 2
 _REQUEST, _SESSION_END = 0, 1
 
 
