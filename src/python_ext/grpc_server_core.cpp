@@ -271,8 +271,10 @@ std::unique_ptr<ServerCore> ServerCore::start(const ServerConfig &Config,
     if (I->Server)
       I->Server->Shutdown(std::chrono::system_clock::now());
     Error = "cannot listen on '" + Config.Address +
-            "': the port is in use or the address is invalid (a port is "
-            "never shared between two servers)";
+            "': the port is in use" +
+            (Config.UseTls ? ", the TLS key or certificate is not usable," : "") +
+            " or the address is invalid (a port is never shared between two "
+            "servers)";
     return nullptr;
   }
   Impl *Raw = I.get();

@@ -114,6 +114,16 @@ def test_training_tls_round_trip(procs, cert):
     assert [a["value"] for a in H.by_event(lines, "advice")] == [0, 2, 4], err
 
 
+def test_an_unusable_certificate_is_named_by_the_native_server(tmp_path):
+    if not built_components()["grpc_python_core"]:
+        pytest.skip("the build says component 'grpc_python_core' is off")
+    bad = tmp_path / "bad.pem"
+    bad.write_text("not a PEM file")
+    with pytest.raises(MLBridgeError, match="TLS key or certificate is not usable"):
+        GrpcCompilerInterface(tls=TlsFiles(cert_file=str(bad), key_file=str(bad)),
+                              server="native")
+
+
 def test_missing_certificate_is_a_clear_error(tmp_path):
     with pytest.raises(MLBridgeError, match="cannot read private key .*none.key"):
         GrpcCompilerInterface(tls=TlsFiles(cert_file=str(tmp_path / "none.pem"),
