@@ -14,12 +14,16 @@ between requests (a stock LLVM computing its next features) makes every
 spin a pure loss, and one the wait averages do not show: the CPU the spin
 burns is taken from that peer on a busy machine (an 11,243-request llc-19
 compilation took 1.7 s served with spinning against 1.0 s without). After
-its first few µs (``PAUSE_ONLY``) a spin yields the CPU between looks.
+its first few µs (``PAUSE_ONLY``) a spin yields the CPU between looks, and
+nothing spins while more tasks are runnable than there are CPUs plus one
+(:func:`cpus_crowded`).
 """
 
 import _thread
+import os
+import time
 
-__all__ = ["SpinBudget", "full_fence", "PAUSE_ONLY"]
+__all__ = ["SpinBudget", "full_fence", "PAUSE_ONLY", "cpus_crowded", "runnable_from_loadavg"]
 
 _TRY_OTHER_EVERY = 16
 # A spin looks without pause for this long, then gives the CPU away between
@@ -27,6 +31,40 @@ _TRY_OTHER_EVERY = 16
 # compilers and one model on as many CPUs).
 PAUSE_ONLY = 3e-6
 _fence_lock = _thread.allocate_lock()
+
+
+_CPUS = os.cpu_count() or 1
+_LOOK_EVERY = 0.02
+_crowding = [0.0, False]  # next look (monotonic s), last answer
+
+
+def runnable_from_loadavg(line):
+    """The runnable-task count of a /proc/loadavg line (bytes), or -1."""
+    fields = line.split()
+    if len(fields) < 4 or b"/" not in fields[3]:
+        return -1
+    runnable = fields[3].split(b"/")[0]
+    return int(runnable) if runnable.isdigit() else -1
+
+
+def cpus_crowded():
+    """True while more tasks are runnable than there are CPUs plus one (read
+    at most every 20 ms): a spin then takes CPU time someone -- often the
+    peer it waits for -- needs. False when it cannot be read."""
+    now = time.monotonic()
+    if now < _crowding[0]:
+        return _crowding[1]
+    _crowding[0] = now + _LOOK_EVERY
+    try:
+        fd = os.open("/proc/loadavg", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            line = os.read(fd, 128)
+        finally:
+            os.close(fd)
+    except OSError:
+        line = b""
+    _crowding[1] = runnable_from_loadavg(line) > _CPUS + 1
+    return _crowding[1]
 
 
 def full_fence():
@@ -38,10 +76,11 @@ def full_fence():
 
 
 class SpinBudget:
-    __slots__ = ("max", "spin_avg", "sleep_avg", "hit_avg", "waits", "spinning")
+    __slots__ = ("max", "crowded", "spin_avg", "sleep_avg", "hit_avg", "waits", "spinning")
 
-    def __init__(self, max_seconds):
+    def __init__(self, max_seconds, crowded=cpus_crowded):
         self.max = max_seconds
+        self.crowded = crowded
         self.spin_avg = self.sleep_avg = None
         self.hit_avg = 1.0  # share of spins the request arrived in
         self.waits = 0
@@ -56,6 +95,9 @@ class SpinBudget:
     def next(self):
         """Seconds the next wait should spin (``max_seconds`` or 0)."""
         if not self.max:
+            return 0
+        if self.crowded():
+            self.spinning = False
             return 0
         self.waits += 1
         wins = self._spinning_wins()

@@ -12,6 +12,12 @@
 // its whole length on top of the sleep). No spin ever outlives the wait's
 // deadline (callers bound it); an idle channel sleeps.
 //
+// Nor does anything spin while more tasks are runnable than the machine has
+// CPUs, plus one (the runnable count of /proc/loadavg, read at most every
+// 20 ms per thread): there a spin only takes CPU time that someone -- often
+// the peer it waits for -- needs, and the wait averages do not show that
+// cost, which the peer pays.
+//
 // SpinPacer paces the looks of one spin: pause instructions for its first
 // few µs, then the CPU is given away between looks (sched_yield). On a
 // machine with as many busy processes as CPUs -- several compilers, one
@@ -22,8 +28,12 @@
 #define MLBRIDGE_SRC_TRANSPORT_SPIN_WAIT_H
 
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 
+#include <fcntl.h>
 #include <sched.h>
+#include <unistd.h>
 
 namespace mlbridge {
 
@@ -35,15 +45,59 @@ inline void cpuRelax() {
 #endif
 }
 
+/// The runnable-task count of a /proc/loadavg line ("0.52 0.41 0.30 3/241
+/// 1234": 3), or -1 if the line is not one.
+inline long runnableFromLoadavg(const char *Line) {
+  const char *Slash = std::strchr(Line, '/');
+  if (!Slash)
+    return -1;
+  const char *Begin = Slash;
+  while (Begin > Line && Begin[-1] >= '0' && Begin[-1] <= '9')
+    --Begin;
+  return Begin == Slash ? -1 : std::strtol(Begin, nullptr, 10);
+}
+
+/// True while more tasks are runnable than there are CPUs plus one.
+/// Sampled at most every 20 ms per thread; false when it cannot be read.
+inline bool cpusCrowded() {
+  using Clock = std::chrono::steady_clock;
+  thread_local Clock::time_point NextLook;
+  thread_local bool Crowded = false;
+  const auto Now = Clock::now();
+  if (Now < NextLook)
+    return Crowded;
+  NextLook = Now + std::chrono::milliseconds(20);
+  Crowded = false;
+  int Fd = ::open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+  if (Fd < 0)
+    return Crowded;
+  char Line[128];
+  const ssize_t N = ::read(Fd, Line, sizeof Line - 1);
+  ::close(Fd);
+  if (N <= 0)
+    return Crowded;
+  Line[N] = 0;
+  static const long Cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  const long Runnable = runnableFromLoadavg(Line);
+  Crowded = Cpus > 0 && Runnable > Cpus + 1;
+  return Crowded;
+}
+
 class SpinBudget {
 public:
   using Micros = std::chrono::microseconds;
-  explicit SpinBudget(Micros Max) : Max(Max) {}
+  /// Crowded: whether the CPUs are too busy to spin (replaceable in tests).
+  explicit SpinBudget(Micros Max, bool (*Crowded)() = cpusCrowded)
+      : Max(Max), Crowded(Crowded) {}
 
   /// How long the next wait should spin (Max or zero).
   Micros next() {
     if (Max.count() == 0)
       return Max;
+    if (Crowded()) {
+      Spinning = false;
+      return Micros(0);
+    }
     Spinning = (++Waits % kTryOtherEvery == 0) ? !spinningWins() : spinningWins();
     return Spinning ? Max : Micros(0);
   }
@@ -64,6 +118,7 @@ private:
     return SpinAvg < 0 || SleepAvg < 0 || SpinAvg < SleepAvg * 7 / 8;
   }
   Micros Max;
+  bool (*Crowded)();
   double SpinAvg = -1, SleepAvg = -1; // µs; -1: not measured yet
   double HitAvg = 1;                  // share of spins answered within Max
   unsigned Waits = 0;

@@ -9,8 +9,11 @@ namespace {
 
 using Micros = SpinBudget::Micros;
 
+bool idle() { return false; }
+bool crowded() { return true; }
+
 TEST(SpinBudget, ZeroMaxNeverSpins) {
-  SpinBudget B(Micros(0));
+  SpinBudget B(Micros(0), idle);
   for (int I = 0; I < 40; ++I) {
     EXPECT_EQ(B.next(), Micros(0));
     B.update(Micros(5));
@@ -31,21 +34,33 @@ int spinsAfter(SpinBudget &B, int Waits, long SpinUs, long SleepUs) {
 }
 
 TEST(SpinBudget, SpinsWhileSpinningIsClearlyFaster) {
-  SpinBudget B(Micros(50));
+  SpinBudget B(Micros(50), idle);
   // Every 16th wait tries the other mode: 30 of the last 32 spin.
   EXPECT_EQ(spinsAfter(B, 200, /*SpinUs=*/5, /*SleepUs=*/40), 30);
 }
 
 TEST(SpinBudget, SleepsWhenSpinningIsNotFaster) {
-  SpinBudget B(Micros(50));
+  SpinBudget B(Micros(50), idle);
   EXPECT_EQ(spinsAfter(B, 200, /*SpinUs=*/38, /*SleepUs=*/40), 2);
 }
 
 TEST(SpinBudget, StopsSpinningWhenMostSpinsRunOut) {
   // Spinning waits average less than sleeping ones, but they end after
   // the 50 µs budget: the spin is pure cost on top of a sleep, so no.
-  SpinBudget B(Micros(50));
+  SpinBudget B(Micros(50), idle);
   EXPECT_EQ(spinsAfter(B, 200, /*SpinUs=*/60, /*SleepUs=*/200), 2);
+}
+
+TEST(SpinBudget, NeverSpinsWhileTheCpusAreCrowded) {
+  SpinBudget B(Micros(50), crowded);
+  EXPECT_EQ(spinsAfter(B, 200, /*SpinUs=*/5, /*SleepUs=*/40), 0);
+}
+
+TEST(SpinBudget, ReadsTheRunnableCountOfLoadavg) {
+  EXPECT_EQ(runnableFromLoadavg("0.52 0.41 0.30 3/241 1234\n"), 3);
+  EXPECT_EQ(runnableFromLoadavg("15.40 8.59 5.81 12/193 18459"), 12);
+  EXPECT_EQ(runnableFromLoadavg("0.00 0.00 0.00"), -1);
+  EXPECT_EQ(runnableFromLoadavg("/"), -1);
 }
 
 TEST(SpinPacer, EndsAtItsEndAndNotBefore) {
