@@ -10,12 +10,16 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "usage: %s <pipe base path>\n", argv[0]);
     return 2;
   }
-  // The three lines a pass needs: a runner, features, a decision (with a
-  // fallback used if the model is unreachable or answers nonsense).
-  mlbridge::PipeModelRunner Runner(argv[1]);
-  Runner.populateFeatures(std::make_pair("callee_size", 42),
-                          std::make_pair("hotness", 0.75f));
-  int Decision = Runner.evaluateOr<int>(/*Fallback=*/0);
+  // What a pass needs: a runner, features, a decision (with a fallback
+  // used if the model is unreachable or answers nonsense).
+  auto Runner = mlbridge::PipeModelRunner::create(argv[1]);
+  if (!Runner) {
+    std::fprintf(stderr, "%s\n", Runner.status().toString().c_str());
+    return 1;
+  }
+  (*Runner)->populateFeatures(std::make_pair("callee_size", 42),
+                              std::make_pair("hotness", 0.75f));
+  int Decision = (*Runner)->evaluateOr<int>(/*Fallback=*/0);
   std::printf("decision: %d\n", Decision);
   return 0;
 }

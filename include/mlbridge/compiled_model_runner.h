@@ -66,11 +66,13 @@ public:
     return create(Model::info(), std::move(O));
   }
 
-  /// For code that prefers a plain object: errors from the arguments are
-  /// reported by every later call instead.
-  explicit CompiledModelRunner(
+  /// The 0.1 plain-object form of create(): errors from the arguments are
+  /// reported by every later call instead. Removed in the release after
+  /// 0.2.
+  [[deprecated("use CompiledModelRunner::create")]] explicit CompiledModelRunner(
       const EmbeddedModel &Model,
-      CompiledModelOptions Options = CompiledModelOptions());
+      CompiledModelOptions Options = CompiledModelOptions())
+      : CompiledModelRunner(CreateTag(), Model, std::move(Options)) {}
   ~CompiledModelRunner() override;
 
   // model(), outputCount, outputSpec, outputIndex, selectAdvice, output:
@@ -79,6 +81,10 @@ public:
   /// Another runner over the same generated model with the same advice
   /// output and options, for another thread (its own buffers).
   Expected<std::unique_ptr<CompiledModelRunner>> clone() const;
+
+private:
+  CompiledModelRunner(CreateTag, const EmbeddedModel &Model,
+                      CompiledModelOptions Options);
 };
 
 } // namespace mlbridge

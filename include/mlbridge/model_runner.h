@@ -39,6 +39,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -168,6 +169,22 @@ protected:
   /// setFeature. Invalid specs make every later call fail with the reason.
   ModelRunner(std::vector<TensorSpec> FeatureSpecs,
               std::optional<TensorSpec> AdviceSpec, RunnerOptions Options);
+
+  /// The one way to make a runner is its static create(), returning
+  /// Expected<std::unique_ptr<X>>. create() builds the runner with the
+  /// constructor that takes a CreateTag (private in every runner, so that
+  /// the 0.1 public constructors can be deprecated) and ends with
+  /// created(): the runner, or why its arguments were invalid.
+  struct CreateTag {
+    explicit CreateTag() = default;
+  };
+  template <typename Runner>
+  static Expected<std::unique_ptr<Runner>>
+  created(std::unique_ptr<Runner> R) {
+    if (!R->constructionStatus().isOk())
+      return R->constructionStatus();
+    return R;
+  }
 
   /// Implementations: exchange the current features for advice. Spec is
   /// the advice spec; Out must be filled (reshaped for dynamic specs).

@@ -132,12 +132,14 @@ public:
   createFromBytes(const void *Data, size_t Size,
                   OnnxOptions Options = OnnxOptions());
 
-  /// Same as create(), for code that prefers a plain object: a load error is
-  /// returned by every later call instead (so evaluateOr falls back).
-  explicit OnnxModelRunner(const std::string &ModelPath,
-                           OnnxOptions Options = OnnxOptions());
-  explicit OnnxModelRunner(std::shared_ptr<const OnnxModel> Model,
-                           OnnxOptions Options = OnnxOptions());
+  /// The 0.1 plain-object forms of create(): a load error is returned by
+  /// every later call instead (so evaluateOr falls back). Removed in the
+  /// release after 0.2.
+  [[deprecated("use OnnxModelRunner::create")]] explicit OnnxModelRunner(
+      const std::string &ModelPath, OnnxOptions Options = OnnxOptions());
+  [[deprecated("use OnnxModelRunner::create")]] explicit OnnxModelRunner(
+      std::shared_ptr<const OnnxModel> Model,
+      OnnxOptions Options = OnnxOptions());
   ~OnnxModelRunner() override;
 
   /// The model (nullptr if loading failed).

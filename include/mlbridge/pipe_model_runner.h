@@ -67,12 +67,15 @@ public:
          std::optional<TensorSpec> Advice = std::nullopt,
          PipeOptions Options = PipeOptions());
 
-  /// Same as create(), for code that prefers a plain object: invalid
-  /// arguments are reported by every later call instead.
-  explicit PipeModelRunner(std::string Base,
-                           std::vector<TensorSpec> FeatureSpecs = {},
-                           std::optional<TensorSpec> Advice = std::nullopt,
-                           PipeOptions Options = PipeOptions());
+  /// The 0.1 plain-object form of create(): invalid arguments are
+  /// reported by every later call instead. Removed in the release after
+  /// 0.2.
+  [[deprecated("use PipeModelRunner::create")]] explicit PipeModelRunner(
+      std::string Base, std::vector<TensorSpec> FeatureSpecs = {},
+      std::optional<TensorSpec> Advice = std::nullopt,
+      PipeOptions Options = PipeOptions())
+      : PipeModelRunner(CreateTag(), std::move(Base), std::move(FeatureSpecs),
+                        std::move(Advice), std::move(Options)) {}
   ~PipeModelRunner() override;
 
   const std::string &base() const { return Base; }
@@ -83,6 +86,9 @@ public:
   void setSessionIds(bool Offer) { Opts.SessionIds = Offer; }
 
 private:
+  PipeModelRunner(CreateTag, std::string Base,
+                  std::vector<TensorSpec> FeatureSpecs,
+                  std::optional<TensorSpec> Advice, PipeOptions Options);
   Status openChannel(std::unique_ptr<MessageChannel> &Out) override;
   std::string channelName() const override;
   bool offersSessionIds() const override { return Opts.SessionIds; }

@@ -12,7 +12,7 @@
 //
 //   mlbridge::enableProtobufSerDes();
 //   PipeOptions O; O.Format = SerDesKind::Protobuf;
-//   PipeModelRunner Runner("/tmp/ch", {}, std::nullopt, O);
+//   auto Runner = PipeModelRunner::create("/tmp/ch", {}, std::nullopt, O);
 //
 // Creating a GrpcModelRunner registers it too.
 //

@@ -50,16 +50,23 @@ public:
          std::optional<TensorSpec> Advice = std::nullopt,
          ShmOptions Options = ShmOptions());
 
-  /// Same as create(); invalid arguments are reported by every later call.
-  explicit ShmModelRunner(std::string SocketPath,
-                          std::vector<TensorSpec> FeatureSpecs = {},
-                          std::optional<TensorSpec> Advice = std::nullopt,
-                          ShmOptions Options = ShmOptions());
+  /// The 0.1 plain-object form of create(): invalid arguments are
+  /// reported by every later call. Removed in the release after 0.2.
+  [[deprecated("use ShmModelRunner::create")]] explicit ShmModelRunner(
+      std::string SocketPath, std::vector<TensorSpec> FeatureSpecs = {},
+      std::optional<TensorSpec> Advice = std::nullopt,
+      ShmOptions Options = ShmOptions())
+      : ShmModelRunner(CreateTag(), std::move(SocketPath),
+                       std::move(FeatureSpecs), std::move(Advice),
+                       std::move(Options)) {}
   ~ShmModelRunner() override;
 
   const std::string &socketPath() const { return Path; }
 
 private:
+  ShmModelRunner(CreateTag, std::string SocketPath,
+                 std::vector<TensorSpec> FeatureSpecs,
+                 std::optional<TensorSpec> Advice, ShmOptions Options);
   Status openChannel(std::unique_ptr<MessageChannel> &Out) override;
   std::string channelName() const override;
   /// Replies are framed (protocol §5.1): the request number in each frame

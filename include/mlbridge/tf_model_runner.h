@@ -76,14 +76,16 @@ public:
     return create(Model, withAdvice(AdviceOutput, std::move(Options)));
   }
 
-  /// Same as create(), for code that prefers a plain object: an error is
-  /// reported by every later call instead.
-  explicit TfModelRunner(const EmbeddedModel &Model,
-                         TfOptions Options = TfOptions());
-  [[deprecated("use TfModelRunner(Model, TfOptions)")]] TfModelRunner(
+  /// The 0.1 plain-object forms of create(): an error is reported by every
+  /// later call instead. Removed in the release after 0.2.
+  [[deprecated("use TfModelRunner::create")]] explicit TfModelRunner(
+      const EmbeddedModel &Model, TfOptions Options = TfOptions())
+      : TfModelRunner(CreateTag(), Model, std::move(Options)) {}
+  [[deprecated("use TfModelRunner::create")]] TfModelRunner(
       const EmbeddedModel &Model, std::string_view AdviceOutput,
       RunnerOptions Options = RunnerOptions())
-      : TfModelRunner(Model, withAdvice(AdviceOutput, std::move(Options))) {}
+      : TfModelRunner(CreateTag(), Model,
+                      withAdvice(AdviceOutput, std::move(Options))) {}
   ~TfModelRunner() override;
 
   // model(), outputCount, outputSpec, outputIndex, selectAdvice, output:
@@ -101,6 +103,7 @@ public:
   Expected<std::unique_ptr<TfModelRunner>> clone() const;
 
 private:
+  TfModelRunner(CreateTag, const EmbeddedModel &Model, TfOptions Options);
   static TfOptions withAdvice(std::string_view AdviceOutput,
                               RunnerOptions Options) {
     TfOptions O;

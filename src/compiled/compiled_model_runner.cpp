@@ -12,14 +12,11 @@ namespace mlbridge {
 Expected<std::unique_ptr<CompiledModelRunner>>
 CompiledModelRunner::create(const EmbeddedModel &Model,
                             CompiledModelOptions Options) {
-  std::unique_ptr<CompiledModelRunner> R(
-      new CompiledModelRunner(Model, std::move(Options)));
-  if (!R->constructionStatus().isOk())
-    return R->constructionStatus();
-  return R;
+  return created(std::unique_ptr<CompiledModelRunner>(
+      new CompiledModelRunner(CreateTag(), Model, std::move(Options))));
 }
 
-CompiledModelRunner::CompiledModelRunner(const EmbeddedModel &M,
+CompiledModelRunner::CompiledModelRunner(CreateTag, const EmbeddedModel &M,
                                          CompiledModelOptions Options)
     : EmbeddedModelRunner(M, "compiled model", Options.AdviceOutput,
                           Options) {}

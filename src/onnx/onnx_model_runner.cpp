@@ -353,11 +353,8 @@ OnnxModelRunner::create(const std::string &ModelPath, OnnxOptions Options) {
 Expected<std::unique_ptr<OnnxModelRunner>>
 OnnxModelRunner::create(std::shared_ptr<const OnnxModel> M,
                         OnnxOptions Options) {
-  std::unique_ptr<OnnxModelRunner> R(
-      new OnnxModelRunner(prepare(std::move(M), Options)));
-  if (!R->constructionStatus().isOk())
-    return R->constructionStatus();
-  return R;
+  return created(std::unique_ptr<OnnxModelRunner>(
+      new OnnxModelRunner(prepare(std::move(M), Options))));
 }
 
 Expected<std::unique_ptr<OnnxModelRunner>>

@@ -10,15 +10,12 @@ Expected<std::unique_ptr<PipeModelRunner>>
 PipeModelRunner::create(std::string Base, std::vector<TensorSpec> FeatureSpecs,
                         std::optional<TensorSpec> Advice,
                         PipeOptions Options) {
-  auto R = std::make_unique<PipeModelRunner>(
-      std::move(Base), std::move(FeatureSpecs), std::move(Advice),
-      std::move(Options));
-  if (!R->constructionStatus().isOk())
-    return R->constructionStatus();
-  return R;
+  return created(std::unique_ptr<PipeModelRunner>(new PipeModelRunner(
+      CreateTag(), std::move(Base), std::move(FeatureSpecs),
+      std::move(Advice), std::move(Options))));
 }
 
-PipeModelRunner::PipeModelRunner(std::string Base,
+PipeModelRunner::PipeModelRunner(CreateTag, std::string Base,
                                  std::vector<TensorSpec> FeatureSpecs,
                                  std::optional<TensorSpec> Advice,
                                  PipeOptions Options)

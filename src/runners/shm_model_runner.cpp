@@ -8,15 +8,12 @@ Expected<std::unique_ptr<ShmModelRunner>>
 ShmModelRunner::create(std::string SocketPath,
                        std::vector<TensorSpec> FeatureSpecs,
                        std::optional<TensorSpec> Advice, ShmOptions Options) {
-  auto R = std::make_unique<ShmModelRunner>(
-      std::move(SocketPath), std::move(FeatureSpecs), std::move(Advice),
-      std::move(Options));
-  if (!R->constructionStatus().isOk())
-    return R->constructionStatus();
-  return R;
+  return created(std::unique_ptr<ShmModelRunner>(new ShmModelRunner(
+      CreateTag(), std::move(SocketPath), std::move(FeatureSpecs),
+      std::move(Advice), std::move(Options))));
 }
 
-ShmModelRunner::ShmModelRunner(std::string SocketPath,
+ShmModelRunner::ShmModelRunner(CreateTag, std::string SocketPath,
                                std::vector<TensorSpec> FeatureSpecs,
                                std::optional<TensorSpec> Advice,
                                ShmOptions Options)

@@ -13,13 +13,12 @@ namespace mlbridge {
 
 Expected<std::unique_ptr<TfModelRunner>>
 TfModelRunner::create(const EmbeddedModel &Model, TfOptions Options) {
-  std::unique_ptr<TfModelRunner> R(new TfModelRunner(Model, std::move(Options)));
-  if (!R->constructionStatus().isOk())
-    return R->constructionStatus();
-  return R;
+  return created(std::unique_ptr<TfModelRunner>(
+      new TfModelRunner(CreateTag(), Model, std::move(Options))));
 }
 
-TfModelRunner::TfModelRunner(const EmbeddedModel &M, TfOptions Options)
+TfModelRunner::TfModelRunner(CreateTag, const EmbeddedModel &M,
+                             TfOptions Options)
     : EmbeddedModelRunner(M, "TF-AOT model", Options.AdviceOutput, Options) {}
 
 TfModelRunner::~TfModelRunner() = default;

@@ -29,8 +29,11 @@ TEST(ProtobufUnavailable, PipeRunnerReportsIt) {
       << R.status().toString();
   EXPECT_NE(R.status().message().find("enableProtobufSerDes"), std::string::npos);
 
-  // The plain-object form reports it from every call instead.
+  // The deprecated plain-object form reports it from every call instead.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
   PipeModelRunner Obj("/nonexistent/mlb-channel", {}, std::nullopt, O);
+#pragma GCC diagnostic pop
   Expected<int> V = Obj.evaluate<int>();
   ASSERT_FALSE(V);
   EXPECT_NE(V.status().message().find("not available"), std::string::npos);

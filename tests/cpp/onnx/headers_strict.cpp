@@ -11,7 +11,10 @@ float useOnnxRunner() {
   mlbridge::OnnxOptions O;
   O.Model.DimValues = {{"batch", 1}};
   O.AdviceOutput = "scores";
-  mlbridge::OnnxModelRunner Runner("model.onnx", O);
+  auto Created = mlbridge::OnnxModelRunner::create("model.onnx", O);
+  if (!Created)
+    return -1.f;
+  mlbridge::OnnxModelRunner &Runner = **Created;
   (void)Runner.setFeature("x", std::vector<float>(300, 0.f));
   if (float *X = Runner.getTensor<float>(0))
     X[0] = 1.f;
