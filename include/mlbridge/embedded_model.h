@@ -1,4 +1,4 @@
-//===- mlbridge/embedded_model.h - A model linked into the program -*- C++ -*-===//
+//===- mlbridge/embedded_model.h - A model linked in ------------*- C++ -*-===//
 //
 // The one description of a model whose code is linked into the program,
 // shared by both ways the build makes one:

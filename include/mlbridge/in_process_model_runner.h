@@ -105,7 +105,7 @@ private:
                     bool FeaturesChanged, const TensorSpec &Spec,
                     TensorValue &Out) override;
   const TensorValue *evaluatedOutput(size_t I) const override;
-  Status checkModel(const std::string &AdviceOutput);
+  Status checkAndInstantiate(const std::string &AdviceOutput);
 
   const EmbeddedModel &Model;
   void *Instance = nullptr;

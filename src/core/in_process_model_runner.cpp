@@ -111,11 +111,12 @@ EmbeddedModelRunner::EmbeddedModelRunner(const EmbeddedModel &M,
       Model(M) {
   setOutputs({}, std::string(Kind) + " " +
                      (abiOk(M) && M.Name ? M.Name : "?"));
-  if (Status S = checkModel(AdviceOutput); !S.isOk())
+  if (Status S = checkAndInstantiate(AdviceOutput); !S.isOk())
     setConstructionError(std::move(S));
 }
 
-Status EmbeddedModelRunner::checkModel(const std::string &AdviceOutput) {
+Status
+EmbeddedModelRunner::checkAndInstantiate(const std::string &AdviceOutput) {
   const EmbeddedModel &M = Model;
   if (!abiOk(M))
     return Status(ErrorCode::InvalidArgument,
