@@ -21,6 +21,7 @@ option(MLBRIDGE_REQUIRE_ALL_COMPONENTS
 set(_mlb_component_targets
     grpc mlbridge_grpc
     grpc_python_core mlbridge_grpc_native
+    shm_python_fast_path mlbridge_shm_native
     onnx mlbridge_onnx
     tf_aot mlbridge_tf
     compiled_model mlbridge-model-compiler
@@ -33,6 +34,7 @@ if(MLBRIDGE_SANITIZE)
   set(_mlb_na_mlir_plugin "not built with sanitizers (integrations/mlir/CMakeLists.txt)")
   set(_mlb_na_fuzzers "built in unsanitized builds only (tests/CMakeLists.txt)")
   set(_mlb_na_grpc_python_core "a Python extension: built in unsanitized builds only (src/grpc/CMakeLists.txt)")
+  set(_mlb_na_shm_python_fast_path "a Python extension: built in unsanitized builds only (src/python_ext/CMakeLists.txt)")
 elseif(NOT MLBRIDGE_BUILD_TESTS)
   set(_mlb_na_fuzzers "MLBRIDGE_BUILD_TESTS is OFF")
 endif()

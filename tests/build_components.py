@@ -17,7 +17,7 @@ from typing import Dict
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-COMPONENTS = ("grpc", "grpc_python_core", "onnx", "tf_aot", "compiled_model", "llvm_plugins", "mlir_plugin",
+COMPONENTS = ("grpc", "grpc_python_core", "shm_python_fast_path", "onnx", "tf_aot", "compiled_model", "llvm_plugins", "mlir_plugin",
               "c_tool", "fuzzers")
 
 

@@ -14,6 +14,11 @@ Waiting for a request spins for up to ``spin_us`` microseconds when that has
 proved faster (measured), then sleeps on the eventfd and the socket, so an
 idle channel costs no CPU and a dead compiler ends the session at once.
 
+The hot path of a small request -- finding a record that is one bitstream
+observation, and writing a reply that fits -- is done by the CPython module
+``mlbridge_shm_native`` when it is built (``fast_path``); anything else, and
+everything without the module, is done here.
+
 Threads: one thread at a time per interface.
 """
 
@@ -31,6 +36,7 @@ import tempfile
 import time
 import weakref
 
+from . import _native
 from . import serdes as _serdes
 from .serdes import bitstream as _bitstream
 from ._model_side import StreamInterface
@@ -84,7 +90,7 @@ class _Session:
     stable_buffers = True
     _MAX_SLICES = 16
 
-    def __init__(self, conn, capacity, spin, alive):
+    def __init__(self, conn, capacity, spin, alive, native):
         self.conn = conn
         self.capacity = capacity
         self.spinner = SpinBudget(spin)
@@ -112,6 +118,11 @@ class _Session:
             raise
         finally:
             os.close(memfd)
+        # The native fast path (None: all in Python) and its payload views:
+        # ring position -> (read-only view, {name: array}), for fast_layout.
+        self.ring = None if native is None else native.Ring(self.mm, capacity, self.wake_peer)
+        self.fast_layout = None
+        self.fast_views = {}
         self.ctl = memoryview(self.mm)[:_CONTROL_BYTES].cast("Q")
         self.view = memoryview(self.mm).toreadonly()
         self.req_base = _CONTROL_BYTES
@@ -133,6 +144,9 @@ class _Session:
         self.wake_self = self.wake_peer = -1
         # What holds views of the mapping goes first, so it can be unmapped.
         self.slices = {}
+        self.fast_views = {}
+        if self.ring is not None:
+            self.ring.close()
         if self.state is not None:
             self.state.cache = None
         for name in ("ctl", "view"):
@@ -306,6 +320,11 @@ class _Session:
         layout = state.cache
         if layout is None or self.pos < self.end:
             return None
+        if self.ring is not None and not layout.strings and not layout.bools:
+            self._wait(self.deadline, "a message", 0)
+            taken = self.ring.take(self.next, layout.nbytes)
+            if taken is not None:
+                return self._native_observation(state, layout, *taken)
         self._next_record(self.deadline, "a message", 0)
         pos = self.pos
         end = self.end
@@ -319,11 +338,36 @@ class _Session:
         self.pos = nl + 1
         return _bitstream.read_observation(self, state, index)
 
+    def _native_observation(self, state, layout, index, pos, record, next_record):
+        """The observation the native take() found (what read_observation
+        makes for the same record, with views kept per ring position)."""
+        self.read = record
+        self.next = next_record
+        self.pos = self.end = pos + layout.nbytes + 1
+        if self.fast_layout is not layout:
+            self.fast_layout = layout
+            self.fast_views = {}
+        seen = self.fast_views.get(pos)
+        if seen is None:
+            if len(self.fast_views) >= layout.MAX_VIEWS:
+                self.fast_views.clear()
+            seen = self.fast_views[pos] = (self.view[pos:pos + layout.nbytes], {})
+        raw = seen[0]
+        return Observation(index, state.context, layout.specs, state.advice_spec,
+                           values=seen[1], raw=raw, layout=layout.entries, buf=raw,
+                           names=layout.names)
+
     # ---- replies ----------------------------------------------------------------------
     def write(self, data, timeout, state=None):
         """Append ``data`` as one reply record -- behind the reply frame of
         ``state``'s session when given and the session has frames (protocol
         §5.1) -- waiting at most ``timeout`` seconds for room."""
+        if self.ring is not None and type(data) is bytes:
+            head = (self.ring.reply(self.rep_head, data, 0, 0) if state is None else
+                    self.ring.reply(self.rep_head, data, state.session, state.requests))
+            if head is not None:
+                self.rep_head = head
+                return
         frame = 0 if state is None else state.frame_bytes
         n = frame + len(data)
         cap = self.capacity
@@ -381,6 +425,10 @@ class ShmCompilerInterface(StreamInterface):
     how long a wait polls the ring before sleeping. ``process``: optional
     ``subprocess.Popen`` of the compiler, watched while waiting.
     ``max_message_bytes``/``max_header_bytes``: limits of protocol §4.
+    ``fast_path``: None (default) uses the native module
+    ``mlbridge_shm_native`` when it loads, False never, True requires it
+    (MLBridgeError saying why it is missing); the ``fast_path`` attribute
+    says whether sessions use it.
 
     Use as a context manager, or call close(); both remove what was created.
     """
@@ -388,7 +436,7 @@ class ShmCompilerInterface(StreamInterface):
     def __init__(self, path=None, serdes="bitstream", *, timeout=60.0,
                  capacity=DEFAULT_CAPACITY, spin_us=50,
                  max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
-                 max_header_bytes=DEFAULT_MAX_HEADER_BYTES, process=None):
+                 max_header_bytes=DEFAULT_MAX_HEADER_BYTES, process=None, fast_path=None):
         if platform.machine() not in ("x86_64", "AMD64"):
             # The rings rely on x86-64's store order from Python code.
             raise MLBridgeError(f"the shared-memory channel needs x86-64 on the model "
@@ -402,6 +450,11 @@ class ShmCompilerInterface(StreamInterface):
                              f"{_MIN_CAPACITY}, got {capacity}")
         if spin_us < 0:
             raise ValueError(f"spin_us must not be negative, got {spin_us}")
+        self._native = None
+        if fast_path is None or fast_path:
+            self._native, why = _native.load("mlbridge_shm_native")
+            if self._native is None and fast_path:
+                raise MLBridgeError(f"fast_path=True but {why}")
         self.timeout = float(timeout)
         self.capacity = capacity
         self.spin = spin_us / 1e6
@@ -456,6 +509,11 @@ class ShmCompilerInterface(StreamInterface):
         return self._path
 
     @property
+    def fast_path(self):
+        """True when sessions use the native module for the hot path."""
+        return self._native is not None
+
+    @property
     def session_open(self):
         """True while a compiler is connected."""
         return self._session is not None
@@ -482,7 +540,7 @@ class ShmCompilerInterface(StreamInterface):
                 p.close()
 
     def _new_session(self, conn, state):
-        session = _Session(conn, self.capacity, self.spin, self._alive_check())
+        session = _Session(conn, self.capacity, self.spin, self._alive_check(), self._native)
         session.state = state
         _log.debug("session opened on %s", self._path)
         return session

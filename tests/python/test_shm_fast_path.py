@@ -1,5 +1,8 @@
 """The shared-memory model side's per-session fast path: feature arrays made
 once per place in the ring and reused while the header stays the same.
+Every test runs twice: with the rings read and written in Python, and with
+the native module mlbridge_shm_native doing the common case (docs/shm.md,
+"The native fast path"), which must behave the same, errors included.
 
 The compiler is played here over a real channel (socket, memory file,
 eventfds) the way ShmChannel writes it (docs/shm.md): each request is one
@@ -18,7 +21,9 @@ import time
 import numpy as np
 import pytest
 
+from build_components import require_component
 from mlbridge import ProtocolError, ShmCompilerInterface, TensorSpec
+from mlbridge import shm
 from mlbridge.serdes import bitstream as bs
 
 _CONTROL = 4096
@@ -52,8 +57,9 @@ class RingCompiler:
     def _word(self, at):
         return _Q.unpack_from(self.mm, at)[0]
 
-    def send(self, data):
-        """One request record (mlbridge's placement rule)."""
+    def send(self, data, length=None):
+        """One request record (mlbridge's placement rule); ``length``: a
+        record length field that lies."""
         need = 8 + ((len(data) + 7) & ~7)
         off = self.head % self.cap
         empty = self._word(_REQ_TAIL) == self.head
@@ -61,7 +67,7 @@ class RingCompiler:
             _Q.pack_into(self.mm, _CONTROL + off, _WRAP)
             self.head += self.cap - off
             off = 0
-        _Q.pack_into(self.mm, _CONTROL + off, len(data))
+        _Q.pack_into(self.mm, _CONTROL + off, len(data) if length is None else length)
         self.mm[_CONTROL + off + 8:_CONTROL + off + 8 + len(data)] = data
         self.head += need
         _Q.pack_into(self.mm, _REQ_HEAD, self.head)
@@ -84,6 +90,25 @@ class RingCompiler:
         self.read += 8 + ((n + 7) & ~7)
         _Q.pack_into(self.mm, _REP_TAIL, self.read)
         return data
+
+
+@pytest.fixture(autouse=True, params=["python", "native"])
+def native_taken(request, monkeypatch):
+    """Runs the test on one path; the indices of the observations the
+    native module found (always empty on the Python path)."""
+    taken = []
+    if request.param == "python":
+        monkeypatch.setattr(shm._native, "load", lambda name: (None, "turned off by the test"))
+    else:
+        require_component("shm_python_fast_path")
+        assert ShmCompilerInterface(capacity=1 << 16).fast_path  # (closed when collected)
+        native_observation = shm._Session._native_observation
+
+        def counted(session, state, layout, index, *rest):
+            taken.append(index)
+            return native_observation(session, state, layout, index, *rest)
+        monkeypatch.setattr(shm._Session, "_native_observation", counted)
+    return taken if request.param == "native" else None
 
 
 def header(features, advice, continues=False):
@@ -123,7 +148,7 @@ class CompilerThread(threading.Thread):
             compiler = RingCompiler(self.path)
             try:
                 for k, request in enumerate(self.requests):
-                    compiler.send(request)
+                    compiler.send(*request) if type(request) is tuple else compiler.send(request)
                     if k + 1 < len(self.requests) or not self.refused:
                         self.replies.append(compiler.reply())
             finally:
@@ -141,7 +166,7 @@ def first(k, spec):
     return header([spec], ADVICE) if k == 0 else b""
 
 
-def test_arrays_are_reused_at_the_same_place_with_the_new_values():
+def test_arrays_are_reused_at_the_same_place_with_the_new_values(native_taken):
     xs = [np.arange(4, dtype=np.float32) + 10 * k for k in range(5)]
     with ShmCompilerInterface(serdes="bitstream", timeout=10, capacity=1 << 16) as iface:
         compiler = CompilerThread(iface.path, [first(k, X_FLOAT) + observation(k, [(X_FLOAT, x)])
@@ -158,9 +183,11 @@ def test_arrays_are_reused_at_the_same_place_with_the_new_values():
     # array is the one already made (a view of the ring), showing the new bytes.
     assert all(a is seen[1] for a in seen[2:])
     assert not seen[1].flags.writeable and not seen[1].flags.owndata
+    if native_taken is not None:  # all but the first, which has the header
+        assert native_taken == [1, 2, 3, 4]
 
 
-def test_a_new_header_mid_session_replaces_the_cached_arrays():
+def test_a_new_header_mid_session_replaces_the_cached_arrays(native_taken):
     xf = np.array([1.5, -2, 3, 4], dtype=np.float32)
     xi = np.array([7, -8, 9, 1 << 30], dtype=np.int32)
     # Same feature name and byte size, so the payloads land at the same
@@ -177,6 +204,8 @@ def test_a_new_header_mid_session_replaces_the_cached_arrays():
             iface.populate_buffer(k)
         replies = compiler.finish()
     assert [reply_value(r, k, "<i8") for k, r in enumerate(replies)] == [0, 1, 2, 3]
+    if native_taken is not None:  # the records with a header take the Python path
+        assert native_taken == [1, 3]
 
 
 def test_bool_bytes_are_checked_on_every_request():
@@ -206,3 +235,29 @@ def test_several_sessions_each_get_their_own_arrays():
                 iface.populate_buffer(k)
             assert [reply_value(r, k, "<i8") for k, r in enumerate(compiler.finish())] == [0, 1, 2]
             assert iface.evaluate(timeout=5) is None  # the hang-up ends the session
+
+
+@pytest.mark.parametrize("record, length, message", [
+    (b'{"observation":1}\n' + b"\0" * 16 + b"X", None,
+     r"observation 1: expected '\\n' after the 16-byte payload, got byte 0x58"),
+    (b'{"observation":01}\n' + b"\0" * 16 + b"\n", None,
+     r"malformed message \(Expecting ',' delimiter at column 17\)"),
+    (b'{"observation":1}\n' + b"\0" * 16 + b"\n", 4096, "corrupt record in the request ring"),
+], ids=["no newline after the payload", "index with a leading zero", "record length too large"])
+def test_malformed_records_are_the_same_errors_on_both_paths(native_taken, record, length,
+                                                             message):
+    x = np.arange(4, dtype=np.float32)
+    requests = [header([X_FLOAT], ADVICE) + observation(0, [(X_FLOAT, x)]),
+                observation(1, [(X_FLOAT, x)]),  # well formed: the native path's
+                (record, length)]
+    with ShmCompilerInterface(serdes="bitstream", timeout=10, capacity=1 << 16) as iface:
+        compiler = CompilerThread(iface.path, requests, refused=True)
+        for k in range(2):
+            assert np.array_equal(iface.evaluate()["x"], x)
+            iface.populate_buffer(k)
+        with pytest.raises(ProtocolError, match=message):
+            iface.evaluate()
+        assert not iface.session_open
+        compiler.finish()
+    if native_taken is not None:
+        assert native_taken == [1]
