@@ -8,7 +8,8 @@
 //   --scenario requests  --count N requests of {"i": k}, each in context
 //                        "request<k>"; expects 2k back (--pause-ms P: idle
 //                        P ms before each request after the first;
-//                        --first F: send i = F + k instead)
+//                        --first F: send i = F + k instead; --contexts 0:
+//                        all in one context "requests")
 //   --scenario rtt       --size N float vector, --count K timed requests
 #include "e2e_report.h"
 #include "mlbridge/pipe_model_runner.h"
@@ -38,6 +39,7 @@ struct Args {
   int Count = 3, Size = 1;
   int PauseMs = 0; // requests: idle time before each request after the first
   int First = 0;   // requests: the first i
+  int Contexts = 1; // requests: 0 keeps every request in one context
   int SpinUs = -1; // shm: ShmOptions::Spin (-1: the default)
 };
 
@@ -169,7 +171,10 @@ bool scenarioRequests(const Args &A) {
     if (K && A.PauseMs)
       std::this_thread::sleep_for(std::chrono::milliseconds(A.PauseMs));
     auto Start = Clock::now();
-    Status S = (*Runner)->switchContext("request" + std::to_string(K));
+    Status S = A.Contexts || !K
+                   ? (*Runner)->switchContext(A.Contexts ? "request" + std::to_string(K)
+                                                         : std::string("requests"))
+                   : Status::ok();
     const int64_t I = A.First + K;
     *(*Runner)->getTensor<int64_t>(0) = I;
     Expected<int64_t> R =
@@ -254,6 +259,8 @@ bool parse(int Argc, char **Argv, Args &A) {
       A.PauseMs = std::stoi(V);
     else if (K == "--first")
       A.First = std::stoi(V);
+    else if (K == "--contexts")
+      A.Contexts = std::stoi(V);
     else if (K == "--spin-us")
       A.SpinUs = std::stoi(V);
     else
