@@ -99,6 +99,7 @@ class _Session:
         self.state = None         # decoding state, when served by the event loop
         self.nonblocking = False  # the event loop never waits inside a message
         self.mm = None
+        self.ring = None
         self.wake_self = self.wake_peer = -1
         size = _CONTROL_BYTES + 2 * capacity
         memfd = os.memfd_create("mlbridge-shm", os.MFD_CLOEXEC)
@@ -107,6 +108,8 @@ class _Session:
             self.mm = mmap.mmap(memfd, size)
             self.wake_self = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
             self.wake_peer = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
+            if native is not None:  # the native fast path (None: all in Python)
+                self.ring = native.Ring(self.mm, capacity, self.wake_peer)
             _U64.pack_into(self.mm, 0, _MAGIC)
             struct.pack_into("<I", self.mm, 8, _VERSION)
             _U64.pack_into(self.mm, 16, capacity)
@@ -118,9 +121,8 @@ class _Session:
             raise
         finally:
             os.close(memfd)
-        # The native fast path (None: all in Python) and its payload views:
-        # ring position -> (read-only view, {name: array}), for fast_layout.
-        self.ring = None if native is None else native.Ring(self.mm, capacity, self.wake_peer)
+        # Payload views of the native fast path: ring position -> (read-only
+        # view, {name: array}), for fast_layout.
         self.fast_layout = None
         self.fast_views = {}
         self.ctl = memoryview(self.mm)[:_CONTROL_BYTES].cast("Q")

@@ -167,7 +167,7 @@ def test_malformed_requests_are_rejected():
 
 def test_without_the_native_module_grpcio_serves(monkeypatch):
     from mlbridge.grpc import _native
-    monkeypatch.setattr(_native, "_found", (None, "not built here (test)"))
+    monkeypatch.setattr(_native, "load", lambda: (None, "not built here (test)"))
     monkeypatch.delenv("MLBRIDGE_GRPC_SERVER")
     with GrpcCompilerInterface() as iface:
         assert iface.server_kind == "grpcio"
