@@ -323,7 +323,8 @@ class _Session:
         if layout is None or self.pos < self.end:
             return None
         if self.ring is not None and not layout.strings and not layout.bools:
-            self._wait(self.deadline, "a message", 0)
+            if self.ctl[_REQ_HEAD] == self.next:
+                self._wait(self.deadline, "a message", 0)
             taken = self.ring.take(self.next, layout.nbytes)
             if taken is not None:
                 return self._native_observation(state, layout, *taken)
