@@ -7,8 +7,9 @@ directions; training mode is test_fault_injection_grpc_training.py.
   fake model server (tools/fault_injecting_grpc_model.py inference).
 * Compiler faults: a fault-injecting fake compiler
   (tools/fault_injecting_grpc_compiler.py inference) against the real
-  GrpcCompilerInterface; afterwards a real compiler session on it must be
-  served correctly, and the fake itself must never get a wrong answer.
+  GrpcCompilerInterface, on each of its servers (the C++ server core and
+  grpcio's); afterwards a real compiler session on it must be served
+  correctly, and the fake itself must never get a wrong answer.
 
 gRPC has no separate header or context message (both travel in every
 request), so those steps are the "first" request; a unary call carries
@@ -22,6 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
+from build_components import built_components
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "tools"))
 import fault_matrix as F  # noqa: E402
@@ -69,9 +71,12 @@ def test_model_fault_gives_own_answer_or_clear_error(step, fault, expected):
     assert took_ms < 5 * F.DEADLINE_MS + 2 * F.SLACK_MS
 
 
+@pytest.mark.parametrize("server", ["native", "grpcio"])
 @pytest.mark.parametrize("step,fault", COMPILER_FAULTS)
-def test_model_side_is_ready_after_a_compiler_fault(step, fault):
-    with GrpcCompilerInterface(timeout=1.0) as iface:
+def test_model_side_is_ready_after_a_compiler_fault(step, fault, server):
+    if server == "native" and not built_components()["grpc_python_core"]:
+        pytest.skip("the build says component 'grpc_python_core' is off")
+    with GrpcCompilerInterface(timeout=1.0, server=server) as iface:
         stop = threading.Event()
         server = F.serve_in_background(lambda: iface.serve(F.twice, timeout=0.5), stop)
         faulty = F.spawn([sys.executable, F.TOOLS / "fault_injecting_grpc_compiler.py",

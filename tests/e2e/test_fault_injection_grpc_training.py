@@ -17,6 +17,8 @@ test_fault_injection_grpc.py.
 
 docs/reliability.md lists every case and its outcome.
 """
+import re
+import socket
 import subprocess
 import sys
 import time
@@ -123,5 +125,90 @@ def test_a_compiler_dying_while_the_trainer_answers_counts_as_ended():
             assert iface.serve(F.twice, timeout=TRAINER_TIMEOUT) == 1
             assert iface.ended_sessions == 1
             assert iface.last_ended_session == fake_address
+    finally:
+        F.end(faulty)
+
+
+# ---- one compiler failing never holds up or stops the others ---------------------------
+
+def fake_compiler(step, fault):
+    faulty = F.spawn([sys.executable, F.TOOLS / "fault_injecting_grpc_compiler.py",
+                      "training", "-", step, fault], env=F.ENV)
+    address = faulty.stdout.readline().strip()
+    assert address, faulty.stderr.read()
+    return faulty, address
+
+
+def served_correctly(proc):
+    lines, err = F.json_lines(proc)
+    assert [e["value"] for e in lines if e["event"] == "advice"] == [0, 2, 4], (lines, err)
+    assert lines[-1] == {"event": "done", "ok": True}
+
+
+def test_a_frozen_compiler_does_not_delay_the_actions_to_the_others():
+    """The fake freezes as the trainer's second action reaches it. The
+    action is not waited for, so the real compiler (1.5 s to wait for each
+    action, the trainer's timeout is 3 s) gets every answer in time; the
+    frozen one is dropped at the trainer's timeout, with the reason."""
+    faulty, fake_address = fake_compiler("reply", "stop")
+    try:
+        proc, address = training_compiler(call_timeout_ms=1500)
+        with GrpcCompilerInterface(mode="training", compilers=[fake_address, address],
+                                   timeout=3.0) as iface:
+            started = time.monotonic()
+            assert iface.serve(F.twice, timeout=10) == 4  # 1 to the fake, 3 to the compiler
+            assert time.monotonic() - started < 3.0 + F.SLACK_MS / 1000
+            assert iface.ended_sessions == 2
+            assert "did not take the action within 3 s" in iface.compiler_errors[fake_address]
+            assert address not in iface.compiler_errors
+        served_correctly(proc)
+    finally:
+        F.end(faulty)
+
+
+def test_a_compiler_dead_before_its_first_observation_ends_with_an_error():
+    """Reached, then killed while the trainer waits for its first
+    observation; and one that never listens: both end (with the reason)
+    within the trainer's timeout instead of being polled forever."""
+    faulty, fake_address = fake_compiler("first", "kill")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        nobody = f"127.0.0.1:{s.getsockname()[1]}"
+    try:
+        with GrpcCompilerInterface(mode="training", compilers=[fake_address, nobody],
+                                   timeout=1.0) as iface:
+            started = time.monotonic()
+            assert iface.serve(F.twice, timeout=10) == 0
+            assert time.monotonic() - started < 1.0 + F.SLACK_MS / 1000
+            assert iface.ended_sessions == 2
+            assert "not reached within 1 s" in iface.compiler_errors[nobody]
+            # Gone while asked (or, when gRPC reported the connection late,
+            # not reached): either way a clear reason.
+            assert re.search("gone without ending its session|not reached",
+                             iface.compiler_errors[fake_address])
+    finally:
+        F.end(faulty)
+
+
+def test_a_compiler_sending_garbage_is_dropped_and_the_others_go_on():
+    """A malformed observation, and a server that is not a compiler (a
+    model's ModelService): each is dropped with a clear error (the fake is
+    told by EndEpisode) while the real compiler is served to its end."""
+    faulty, fake_address = fake_compiler("first", "truncate")
+    try:
+        with GrpcCompilerInterface(timeout=5) as not_a_compiler:
+            proc, address = training_compiler(call_timeout_ms=5000)
+            with GrpcCompilerInterface(mode="training", timeout=5.0,
+                                       compilers=[fake_address, not_a_compiler.address,
+                                                  address]) as iface:
+                assert iface.serve(F.twice, timeout=10) == 3
+                assert iface.ended_sessions == 3
+                errors = iface.compiler_errors
+                assert "is malformed" in errors[fake_address], errors
+                assert "UNIMPLEMENTED" in errors[not_a_compiler.address], errors
+                assert address not in errors
+            served_correctly(proc)
+        faulty.wait(F.FAKE_PATIENCE_S)
+        assert faulty.returncode == 0, faulty.stderr.read()
     finally:
         F.end(faulty)

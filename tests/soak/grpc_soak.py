@@ -25,6 +25,11 @@ from mlbridge.grpc import GrpcCompilerInterface
 SOURCE = Path(__file__).resolve().parents[2]
 
 
+def current_rss_kib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() // 1024
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", type=int, default=100_000)
@@ -34,6 +39,8 @@ def main():
     ap.add_argument("--compiler", default=str(SOURCE / "build" / "tests" /
                                               "mlbridge-grpc-e2e-compiler"))
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--server", choices=("native", "grpcio"),
+                    help="the model's gRPC server (default: the interface's choice)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     faults = {"delay": 0, "error": 0}
@@ -51,8 +58,9 @@ def main():
 
     totals = {"right": 0, "wrong": 0, "sessions": 0, "errors": {}}
     rss = []
+    model_rss = []  # the model's (this process's) RSS after each chunk
     start = time.monotonic()
-    with GrpcCompilerInterface(timeout=30) as iface:
+    with GrpcCompilerInterface(timeout=30, server=args.server) as iface:
         stop = threading.Event()
 
         def serve():
@@ -81,15 +89,18 @@ def main():
             for code, count in summary["errors"].items():
                 totals["errors"][code] = totals["errors"].get(code, 0) + count
             rss.append((summary["rss_kib_early"], summary["rss_kib_end"]))
+            model_rss.append(current_rss_kib())
             left -= n
             print(json.dumps(dict(totals, done=args.requests - left,
                                   seconds=round(time.monotonic() - start, 1))),
                   file=sys.stderr, flush=True)  # progress, one line per chunk
         stop.set()
         server.join(5)
+        server_kind = iface.server_kind
     totals.update(
-        transport="grpc", requests=args.requests, injected=faults,
+        transport="grpc", server=server_kind, requests=args.requests, injected=faults,
         seconds=round(time.monotonic() - start, 1), compiler_rss_kib=rss,
+        model_rss_kib=model_rss,
         model_max_rss_kib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
     print(json.dumps(totals))
     return 0 if totals["wrong"] == 0 else 1

@@ -19,13 +19,17 @@ servers listen on loopback unless ``allow_remote=True``; TLS is optional
 (:class:`TlsFiles`).
 """
 
+import atexit
 import logging
 import os
 import queue
 import socket
 import threading
 import time
-from concurrent import futures
+import weakref
+# Imported first: its exit hook (joining the pool's threads) must be
+# registered before _close_serving's, so that it runs after it.
+from concurrent.futures.thread import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Optional
 
@@ -131,6 +135,21 @@ def _claim_loopback_sibling(address, port):
     return hold
 
 
+# Inference interfaces not closed yet: closed when the interpreter exits.
+_serving = weakref.WeakSet()
+
+
+def _close_serving():
+    for iface in list(_serving):
+        iface.close()
+
+
+# Before the interpreter joins its threads: grpcio's server threads waiting
+# for an answer would otherwise hold the exit up to their timeout.
+# (threading's hook is what concurrent.futures uses; atexit runs too late.)
+getattr(threading, "_register_atexit", atexit.register)(_close_serving)
+
+
 def _options(max_message_bytes):
     return [("grpc.max_send_message_length", max_message_bytes),
             ("grpc.max_receive_message_length", max_message_bytes)]
@@ -192,15 +211,25 @@ class _ModelService(pb2_grpc.ModelServiceServicer):
 
 
 class _Worker:
-    """Training mode: one compiler the trainer drives."""
+    """Training mode: one compiler the trainer drives. At most one call is
+    in flight to it: a GetObservation (``fetch``) or a SendAction
+    (``send``)."""
 
-    def __init__(self, address, channel):
+    def __init__(self, address, channel, reach_by):
         self.address = address
         self.channel = channel
         self.stub = pb2_grpc.CompilerServiceStub(channel)
         self.fetch = None          # outstanding GetObservation future
-        self.connected = False     # a call has reached it
+        self.send = None           # outstanding SendAction future
+        self.reached = False       # its server was reached (channel READY or a reply)
+        self.reach_by = reach_by   # monotonic: dropped if not reached by then
         self.ended = False
+        self.watch = self._on_state  # kept: unsubscribe compares callbacks
+        channel.subscribe(self.watch, try_to_connect=True)
+
+    def _on_state(self, state):  # a gRPC thread
+        if state == grpc.ChannelConnectivity.READY:
+            self.reached = True
 
     def __repr__(self):
         return f"<compiler {self.address}>"
@@ -247,6 +276,9 @@ class GrpcCompilerInterface:
         self._cache = {}
         self.ended_sessions = 0
         self.last_ended_session = None
+        self.last_ended_error = None   # training: why the last ended compiler was dropped
+        self.compiler_errors = {}      # training: address -> why it was dropped
+        self._actions_taken = 0        # training: SendActions the compilers accepted
         self._server = None
         self._sibling = None  # the other loopback address, held (see _start_server)
         self._executor = None
@@ -265,6 +297,7 @@ class GrpcCompilerInterface:
             if compilers:
                 raise ValueError("compilers= is for training mode")
             self._start_server(address, allow_remote, max_workers, server)
+            _serving.add(self)
         else:
             if user_service is not None:
                 raise ValueError("user_service is for inference mode")
@@ -337,7 +370,7 @@ class GrpcCompilerInterface:
         self.server_kind = "native"
 
     def _start_grpcio(self, address, max_workers):
-        self._executor = futures.ThreadPoolExecutor(max_workers=max_workers,
+        self._executor = ThreadPoolExecutor(max_workers=max_workers,
                                                     thread_name_prefix="mlbridge-grpc")
         server = grpc.server(self._executor,
                              options=_options(self.max_message_bytes)
@@ -388,6 +421,7 @@ class GrpcCompilerInterface:
         if self._closed:
             return
         self._closed = True
+        _serving.discard(self)
         with self._slots_lock:
             slots, self._slots = self._slots, set()
         for s in slots:
@@ -401,8 +435,9 @@ class GrpcCompilerInterface:
             self._sibling.close()
             self._sibling = None
         for w in self._workers:
-            if w.fetch is not None:
-                w.fetch.cancel()
+            for call in (w.fetch, w.send):
+                if call is not None:
+                    call.cancel()
             w.channel.close()
         self._pending = None
 
@@ -452,7 +487,7 @@ class GrpcCompilerInterface:
             if t.server_name:
                 opts.append(("grpc.ssl_target_name_override", t.server_name))
             channel = grpc.secure_channel(address, creds, options=opts)
-        self._workers.append(_Worker(address, channel))
+        self._workers.append(_Worker(address, channel, time.monotonic() + self.timeout))
 
     def end_episode(self, compiler=None, reason=""):
         """Training mode: end the episode of one compiler (its address), or
@@ -481,6 +516,16 @@ class GrpcCompilerInterface:
         seconds (default: the interface's), MLBridgeError when the previous
         observation was not answered, PeerClosed in training mode once every
         compiler has ended.
+
+        Training mode: a compiler that fails is dropped and reported like a
+        session end (None), with the reason in ``last_ended_error`` and
+        ``compiler_errors[address]`` (a normal end leaves
+        ``last_ended_error`` None): one not reached within the timeout (not
+        listening, or dead before its first observation), one gone without
+        ending its session, one that did not take an action within the
+        timeout, one whose observation is malformed or whose reply is not a
+        CompilerService reply. Those still listening get EndEpisode with the
+        reason, so their pending request fails at once. The others go on.
         """
         if self._closed:
             raise MLBridgeError("the interface is closed")
@@ -499,9 +544,12 @@ class GrpcCompilerInterface:
         """Answer the observation evaluate() returned.
 
         ``advice`` is checked against its advice spec first (TypeError /
-        ValueError; the observation stays pending). Raises PeerClosed when
-        the compiler no longer waits for it (it gave up at its deadline, or
-        died).
+        ValueError; the observation stays pending). Inference mode: raises
+        PeerClosed when the compiler no longer waits for it (it gave up at
+        its deadline, or died). Training mode: the action is sent without
+        waiting (one slow compiler never holds up the others); a compiler
+        that does not take it within the timeout, or is gone, is dropped
+        (see :meth:`evaluate`).
         """
         obs = self._pending
         if obs is None:
@@ -545,7 +593,7 @@ class GrpcCompilerInterface:
         session has ended, else raises TimeoutError. A compiler that gave up
         on one request does not stop the loop; a policy exception is sent to
         that compiler as an error and re-raised. Returns the number of
-        requests answered.
+        requests answered (training mode: actions the compilers took).
 
         With grpcio's server, inference mode calls ``policy`` on the gRPC
         thread that received the request (one call at a time, never
@@ -557,16 +605,17 @@ class GrpcCompilerInterface:
             return self._serve_direct(policy, sessions, timeout)
         answered = 0
         ended = 0
+        taken = self._actions_taken
         while sessions is None or ended < sessions:
             try:
                 obs = self.evaluate(timeout)
             except TimeoutError:
                 if ended:
-                    return answered
+                    return self._served(answered, taken)
                 raise
             except PeerClosed:
                 if self.mode == "training":
-                    return answered  # every compiler has ended
+                    return self._served(answered, taken)  # every compiler has ended
                 raise
             if obs is None:
                 ended += 1
@@ -589,7 +638,16 @@ class GrpcCompilerInterface:
                         pass
                 raise
             answered += 1
-        return answered
+        return self._served(answered, taken)
+
+    def _served(self, answered, taken_before):
+        """What serve() returns: inference, the requests answered; training,
+        the actions the compilers took (those still on their way are
+        waited for)."""
+        if self.mode == "inference":
+            return answered
+        self._settle_actions()
+        return self._actions_taken - taken_before
 
     # ---- inference internals --------------------------------------------------------------
     def _serve_direct(self, policy, sessions, timeout):
@@ -777,19 +835,34 @@ class GrpcCompilerInterface:
             if not active:
                 raise PeerClosed("every compiler has ended its session"
                                  if self._workers else "no compilers to drive (add_compiler)")
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            remaining = deadline - now
             if remaining <= 0:
                 raise TimeoutError(f"no observation from {len(active)} compiler(s) within "
                                    f"{seconds:g} s")
             for w in active:
-                if w.fetch is None:
+                if w.fetch is not None or w.send is not None:
+                    continue
+                if w.reached:
                     self._start_fetch(w, min(remaining, _POLL_SLICE))
+                elif now >= w.reach_by:
+                    return self._drop(w, f"compiler {w.address} was not reached within "
+                                         f"{self.timeout:g} s (not listening, or it died "
+                                         f"before its first observation)")
+                else:
+                    self._start_fetch(w, min(remaining, _POLL_SLICE, w.reach_by - now))
             try:
                 w = self._ready.get(timeout=remaining)
             except queue.Empty:
                 continue
+            if w.ended:
+                continue
+            if w.send is not None:
+                if w.send.done() and self._action_settled(w):
+                    return None  # it ended
+                continue
             fut, w.fetch = w.fetch, None
-            if fut is None or w.ended:
+            if fut is None:
                 continue
             try:
                 reply = fut.result(timeout=0)
@@ -798,22 +871,26 @@ class GrpcCompilerInterface:
             except grpc.RpcError as e:
                 code = e.code()
                 if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-                    continue  # nothing yet: poll again
-                if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED) \
-                        and w.connected:
-                    _log.debug("compiler %s is gone: %s", w.address, e.details())
-                    return self._worker_ended(w, "")
-                if code == grpc.StatusCode.UNAVAILABLE:
-                    continue  # not up yet (wait_for_ready) or between reconnects
-                raise MLBridgeError(f"GetObservation on {w.address}: {code.name}: "
-                                    f"{e.details()}") from None
-            w.connected = True
+                    continue  # nothing yet (or not reached yet): poll again
+                if code == grpc.StatusCode.UNAVAILABLE and not w.reached:
+                    continue  # not up yet; bounded by reach_by
+                if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
+                    return self._drop(w, f"compiler {w.address} is gone without ending its "
+                                         f"session: {e.details()}", tell=False)
+                return self._drop(w, f"GetObservation on {w.address}: {code.name}: "
+                                     f"{e.details()}")
+            w.reached = True
             which = reply.WhichOneof("result")
             if which == "session_end":
                 return self._worker_ended(w, reply.session_end.session)
             if which != "observation":
-                raise ProtocolError(f"{w.address}: GetObservation reply is empty")
-            obs = observation_from_pb(reply.observation, self.max_message_bytes, self._cache)
+                return self._drop(w, f"{w.address}: GetObservation reply is empty")
+            try:
+                obs = observation_from_pb(reply.observation, self.max_message_bytes,
+                                          self._cache)
+            except ProtocolError as e:
+                return self._drop(w, f"observation {reply.observation.id} from {w.address} "
+                                     f"is malformed: {e}")
             obs.compiler = w.address
             obs._slot = w
             self._pending = obs
@@ -821,32 +898,74 @@ class GrpcCompilerInterface:
 
     def _start_fetch(self, w, seconds):
         fut = w.stub.GetObservation.future(pb2.ObservationRequest(), timeout=seconds,
-                                           wait_for_ready=not w.connected)
+                                           wait_for_ready=not w.reached)
         w.fetch = fut
         fut.add_done_callback(lambda _f, w=w: self._ready.put(w))
 
-    def _worker_ended(self, w, session):
+    def _worker_ended(self, w, session, error=None):
         w.ended = True
         self.ended_sessions += 1
         self.last_ended_session = session or w.address
+        self.last_ended_error = error
+        if error is not None:
+            self.compiler_errors[w.address] = error
         return None
 
+    def _drop(self, w, error, tell=True):
+        """Ends a compiler that failed (its session counts as ended, with
+        ``error``); the others go on. ``tell``: end its episode too (not
+        waited for), so its pending and later requests fail at once."""
+        _log.warning("dropping %s: %s", w, error)
+        if tell:
+            w.stub.EndEpisode.future(pb2.EndEpisodeRequest(reason=error[:1000]),
+                                     timeout=self.timeout)
+        return self._worker_ended(w, "", error)
+
     def _send_action(self, obs, action):
+        """Sends the action without waiting: the trainer goes on with the
+        other compilers; the outcome is taken when it arrives
+        (_action_settled), and this compiler is asked for nothing before."""
         w = obs._slot
         self._pending = None
+        w.send = w.stub.SendAction.future(action, timeout=self.timeout)
+        w.send.add_done_callback(lambda _f, w=w: self._ready.put(w))
+
+    def _action_settled(self, w):
+        """The outcome of w's finished SendAction; True when w ended."""
+        fut, w.send = w.send, None
         try:
-            w.stub.SendAction(action, timeout=self.timeout)
+            fut.result(timeout=0)
+        except grpc.FutureCancelledError:
+            return False
         except grpc.RpcError as e:
             code = e.code()
             detail = f"SendAction to {w.address}: {code.name}: {e.details()}"
-            if code == grpc.StatusCode.UNAVAILABLE:
-                self._worker_ended(w, "")  # gone: its session is over
-                raise PeerClosed(detail) from None
-            if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-                raise TimeoutError(detail) from None
             if code == grpc.StatusCode.FAILED_PRECONDITION:
-                raise PeerClosed(detail) from None  # it stopped waiting for this one
-            raise MLBridgeError(detail) from None
+                # It stopped waiting (its own deadline) and went on.
+                _log.debug("%s", detail)
+                return False
+            if code == grpc.StatusCode.UNAVAILABLE:
+                self._drop(w, f"compiler {w.address} is gone: {detail}", tell=False)
+            elif code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                self._drop(w, f"compiler {w.address} did not take the action within "
+                              f"{self.timeout:g} s: {detail}")
+            else:
+                self._drop(w, detail)
+            return True
+        self._actions_taken += 1
+        return False
+
+    def _settle_actions(self):
+        """Waits (each within its deadline) for the actions still on their
+        way, so what serve() returns counts them."""
+        for w in self._workers:
+            if w.send is not None and not w.ended:
+                try:
+                    w.send.exception(timeout=self.timeout + 1.0)
+                except grpc.FutureTimeoutError:
+                    pass
+                if w.send.done():
+                    self._action_settled(w)
 
 
 class _UserError(str):
