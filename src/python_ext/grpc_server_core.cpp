@@ -26,6 +26,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include <unistd.h>
+
 namespace mlbridge::pyserver {
 
 size_t Incoming::size() const {
@@ -95,6 +97,9 @@ public:
   Clock::time_point SweepAt = Clock::time_point::max();
   std::thread Sweeper;
   std::once_flag ShutdownOnce;
+  /// The process that started the server: a forked child has none of its
+  /// threads, and shutting its sockets down would break the parent's.
+  const pid_t Owner = ::getpid();
 };
 
 class ServerCore::Impl::Call final : public grpc::ServerGenericBidiReactor {
@@ -282,7 +287,13 @@ std::unique_ptr<ServerCore> ServerCore::start(const ServerConfig &Config,
   return std::unique_ptr<ServerCore>(new ServerCore(std::move(I)));
 }
 
-ServerCore::~ServerCore() { shutdown(); }
+ServerCore::~ServerCore() {
+  if (::getpid() != I->Owner) {
+    (void)I.release(); // a forked child: gRPC's state is the parent's
+    return;
+  }
+  shutdown();
+}
 
 int ServerCore::port() const { return I->Port; }
 
@@ -382,6 +393,8 @@ bool ServerCore::fail(uint64_t Id, grpc::StatusCode Code, const std::string &Mes
 }
 
 void ServerCore::shutdown() {
+  if (::getpid() != I->Owner)
+    return; // a forked child: see ~ServerCore
   std::call_once(I->ShutdownOnce, [this] {
     std::vector<Impl::Call *> Waiting;
     {

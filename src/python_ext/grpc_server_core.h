@@ -85,7 +85,10 @@ public:
   /// Starts serving; null with Error set when it cannot listen.
   static std::unique_ptr<ServerCore> start(const ServerConfig &Config,
                                            std::string &Error);
-  ~ServerCore(); ///< shutdown(), then waits for gRPC's last callbacks
+  /// shutdown(), then waits for gRPC's last callbacks. In a process forked
+  /// after start() (which has none of gRPC's threads), shutdown() and the
+  /// destructor do nothing: the parent keeps serving.
+  ~ServerCore();
 
   ServerCore(const ServerCore &) = delete;
   ServerCore &operator=(const ServerCore &) = delete;

@@ -137,6 +137,8 @@ def _claim_loopback_sibling(address, port):
 
 # Inference interfaces not closed yet: closed when the interpreter exits.
 _serving = weakref.WeakSet()
+# A forked child's inherited servers and channels (see close()).
+_inherited = []
 
 
 def _close_serving():
@@ -268,6 +270,7 @@ class GrpcCompilerInterface:
         if tls is not None and not isinstance(tls, TlsFiles):
             raise TypeError("tls must be a mlbridge.grpc.TlsFiles or None")
         self.mode = mode
+        self._pid = os.getpid()
         self.timeout = float(timeout)
         self.max_message_bytes = int(max_message_bytes)
         self.tls = tls
@@ -422,6 +425,14 @@ class GrpcCompilerInterface:
             return
         self._closed = True
         _serving.discard(self)
+        if os.getpid() != self._pid:
+            # A forked child: the servers and channels run on the parent's
+            # gRPC threads (absent here), and stopping them would shut the
+            # parent's sockets down. Kept, never stopped or freed here.
+            _inherited.append((self._server, self._executor, self._core, self._workers))
+            self._server = self._executor = self._core = None
+            self._workers = []
+            return
         with self._slots_lock:
             slots, self._slots = self._slots, set()
         for s in slots:

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <future>
 #include <string>
 #include <thread>
@@ -17,6 +18,7 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace {
@@ -266,6 +268,170 @@ TEST(GrpcServerCore, ShutdownEndsPendingCallsAndWakesNext) {
   Incoming After;
   EXPECT_EQ(Core->next(Clock::now() + 10s, After), NextResult::Closed);
   Core.reset(); // idempotent shutdown, then the last callbacks
+}
+
+TEST(GrpcServerCore, MessagesExactlyAtTheLimitPassOneByteOverIsRefused) {
+  ServerConfig C;
+  C.MaxMessageBytes = 1024;
+  auto Core = startCore(C);
+  ASSERT_TRUE(Core);
+  Client Cl(Core->port());
+  EXPECT_EQ(Cl.call(kCall, std::string(1025, 'x')).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  std::string Reply;
+  auto Call = std::async(std::launch::async,
+                         [&] { return Cl.call(kCall, std::string(1024, 'x'), &Reply); });
+  Incoming In = take(*Core);
+  EXPECT_EQ(In.size(), 1024u); // the over-limit one was never queued
+  EXPECT_EQ(Core->answer(In.Id, std::string(1024, 'y')), AnswerResult::Sent);
+  EXPECT_TRUE(Call.get().ok());
+  EXPECT_EQ(Reply, std::string(1024, 'y'));
+  auto Over = std::async(std::launch::async, [&] { return Cl.call(kCall, "q"); });
+  In = take(*Core);
+  EXPECT_EQ(Core->answer(In.Id, std::string(1025, 'y')), AnswerResult::TooLarge);
+  EXPECT_EQ(Over.get().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+}
+
+TEST(GrpcServerCore, AnAnswerToAGoneCallNeverReachesTheNextCompiler) {
+  auto Core = startCore();
+  ASSERT_TRUE(Core);
+  Client A(Core->port()), B(Core->port());
+  // A is taken, then cancels; B's call arrives; the answer meant for A is
+  // refused, and B gets only its own.
+  grpc::ClientContext CtxA;
+  auto CallA = std::async(std::launch::async,
+                          [&] { return A.call(kCall, "a", nullptr, 10000ms, &CtxA); });
+  Incoming InA = take(*Core);
+  CtxA.TryCancel();
+  EXPECT_EQ(CallA.get().error_code(), grpc::StatusCode::CANCELLED);
+  std::string ReplyB;
+  auto CallB = std::async(std::launch::async, [&] { return B.call(kCall, "b", &ReplyB); });
+  Incoming InB = take(*Core);
+  EXPECT_EQ(text(InB), "b");
+  EXPECT_NE(InA.Id, InB.Id);
+  EXPECT_EQ(Core->answer(InA.Id, "for a"), AnswerResult::Gone);
+  EXPECT_FALSE(Core->fail(InA.Id, grpc::StatusCode::UNKNOWN, "for a"));
+  EXPECT_EQ(Core->answer(InB.Id, "for b"), AnswerResult::Sent);
+  EXPECT_TRUE(CallB.get().ok());
+  EXPECT_EQ(ReplyB, "for b");
+  // Answered once: again finds nobody.
+  EXPECT_EQ(Core->answer(InB.Id, "again"), AnswerResult::Gone);
+  EXPECT_FALSE(Core->fail(InB.Id, grpc::StatusCode::UNKNOWN, "again"));
+  // Cancelled while queued: never handed out.
+  grpc::ClientContext CtxQ;
+  auto Queued = std::async(std::launch::async,
+                           [&] { return A.call(kCall, "queued", nullptr, 10000ms, &CtxQ); });
+  std::this_thread::sleep_for(200ms);
+  CtxQ.TryCancel();
+  EXPECT_EQ(Queued.get().error_code(), grpc::StatusCode::CANCELLED);
+  std::this_thread::sleep_for(300ms); // the server hears of it a moment later
+  Incoming None;
+  EXPECT_EQ(Core->next(Clock::now() + 100ms, None), NextResult::TimedOut);
+}
+
+// Sixteen compilers, deadlines shorter than the queueing time of a slow
+// model: expiries (sweeper, next()), cancellations and answers race on
+// every call. Every reply that arrives is its own; nothing is freed twice
+// (the ASan build runs this too).
+TEST(GrpcServerCore, ManyCompilersOneSlowModelShortDeadlines) {
+  auto Core = startCore();
+  ASSERT_TRUE(Core);
+  constexpr int Clients = 16, Calls = 25;
+  std::atomic<int> Wrong{0}, Ok{0}, Expired{0}, Other{0};
+  std::atomic<bool> Done{false};
+  std::vector<std::thread> Threads;
+  for (int C = 0; C < Clients; ++C)
+    Threads.emplace_back([&, C] {
+      Client Cl(Core->port());
+      for (int I = 0; I < Calls; ++I) {
+        const std::string Q = std::to_string(C) + ":" + std::to_string(I);
+        std::string Reply;
+        grpc::Status St = Cl.call(kCall, Q, &Reply, std::chrono::milliseconds(5 + (C * 7 + I * 3) % 60));
+        if (St.ok())
+          (Reply == "answer " + Q ? Ok : Wrong)++;
+        else if (St.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
+          ++Expired;
+        else
+          ++Other;
+      }
+    });
+  std::thread Model([&] {
+    while (!Done) {
+      Incoming In;
+      if (Core->next(Clock::now() + 50ms, In) != NextResult::Got)
+        continue;
+      std::this_thread::sleep_for(2ms); // the slow policy
+      Core->answer(In.Id, "answer " + text(In));
+    }
+  });
+  for (std::thread &T : Threads)
+    T.join();
+  Done = true;
+  Model.join();
+  EXPECT_EQ(Wrong, 0);
+  EXPECT_EQ(Other, 0);
+  EXPECT_EQ(Ok + Expired, Clients * Calls);
+  EXPECT_GT(Ok, 0);
+}
+
+TEST(GrpcServerCore, ShutdownRacingAnswersFromOtherThreads) {
+  for (int Round = 0; Round < 5; ++Round) {
+    auto Core = startCore();
+    ASSERT_TRUE(Core);
+    std::vector<std::future<grpc::Status>> Calls;
+    std::vector<std::unique_ptr<Client>> Clients;
+    for (int C = 0; C < 6; ++C) {
+      Clients.push_back(std::make_unique<Client>(Core->port()));
+      Client *Cl = Clients.back().get();
+      Calls.push_back(std::async(std::launch::async, [Cl] { return Cl->call(kCall, "q"); }));
+    }
+    std::vector<Incoming> Taken;
+    for (int C = 0; C < 3; ++C)
+      Taken.push_back(take(*Core));
+    std::thread Answerer([&] {
+      for (Incoming &In : Taken)
+        Core->answer(In.Id, "answer");
+    });
+    Core->shutdown();
+    Answerer.join();
+    int Answered = 0;
+    for (auto &F : Calls) {
+      grpc::Status St = F.get();
+      // Waiting calls end UNAVAILABLE; one still arriving is cancelled.
+      if (St.ok())
+        ++Answered;
+      else
+        EXPECT_TRUE(St.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                    St.error_code() == grpc::StatusCode::CANCELLED)
+            << St.error_code() << " " << St.error_message();
+    }
+    EXPECT_LE(Answered, 3);
+  }
+}
+
+TEST(GrpcServerCore, AForkedChildLeavesTheParentsServerAlone) {
+  auto Core = startCore();
+  ASSERT_TRUE(Core);
+  const pid_t Child = ::fork();
+  ASSERT_GE(Child, 0);
+  if (Child == 0) {
+    // What a child's exit does to objects it inherited: shutdown and
+    // destruction (without gRPC's threads, which stayed in the parent).
+    Core->shutdown();
+    Core.reset();
+    std::_Exit(0);
+  }
+  int Status = 0;
+  ASSERT_EQ(::waitpid(Child, &Status, 0), Child);
+  EXPECT_TRUE(WIFEXITED(Status) && WEXITSTATUS(Status) == 0) << Status;
+  // The parent still accepts new connections and serves.
+  Client Cl(Core->port());
+  std::string Reply;
+  auto Call = std::async(std::launch::async, [&] { return Cl.call(kCall, "q", &Reply); });
+  Incoming In = take(*Core);
+  EXPECT_EQ(Core->answer(In.Id, "a"), AnswerResult::Sent);
+  EXPECT_TRUE(Call.get().ok());
+  EXPECT_EQ(Reply, "a");
 }
 
 } // namespace
