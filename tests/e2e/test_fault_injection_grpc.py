@@ -45,8 +45,8 @@ COMPILER_FAULTS += [("reply", "giveup")]
 COMPILER_FAULTS += [("close", f) for f in ("kill", "stop", "duplicate")]
 
 
-def requests(*args, call_timeout_ms=F.DEADLINE_MS):
-    return F.spawn(H.compiler_cmd("--scenario", "requests", "--count", 3,
+def requests(*args, call_timeout_ms=F.DEADLINE_MS, count=3):
+    return F.spawn(H.compiler_cmd("--scenario", "requests", "--count", count,
                                   "--call-timeout-ms", call_timeout_ms, *args))
 
 
@@ -94,3 +94,28 @@ def test_model_side_is_ready_after_a_compiler_fault(step, fault, server):
     assert lines[-1] == {"event": "done", "ok": True}
     if fault not in ("kill", "stop"):
         assert faulty.returncode == 0, faulty.stderr.read()  # never a wrong answer
+
+
+@pytest.mark.parametrize("server", ["native", "grpcio"])
+def test_sixteen_compilers_one_slow_policy(server):
+    """16 compiler processes against one model whose policy takes 2 ms:
+    each compiler gets exactly its own answers (the queue of one slow
+    model mixes them all)."""
+    if server == "native" and not built_components()["grpc_python_core"]:
+        pytest.skip("the build says component 'grpc_python_core' is off")
+    count = 10
+
+    def slow_twice(obs):
+        time.sleep(0.002)
+        return F.twice(obs)
+
+    with GrpcCompilerInterface(timeout=10.0, server=server) as iface:
+        procs = [requests("--address", iface.address, "--offset", w * 1000, count=count,
+                          call_timeout_ms=10000) for w in range(16)]
+        served = iface.serve(slow_twice, sessions=16, timeout=10)
+        outcomes = [F.json_lines(p, timeout=20) for p in procs]
+    assert served == 16 * count
+    for w, (lines, err) in enumerate(outcomes):
+        advice = [(e["i"], e["value"]) for e in lines if e["event"] == "advice"]
+        assert advice == [(w * 1000 + i, 2 * (w * 1000 + i)) for i in range(count)], (lines, err)
+        assert lines[-1] == {"event": "done", "ok": True}
