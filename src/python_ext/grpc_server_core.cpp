@@ -59,6 +59,9 @@ Clock::time_point steadyFromSystem(std::chrono::system_clock::time_point T) {
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(Left);
 }
 
+/// How long shutdown() lets gRPC finish what is in flight.
+constexpr std::chrono::milliseconds kShutdownGrace{1000};
+
 } // namespace
 
 class ServerCore::Impl final : public grpc::CallbackGenericService {
@@ -414,9 +417,11 @@ void ServerCore::shutdown() {
                              "the model is shutting down"));
     if (I->Sweeper.joinable())
       I->Sweeper.join();
-    // Calls still being read are cancelled at the deadline; Shutdown
-    // returns once every reactor is done.
-    I->Server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    // Calls still being read, and connections of clients that do not
+    // act on GOAWAY while idle (grpcio's synchronous stubs poll only
+    // during a call), are cut at the deadline; Shutdown returns once
+    // every reactor is done. A status already on its way gets that long.
+    I->Server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
     I->Server->Wait();
   });
 }

@@ -102,7 +102,7 @@ public:
   /// Ends call Id with an error status. False when it no longer waits.
   bool fail(uint64_t Id, grpc::StatusCode Code, const std::string &Message);
   /// Stops accepting calls, ends the waiting ones with UNAVAILABLE, wakes
-  /// next(). Idempotent; bounded (gRPC's shutdown gets 5 s).
+  /// next(). Idempotent; bounded (gRPC's shutdown gets 1 s).
   void shutdown();
 
   class Impl;

@@ -434,4 +434,22 @@ TEST(GrpcServerCore, AForkedChildLeavesTheParentsServerAlone) {
   EXPECT_EQ(Reply, "a");
 }
 
+TEST(GrpcServerCore, ShutdownWithACompilerStillConnectedIsQuick) {
+  auto Core = startCore();
+  ASSERT_TRUE(Core);
+  Client Cl(Core->port()); // stays connected, as a compiler between requests does
+  for (const bool Fail : {false, true}) {
+    auto Call = std::async(std::launch::async, [&] { return Cl.call(kCall, "q"); });
+    Incoming In = take(*Core);
+    if (Fail)
+      EXPECT_TRUE(Core->fail(In.Id, grpc::StatusCode::UNKNOWN, "no"));
+    else
+      EXPECT_EQ(Core->answer(In.Id, "a"), AnswerResult::Sent);
+    EXPECT_EQ(Call.get().ok(), !Fail);
+  }
+  const auto T0 = Clock::now();
+  Core->shutdown();
+  EXPECT_LT(Clock::now() - T0, 1s);
+}
+
 } // namespace
