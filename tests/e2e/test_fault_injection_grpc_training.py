@@ -21,8 +21,12 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
+from concurrent import futures
 from pathlib import Path
+
+import grpc
 
 import pytest
 
@@ -30,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "tools"))
 import fault_matrix as F  # noqa: E402
 import grpc_helpers as H  # noqa: E402  (skips this module when gRPC is off)
 import mlbridge  # noqa: E402
-from mlbridge.grpc import GrpcCompilerInterface  # noqa: E402
+from mlbridge.grpc import GrpcCompilerInterface, pb2, pb2_grpc  # noqa: E402
 
 # (step, fault, what the compiler must get)
 MODEL_CASES = [(s, f, "timeout") for s in ("open", "first", "observation")
@@ -212,3 +216,36 @@ def test_a_compiler_sending_garbage_is_dropped_and_the_others_go_on():
         assert faulty.returncode == 0, faulty.stderr.read()
     finally:
         F.end(faulty)
+
+
+def test_a_dropped_compiler_is_told_why():
+    """A compiler whose observations are malformed (a feature without a
+    dtype, every time) is dropped once, and its EndEpisode carries the
+    reason."""
+    told = []
+    ended = threading.Event()
+
+    class Garbage(pb2_grpc.CompilerServiceServicer):
+        def GetObservation(self, request, context):
+            obs = pb2.Observation(session="garbage", id=1)
+            obs.features.add(name="i")  # no dtype, no data
+            return pb2.ObservationReply(observation=obs)
+
+        def EndEpisode(self, request, context):
+            told.append(request.reason)
+            ended.set()
+            return pb2.Empty()
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    pb2_grpc.add_CompilerServiceServicer_to_server(Garbage(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        address = f"127.0.0.1:{port}"
+        with GrpcCompilerInterface(mode="training", compilers=[address], timeout=5) as iface:
+            assert iface.serve(F.twice, timeout=5) == 0
+            assert ended.wait(5)
+            assert iface.ended_sessions == 1 and "is malformed" in iface.last_ended_error
+        assert len(told) == 1 and told[0] == iface.compiler_errors[address]
+    finally:
+        server.stop(None)

@@ -223,6 +223,8 @@ class _Worker:
         self.stub = pb2_grpc.CompilerServiceStub(channel)
         self.fetch = None          # outstanding GetObservation future
         self.send = None           # outstanding SendAction future
+        self.farewell = None       # EndEpisode sent when dropped (kept: a dropped
+                                   # future cancels its call)
         self.reached = False       # its server was reached (channel READY or a reply)
         self.reach_by = reach_by   # monotonic: dropped if not reached by then
         self.ended = False
@@ -928,8 +930,8 @@ class GrpcCompilerInterface:
         waited for), so its pending and later requests fail at once."""
         _log.warning("dropping %s: %s", w, error)
         if tell:
-            w.stub.EndEpisode.future(pb2.EndEpisodeRequest(reason=error[:1000]),
-                                     timeout=self.timeout)
+            w.farewell = w.stub.EndEpisode.future(pb2.EndEpisodeRequest(reason=error[:1000]),
+                                                  timeout=self.timeout)
         return self._worker_ended(w, "", error)
 
     def _send_action(self, obs, action):
