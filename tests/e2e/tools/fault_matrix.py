@@ -52,11 +52,16 @@ def end(proc):
     proc.wait(5)
 
 
-def wait_until_stopped(proc, timeout=10):
+def wait_until(condition, timeout, what):
     deadline = time.monotonic() + timeout
-    while open(f"/proc/{proc.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "T":
-        assert time.monotonic() < deadline, "the fake never stopped"
+    while not condition():
+        assert time.monotonic() < deadline, what
         time.sleep(0.01)
+
+
+def wait_until_stopped(proc, timeout=10):
+    wait_until(lambda: open(f"/proc/{proc.pid}/stat").read().rsplit(")", 1)[1].split()[0] == "T",
+               timeout, "the fake never stopped")
 
 
 def wait_for_fault(proc, fault, frozen_for):
@@ -180,6 +185,13 @@ def check_ready_after_compiler_fault(transport, iface, channel, step, fault):
         # A frozen session may hold the channel until the model side's 1 s
         # timeout.
         wait_for_fault(faulty, fault, frozen_for=1.5)
+        if transport == "pipe" and fault != "stop":
+            # Bytes from two writers of one FIFO cannot be told apart: a
+            # compiler that opens the pair while the model still reads the
+            # dead one's unfinished message is refused (peer-closed; pipes.md).
+            # Ready means: the model side has seen the compiler end.
+            wait_until(lambda: not iface.session_open, FAKE_PATIENCE_S,
+                       "the model side never noticed the faulty compiler")
         lines, err = json_lines(stream_compiler(transport, channel, "bitstream"), timeout=20)
     finally:
         end(faulty)
