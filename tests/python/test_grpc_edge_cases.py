@@ -6,7 +6,6 @@ limit and one byte over, malformed requests, Ctrl-C inside evaluate(),
 interpreter exit without close(), and fork."""
 
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -17,7 +16,7 @@ import grpc
 import pytest
 from build_components import built_components
 
-from mlbridge import MLBridgeError, PeerClosed, TensorSpec, TimeoutError
+from mlbridge import PeerClosed, TensorSpec, TimeoutError
 from mlbridge.grpc import GrpcCompilerInterface, pb2, pb2_grpc
 from mlbridge.grpc.tensors import decode_advice, spec_to_pb, tensor_to_pb
 
