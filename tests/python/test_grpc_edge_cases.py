@@ -14,7 +14,6 @@ import time
 
 import grpc
 import pytest
-from build_components import built_components
 
 from mlbridge import PeerClosed, TensorSpec, TimeoutError
 from mlbridge.grpc import GrpcCompilerInterface, pb2, pb2_grpc
@@ -25,13 +24,8 @@ ADVICE = TensorSpec("y", "int64_t")
 EVALUATE = "/mlbridge.v1.ModelService/Evaluate"
 
 
-@pytest.fixture(autouse=True, params=["native", "grpcio"])
-def server(request, monkeypatch):
-    if request.param == "native" and not built_components()["grpc_python_core"]:
-        pytest.skip("the build says component 'grpc_python_core' is off "
-                    "(sanitizer builds leave the Python extension out)")
-    monkeypatch.setenv("MLBRIDGE_GRPC_SERVER", request.param)
-    return request.param
+# Every test runs on both inference servers (the fixture is in conftest.py).
+pytestmark = pytest.mark.usefixtures("server")
 
 
 def request(value, session="s"):

@@ -13,7 +13,6 @@ from pathlib import Path
 import grpc
 import numpy as np
 import pytest
-from build_components import built_components
 
 from mlbridge import MLBridgeError, PeerClosed, TensorSpec, TimeoutError
 from mlbridge.grpc import GrpcCompilerInterface, UserService, load_proto, pb2, pb2_grpc
@@ -22,14 +21,8 @@ from mlbridge.grpc.tensors import decode_advice, spec_to_pb, tensor_to_pb
 USER_PROTO = Path(__file__).resolve().parents[1] / "e2e" / "tools" / "grpc_user.proto"
 
 
-@pytest.fixture(autouse=True, params=["native", "grpcio"])
-def server(request, monkeypatch):
-    """The inference server every interface of the test uses."""
-    if request.param == "native" and not built_components()["grpc_python_core"]:
-        pytest.skip("the build says component 'grpc_python_core' is off "
-                    "(sanitizer builds leave the Python extension out)")
-    monkeypatch.setenv("MLBRIDGE_GRPC_SERVER", request.param)
-    return request.param
+# Every test runs on both inference servers (the fixture is in conftest.py).
+pytestmark = pytest.mark.usefixtures("server")
 
 
 def request(session, index, value, advice=TensorSpec("y", "int64_t")):
