@@ -172,6 +172,15 @@ def twice(obs):
     return 2 * int(obs["i"][0])
 
 
+def pipe_model_idle(iface):
+    """The pipe model side holds nothing of an earlier compiler: no session,
+    or one opened (possibly against a compiler that was exiting) that has
+    neither read a header nor bytes waiting. Reads the interface's private
+    state: a test's view, not an API."""
+    reader = iface._reader
+    return reader is None or (not iface._session_started and reader.input_state() is None)
+
+
 def check_ready_after_compiler_fault(transport, iface, channel, step, fault):
     """The fake compiler faults at one step against ``iface`` (a model-side
     interface with a 1 s timeout, served in the background); then the next,
@@ -189,9 +198,8 @@ def check_ready_after_compiler_fault(transport, iface, channel, step, fault):
             # Bytes from two writers of one FIFO cannot be told apart: a
             # compiler that opens the pair while the model still reads the
             # dead one's unfinished message is refused (peer-closed; pipes.md).
-            # Ready means: the model side has seen the compiler end.
-            wait_until(lambda: not iface.session_open, FAKE_PATIENCE_S,
-                       "the model side never noticed the faulty compiler")
+            wait_until(lambda: pipe_model_idle(iface), FAKE_PATIENCE_S,
+                       "the model side never finished with the faulty compiler")
         lines, err = json_lines(stream_compiler(transport, channel, "bitstream"), timeout=20)
     finally:
         end(faulty)
