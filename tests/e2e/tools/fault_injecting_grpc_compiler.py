@@ -61,10 +61,6 @@ def step_of(k):
 def freeze_or_die(fault):
     if fault in ("kill", "stop"):
         inject_into_self(fault, 0)
-    if fault == "stop":
-        # SIGSTOP is process-wide: this thread may run on for a moment
-        # before it stops, and must not answer meanwhile.
-        time.sleep(FAKE_PATIENCE_S)
 
 
 def infer(address, step, fault):

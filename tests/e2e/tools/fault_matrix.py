@@ -34,6 +34,9 @@ def inject_into_self(fault, delay):
         os.kill(os.getpid(), signal.SIGKILL)
     elif fault == "stop":
         os.kill(os.getpid(), signal.SIGSTOP)
+        # SIGSTOP is process-wide and may take effect a moment later: the
+        # faulting thread must not go on (and answer) meanwhile.
+        time.sleep(FAKE_PATIENCE_S)
     elif fault == "delay":
         time.sleep(delay)
 
