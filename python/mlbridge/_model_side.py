@@ -1,11 +1,64 @@
 """What the stream interfaces (pipes, shared memory) have in common: the
 request/answer contract, the properties of the current session, the
-watched compiler process, and serve() through the event loop."""
+watched compiler process, serve() through the event loop, and the session
+logic between the bytes and the policy (which message ends a session,
+when an observation may be answered, what a reply is)."""
 
-from .errors import MLBridgeError
+import time
+
+from .errors import MLBridgeError, ProtocolError
 from .event_loop import EventLoop
+from .messages import Header, Observation
 
-__all__ = ["StreamInterface"]
+__all__ = ["StreamInterface", "decode_next", "answer", "PendingDeadline"]
+
+
+def decode_next(codec, reader, state, fast=None):
+    """The next message of a session (Header, Context, Observation,
+    Outcome), with the session rules every stream transport keeps: a
+    header that does not continue the session forgets the context, and an
+    observation needs an advice spec to be answered. ``fast(reader,
+    state)``: a transport's shortcut for the common message, tried first
+    (None: not this one)."""
+    msg = None if fast is None else fast(reader, state)
+    if msg is None:
+        msg = codec.decode_message(reader, state)
+    kind = type(msg)
+    if kind is Observation:
+        if state.advice_spec is None:
+            raise ProtocolError("observation without an advice spec")
+    elif kind is Header and not msg.continues:
+        state.context = None
+    return msg
+
+
+def answer(codec, policy, obs):
+    """The reply bytes for ``obs``: ``policy(obs)`` encoded for its advice
+    spec (the frame is the transport's)."""
+    return codec.encode_advice(obs.advice_spec, policy(obs))
+
+
+class PendingDeadline:
+    """When a session waiting on its peer -- a message begun but not ended,
+    a reply with no room yet -- must give up (``timeout`` seconds after it
+    began to wait; one per session, so a slow peer costs only its own)."""
+
+    __slots__ = ("timeout", "due")
+
+    def __init__(self, timeout):
+        self.timeout = timeout
+        self.due = None
+
+    def waiting(self):
+        """The session waits (from now, if it did not already)."""
+        if self.due is None:
+            self.due = time.monotonic() + self.timeout
+
+    def clear(self):
+        self.due = None
+
+    def passed(self, now):
+        return self.due is not None and now >= self.due
 
 
 class StreamInterface:

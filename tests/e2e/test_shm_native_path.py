@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from build_components import require_component
-from mlbridge import EventLoop, ShmCompilerInterface, shm
+from mlbridge import EventLoop, ShmCompilerInterface
+from mlbridge.shm import fast_path
 from test_pipe_e2e import echo, events
 from test_shm_e2e import start_compiler
 
@@ -20,12 +21,12 @@ require_component("shm_python_fast_path")
 def native_taken(monkeypatch):
     """The indices of the observations the native module found."""
     taken = []
-    native_observation = shm._Session._native_observation
+    native_observation = fast_path.native_observation
 
     def counted(session, state, layout, index, *rest):
         taken.append(index)
         return native_observation(session, state, layout, index, *rest)
-    monkeypatch.setattr(shm._Session, "_native_observation", counted)
+    monkeypatch.setattr(fast_path, "native_observation", counted)
     return taken
 
 

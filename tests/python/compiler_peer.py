@@ -1,20 +1,27 @@
-"""A Python stand-in for the compiler side of a pipe channel (tests only).
+"""Python stand-ins for the compiler side of a channel (tests only).
 
-Opens the FIFOs in the order of LLVM's InteractiveModelRunner (``B.in`` for
-reading, then ``B.out`` for writing) and speaks a SerDes with mlbridge's
-compiler-side encoders. Usable in a thread (``CompilerPeer``) or as a
-subprocess: ``python compiler_peer.py BASE SERDES SCENARIO``.
+``CompilerPeer`` opens a pipe pair's FIFOs in the order of LLVM's
+InteractiveModelRunner (``B.in`` for reading, then ``B.out`` for writing)
+and speaks a SerDes with mlbridge's compiler-side encoders; usable in a
+thread or as a subprocess: ``python compiler_peer.py BASE SERDES SCENARIO``.
+``RingCompiler`` is the compiler's end of a shared-memory channel, written
+the way ShmChannel writes it (docs/shm.md).
 """
 
+import array
 import errno
+import mmap
 import os
+import select
+import socket
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
-from mlbridge import FdReader, TensorSpec, serdes  # noqa: E402
+from mlbridge import FdReader, PeerClosed, TensorSpec, serdes  # noqa: E402
+from mlbridge.shm import layout as L  # noqa: E402
 
 
 class CompilerPeer:
@@ -95,6 +102,78 @@ class CompilerPeer:
         if self.in_fd is not None:
             os.close(self.in_fd)
         self.in_fd = self.out_fd = None
+
+
+class RingCompiler:
+    """The compiler's end of a shared-memory channel: one record per
+    message, restarting at the ring's start once the model has read
+    everything (so consecutive requests land at the same place)."""
+
+    def __init__(self, path, timeout=10.0):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock.settimeout(timeout)
+        self.sock.connect(str(path))
+        hello, anc, _, _ = self.sock.recvmsg(L.HELLO.size, socket.CMSG_SPACE(3 * 4))
+        fds = array.array("i")
+        fds.frombytes(anc[0][2])
+        self.memfd, self.wake_model, self.wake_self = fds
+        self.cap = L.HELLO.unpack(hello)[3]
+        self.mm = mmap.mmap(self.memfd, L.file_size(self.cap))
+        self.head = self.read = 0
+
+    def close(self):
+        self.mm.close()
+        for fd in (self.memfd, self.wake_model, self.wake_self):
+            os.close(fd)
+        self.sock.close()
+
+    def word(self, offset, value=None):
+        """The control-block word at ``offset`` (or store ``value`` there)."""
+        if value is None:
+            return L.U64.unpack_from(self.mm, offset)[0]
+        L.U64.pack_into(self.mm, offset, value)
+
+    def send(self, data, length=None):
+        """One request record; ``length``: a record length field that lies."""
+        need = L.record_bytes(len(data))
+        off = self.head % self.cap
+        empty = self.word(L.REQUEST_TAIL) == self.head
+        if off + need > self.cap or (empty and need <= off):
+            self.word(L.CONTROL_BYTES + off, L.WRAP_MARKER)
+            self.head += self.cap - off
+            off = 0
+        at = L.CONTROL_BYTES + off
+        self.word(at, len(data) if length is None else length)
+        self.mm[at + 8:at + 8 + len(data)] = data
+        self.head += need
+        self.publish(self.head)
+
+    def publish(self, head):
+        """Store the request ring's head and wake the model (harmless when
+        it is not asleep)."""
+        self.word(L.REQUEST_HEAD, head)
+        os.eventfd_write(self.wake_model, 1)
+
+    def reply(self, timeout=10.0):
+        """The next reply record's bytes (frame included); PeerClosed when
+        the model hangs up first."""
+        end = time.monotonic() + timeout
+        while self.word(L.REPLY_HEAD) == self.read:
+            assert time.monotonic() < end, "no reply"
+            ready, _, _ = select.select([self.wake_self, self.sock], [], [], 0.01)
+            if self.sock in ready and self.word(L.REPLY_HEAD) == self.read:
+                raise PeerClosed("the model closed the channel")
+        base = L.reply_ring(self.cap)
+        while True:
+            off = self.read % self.cap
+            n = self.word(base + off)
+            if n != L.WRAP_MARKER:
+                break
+            self.read += self.cap - off
+        data = bytes(self.mm[base + off + 8:base + off + 8 + n])
+        self.read += L.record_bytes(n)
+        self.word(L.REPLY_TAIL, self.read)
+        return data
 
 
 SPECS = [TensorSpec("a", "int64_t", [1]), TensorSpec("b", "float", [2, 3])]

@@ -1,0 +1,111 @@
+"""The Python side's shared-memory layout (mlbridge.shm.layout) is the C++
+definition's: every constant of the control block and the hello is read
+out of the C++ source (its ``constexpr`` declarations) and compared, so a
+change on either side that the other does not make fails here."""
+
+import ast
+import re
+import struct
+from pathlib import Path
+
+import pytest
+
+from mlbridge.shm import layout as L
+
+SOURCE = Path(__file__).resolve().parents[2]
+TRANSPORT = SOURCE / "src" / "transport"
+
+# Python name -> the C++ constant's name (without the "k").
+CONSTANTS = {
+    "MAGIC": "Magic", "VERSION": "Version", "CONTROL_BYTES": "ControlBytes",
+    "MIN_CAPACITY": "MinCapacity", "WRAP_MARKER": "WrapMarker",
+    "REQUEST_HEAD": "RequestHead", "REQUEST_TAIL": "RequestTail",
+    "REPLY_HEAD": "ReplyHead", "REPLY_TAIL": "ReplyTail",
+    "MODEL_SLEEPING": "ModelSleeping", "COMPILER_SLEEPING": "CompilerSleeping",
+}
+
+_DECLARATION = re.compile(r"\bconstexpr\s+(?:const\s+)?[\w:]+\s+(k\w+\s*=[^;{}]+);")
+
+
+def cxx_value(expr):
+    """The value of a C++ integer constant expression of the kind a layout
+    uses: literals (hex, suffixes, digit separators), + - * << ~, casts
+    such as uint64_t(1) or ~uint64_t{0}, UINT64_MAX."""
+    expr = expr.replace("'", "").replace("UINT64_MAX", "(~0)")
+    expr = re.sub(r"\b(?:std::)?u?int\d+_t\s*[({]\s*([^(){}]*)\s*[)}]", r"(\1)", expr)
+    expr = re.sub(r"\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\b", r"\1", expr)
+    value = _evaluate(ast.parse(expr.strip(), mode="eval").body)
+    return value % (1 << 64)  # the layout's words are unsigned 64-bit
+
+
+def _evaluate(node):
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Invert, ast.USub)):
+        v = _evaluate(node.operand)
+        return ~v if isinstance(node.op, ast.Invert) else -v
+    if isinstance(node, ast.BinOp):
+        ops = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__,
+               ast.LShift: int.__lshift__}
+        return ops[type(node.op)](_evaluate(node.left), _evaluate(node.right))
+    raise ValueError(f"not a layout constant expression: {ast.dump(node)}")
+
+
+def cxx_constants(text):
+    """{name without "k": value} of every constexpr integer in ``text``
+    (one declaration may name several, separated by commas)."""
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
+    found = {}
+    for declaration in _DECLARATION.findall(text):
+        for part in declaration.split(","):
+            name, _, expr = part.partition("=")
+            try:
+                found[name.strip()[1:]] = cxx_value(expr)
+            except (ValueError, KeyError, SyntaxError):
+                pass  # not an integer constant (a string, a type)
+    return found
+
+
+def control_block_definition():
+    """The C++ file under src/transport that defines the control block
+    (shm_layout.h, or the file that holds it): exactly one."""
+    files = [p for p in sorted(TRANSPORT.glob("*.[ch]*"))
+             if {"RequestHead", "ReplyTail", "ModelSleeping"} <= set(cxx_constants(p.read_text()))]
+    assert len(files) == 1, f"the control block is defined in {files or 'no file'} under {TRANSPORT}"
+    return files[0]
+
+
+def test_cxx_value_reads_the_forms_a_layout_uses():
+    assert cxx_value("0x31304d4853424c4dULL") == 0x31304D4853424C4D
+    assert cxx_value("UINT64_MAX") == cxx_value("~uint64_t{0}") == (1 << 64) - 1
+    assert cxx_value("uint64_t(1) << 40") == 1 << 40
+    assert cxx_value("24 * 8") == 192 and cxx_value("4'096") == 4096
+
+
+def test_every_control_block_constant_is_the_cxx_one():
+    path = control_block_definition()
+    cxx = cxx_constants(path.read_text())
+    missing = [c for c in CONSTANTS.values() if c not in cxx]
+    assert not missing, f"{path} defines no k{', k'.join(missing)}"
+    differ = {py: (getattr(L, py), cxx[c]) for py, c in CONSTANTS.items()
+              if getattr(L, py) != cxx[c]}
+    assert not differ, f"mlbridge.shm.layout (python, C++) differ from {path}: {differ}"
+
+
+def test_the_hello_is_the_cxx_struct():
+    """The C++ Hello struct: magic u64, version u32, flags u32, capacity
+    u64, in this order and nothing else (24 bytes, no padding)."""
+    text = control_block_definition().read_text()
+    struct_body = re.search(r"struct\s+Hello\s*{([^}]*)}", text)
+    assert struct_body, "no struct Hello next to the control block"
+    fields = re.findall(r"\b(u?int\d+_t)\s+(\w+)\s*;", struct_body.group(1))
+    sizes = {"uint64_t": "Q", "uint32_t": "I"}
+    assert "<" + "".join(sizes[t] for t, _ in fields) == L.HELLO.format
+    assert [n.lower() for _, n in fields] == ["magic", "version", "flags", "capacity"]
+    assert L.HELLO.size == 24 == struct.calcsize(L.HELLO.format)
+
+
+@pytest.mark.parametrize("name", [n for n in CONSTANTS if n.endswith(("HEAD", "TAIL", "SLEEPING"))])
+def test_each_word_has_its_own_cache_line_in_the_control_block(name):
+    offset = getattr(L, name)
+    assert offset % 64 == 0 and 0 < offset < L.CONTROL_BYTES
