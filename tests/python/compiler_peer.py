@@ -110,6 +110,7 @@ class RingCompiler:
     everything (so consecutive requests land at the same place)."""
 
     def __init__(self, path, timeout=10.0):
+        self.timeout = timeout
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock.settimeout(timeout)
         self.sock.connect(str(path))
@@ -134,9 +135,15 @@ class RingCompiler:
         L.U64.pack_into(self.mm, offset, value)
 
     def send(self, data, length=None):
-        """One request record; ``length``: a record length field that lies."""
+        """One request record, once the ring has room for it (within the
+        timeout); ``length``: a record length field that lies."""
         need = L.record_bytes(len(data))
         off = self.head % self.cap
+        end = time.monotonic() + self.timeout
+        while self.head + need + (self.cap - off if off + need > self.cap else 0) \
+                - self.word(L.REQUEST_TAIL) > self.cap:
+            assert time.monotonic() < end, "the model took no request"
+            time.sleep(0.001)
         empty = self.word(L.REQUEST_TAIL) == self.head
         if off + need > self.cap or (empty and need <= off):
             self.word(L.CONTROL_BYTES + off, L.WRAP_MARKER)

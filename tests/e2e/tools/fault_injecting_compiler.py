@@ -7,7 +7,10 @@ one ring record per message), sends a header, a context and observations
   steps   open | header | context | observation | reply | close
   faults  kill (SIGKILL itself) | stop (SIGSTOP itself) | truncate (half
           the step's message, then exits) | duplicate (the step's message
-          twice, without waiting for a reply)
+          twice, without waiting for a reply) | half-stop (half the step's
+          message, then SIGSTOP: frozen mid-message) | unread (reply: keeps
+          sending observations and never reads a reply, until the model
+          stops taking them)
 
     python fault_injecting_compiler.py pipe|shm BASE SERDES STEP FAULT
 """
@@ -18,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from fault_matrix import FAKE_PATIENCE_S
+from fault_matrix import FAKE_PATIENCE_S, inject_into_self
 from mlbridge import BufferReader, FdReader, TensorSpec, serdes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
@@ -69,8 +72,10 @@ def main(transport, base, serdes_name, step, fault):
     channel = (PipeChannel if transport == "pipe" else ShmChannel)(base)
 
     def send(here, data):
-        if here == step and fault == "truncate":
+        if here == step and fault in ("truncate", "half-stop"):
             channel.write(data[:max(1, len(data) // 2)])
+            if fault == "half-stop":
+                inject_into_self("stop", 0)
             sys.exit(0)
         if data:
             channel.write(data)
@@ -84,6 +89,11 @@ def main(transport, base, serdes_name, step, fault):
     if step == "open":
         send("open", b"")
     send("header", codec.encode_header(SPECS, ADVICE))
+    if step == "reply" and fault == "unread":
+        k = 0
+        while True:  # until a write finds no room for FAKE_PATIENCE_S
+            channel.write(codec.encode_observation(k, [(SPECS[0], k)]))
+            k += 1
     for k in range(3):
         send("context", codec.encode_context(f"f{k}"))
         send("observation", codec.encode_observation(0, [(SPECS[0], k)]))
