@@ -161,6 +161,31 @@ class RingCompiler:
         self.word(L.REQUEST_HEAD, head)
         os.eventfd_write(self.wake_model, 1)
 
+    # Ways to corrupt the request ring's indices (docs/reliability.md): a
+    # wrap marker at the ring's start with a head far ahead (a reader that
+    # follows markers by the head walks the ring for hours), a marker
+    # before the end followed by another at the start, a head behind the
+    # model's read position.
+    CORRUPTIONS = ("marker at the start, head far ahead",
+                   "marker before the end, head far ahead", "head behind the read position")
+
+    def corrupt(self, how):
+        if how == self.CORRUPTIONS[0]:
+            self.word(L.CONTROL_BYTES, L.WRAP_MARKER)
+            self.publish(self.head + (1 << 62))
+        elif how == self.CORRUPTIONS[1]:
+            off = self.head % self.cap
+            self.word(L.CONTROL_BYTES + off, L.WRAP_MARKER)
+            self.word(L.CONTROL_BYTES, L.WRAP_MARKER)
+            self.publish(self.head + (1 << 40))
+        else:
+            self.publish(self.head - 8 if self.head else (1 << 64) - 8)
+
+    def wait_hang_up(self, timeout):
+        """True when the model closes the channel within ``timeout`` s."""
+        ready, _, _ = select.select([self.sock], [], [], timeout)
+        return bool(ready)
+
     def reply(self, timeout=10.0):
         """The next reply record's bytes (frame included); PeerClosed when
         the model hangs up first."""

@@ -59,24 +59,7 @@ def served_compiler(iface, requests=1):
     return made[0]
 
 
-def corrupt_request_ring(compiler, how):
-    """A wrap marker the reader must not follow: at the ring's start with
-    a head far ahead (a reader that follows markers by the head walks the
-    ring for hours), or a head behind the tail."""
-    if how == "marker at the start, head far ahead":
-        compiler.word(L.CONTROL_BYTES, L.WRAP_MARKER)
-        compiler.publish(1 << 62)
-    elif how == "marker before the end, head far ahead":
-        compiler.word(L.CONTROL_BYTES + 64, L.WRAP_MARKER)
-        compiler.word(L.CONTROL_BYTES, L.WRAP_MARKER)
-        compiler.head = 64
-        compiler.publish(1 << 40)
-    else:
-        compiler.publish((1 << 64) - 8)
-
-
-CORRUPTIONS = ["marker at the start, head far ahead", "marker before the end, head far ahead",
-               "head behind the read position"]
+CORRUPTIONS = RingCompiler.CORRUPTIONS
 
 
 @pytest.mark.parametrize("how", CORRUPTIONS)
@@ -86,7 +69,7 @@ def test_corrupt_ring_indices_are_a_clear_error_at_once(how):
         # Two requests: the second record restarts at the ring's start.
         compiler = served_compiler(iface, requests=2)
         try:
-            corrupt_request_ring(compiler, how)
+            compiler.corrupt(how)
             started = time.monotonic()
             outcome = run_bounded(iface.evaluate, 5)
         finally:
@@ -110,7 +93,7 @@ def test_a_corrupt_ring_in_an_event_loop_ends_that_session_only_with_a_clear_err
                 t.join(10)
             bad, good = compilers
             try:
-                corrupt_request_ring(bad, CORRUPTIONS[0])
+                bad.corrupt(CORRUPTIONS[0])
                 good.send(request(0))
                 outcome = run_bounded(lambda: loop.run(timeout=3), 5)
                 assert outcome != "still running", "the loop walks the corrupt ring"

@@ -10,7 +10,10 @@ one ring record per message), sends a header, a context and observations
           twice, without waiting for a reply) | half-stop (half the step's
           message, then SIGSTOP: frozen mid-message) | unread (reply: keeps
           sending observations and never reads a reply, until the model
-          stops taking them)
+          stops taking them) | corrupt (shm: instead of the step's message,
+          request ring indices the model must refuse -- RingCompiler's
+          first corruption; exits 0 once the model hangs up, 5 if it does
+          not within FAKE_PATIENCE_S)
 
     python fault_injecting_compiler.py pipe|shm BASE SERDES STEP FAULT
 """
@@ -72,6 +75,9 @@ def main(transport, base, serdes_name, step, fault):
     channel = (PipeChannel if transport == "pipe" else ShmChannel)(base)
 
     def send(here, data):
+        if here == step and fault == "corrupt":
+            channel.corrupt(channel.CORRUPTIONS[0])
+            sys.exit(0 if channel.wait_hang_up(FAKE_PATIENCE_S) else 5)
         if here == step and fault in ("truncate", "half-stop"):
             channel.write(data[:max(1, len(data) // 2)])
             if fault == "half-stop":

@@ -187,7 +187,8 @@ def pipe_model_idle(iface):
 def check_ready_after_compiler_fault(transport, iface, channel, step, fault):
     """The fake compiler faults at one step against ``iface`` (a model-side
     interface with a 1 s timeout, served in the background); then the next,
-    well-behaved compiler on it must be served correctly."""
+    well-behaved compiler on it must be served correctly. Returns the
+    fake's exit status (None: it was stopped and killed)."""
     stop = threading.Event()
     server = serve_in_background(lambda: iface.serve(twice, timeout=0.5), stop)
     faulty = subprocess.Popen(
@@ -210,6 +211,7 @@ def check_ready_after_compiler_fault(transport, iface, channel, step, fault):
         server.join(5)
     assert [e["value"] for e in lines if e["event"] == "advice"] == [0, 2, 4], (lines, err)
     assert lines[-1] == {"event": "done", "ok": True}
+    return None if fault == "stop" else faulty.returncode
 
 
 # ---- a frozen peer under the event loop ----------------------------------------
