@@ -65,7 +65,8 @@ class StreamInterface:
     """Base of PipeCompilerInterface and ShmCompilerInterface.
 
     A subclass sets ``_codec``, ``_state``, ``_pending``, ``_closed``,
-    ``_process``, ``timeout`` and implements ``_send(data) -> bool``,
+    ``_process``, ``timeout``, ``_finalizer`` (removes what it created) and
+    implements ``_send(data) -> bool``, ``_drop_session()``,
     ``_loop_source(loop, policy, on_header)`` (its part of an
     :class:`~mlbridge.EventLoop`) and ``_process_changed()``.
     """
@@ -116,6 +117,13 @@ class StreamInterface:
         return self._process is not None and self._process.poll() is not None
 
     # ---- lifecycle --------------------------------------------------------------
+    def close(self):
+        """End the session and remove what this object created (FIFOs or
+        socket, and the private directory)."""
+        self._closed = True
+        self._drop_session()
+        self._finalizer()
+
     def __enter__(self):
         return self
 

@@ -234,12 +234,6 @@ class PipeCompilerInterface(StreamInterface):
             self._reader.alive = self._alive_check()
 
     # ---- lifecycle ------------------------------------------------------------------
-    def close(self):
-        """Close the pipes and remove the FIFOs/directory this object created."""
-        self._closed = True
-        self._drop_session()
-        self._finalizer()
-
     def _drop_session(self, broken=False):
         """End the session and close our ends of the FIFOs.
 

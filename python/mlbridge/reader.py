@@ -18,13 +18,30 @@ import numpy as _np
 from ._spin import PAUSE_ONLY
 from .errors import MessageTooLarge, PeerClosed, TimeoutError
 
-__all__ = ["FdReader", "BufferReader", "WouldBlock"]
+__all__ = ["FdReader", "BufferReader", "WouldBlock", "poll_ms", "ALIVE_SLICE_MS"]
 
 _DEFAULT = object()
 _CHUNK = 64 << 10
 # While a liveness callback is set, waits are cut into slices this long so a
 # dead peer process is noticed promptly.
-_ALIVE_SLICE_MS = 20
+ALIVE_SLICE_MS = 20
+
+
+def poll_ms(deadline, watching, what):
+    """The milliseconds one poll() of a wait may take: until the monotonic
+    ``deadline`` (None: -1, no bound), at most ALIVE_SLICE_MS while
+    ``watching`` a peer process. TimeoutError naming ``what`` once the
+    deadline has passed."""
+    if deadline is None:
+        ms = -1
+    else:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError(f"deadline passed while waiting for {what}")
+        ms = max(1, math.ceil(remaining * 1000))
+    if watching:
+        ms = ALIVE_SLICE_MS if ms < 0 else min(ms, ALIVE_SLICE_MS)
+    return ms
 
 
 class WouldBlock(Exception):
@@ -295,16 +312,7 @@ class FdReader:
         """True when readable; False when the peer process died."""
         alive = self.alive
         while True:
-            if deadline is None:
-                ms = -1
-            else:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError(f"deadline passed while waiting for {what}")
-                ms = max(1, math.ceil(remaining * 1000))
-            if alive is not None:
-                ms = _ALIVE_SLICE_MS if ms < 0 else min(ms, _ALIVE_SLICE_MS)
-            if self._poll.poll(ms):
+            if self._poll.poll(poll_ms(deadline, alive is not None, what)):
                 return True
             if alive is not None and not alive():
                 # Data written just before the exit is still readable; only

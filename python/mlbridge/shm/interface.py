@@ -37,7 +37,8 @@ from ..serdes import bitstream as _bitstream
 from . import fast_path
 from . import layout as L
 from .loop_source import ShmSource
-from .ring import ALIVE_SLICE_MS, Session
+from ..reader import ALIVE_SLICE_MS
+from .ring import Session
 
 __all__ = ["ShmCompilerInterface", "DEFAULT_CAPACITY"]
 
@@ -156,12 +157,6 @@ class ShmCompilerInterface(StreamInterface):
             self._session.alive = self._alive_check()
 
     # ---- lifecycle ------------------------------------------------------------------
-    def close(self):
-        """End the session and remove the socket (and directory) created."""
-        self._closed = True
-        self._drop_session()
-        self._finalizer()
-
     def _drop_session(self):
         session, self._session = self._session, None
         self._pending = None

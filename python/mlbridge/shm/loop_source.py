@@ -15,7 +15,7 @@ from .._model_side import PendingDeadline, answer
 from ..errors import PeerClosed, TimeoutError
 from ..event_loop import ChannelStats
 from ..messages import Header, Observation
-from .ring import ALIVE_SLICE_MS
+from ..reader import ALIVE_SLICE_MS
 
 __all__ = ["ShmSource"]
 

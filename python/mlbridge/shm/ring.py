@@ -18,14 +18,13 @@ import time
 
 from .. import _spin
 from ..errors import MessageTooLarge, PeerClosed, ProtocolError, TimeoutError
+from ..reader import poll_ms
 from . import layout as L
 
 __all__ = ["Session"]
 
 _DEFAULT = object()
 _ONE = L.U64.pack(1)
-# With a compiler process to watch, sleeps are cut into slices this long.
-ALIVE_SLICE_MS = 20
 
 _REQ_HEAD, _REQ_TAIL = L.word(L.REQUEST_HEAD), L.word(L.REQUEST_TAIL)
 _REP_HEAD, _REP_TAIL = L.word(L.REPLY_HEAD), L.word(L.REPLY_TAIL)
@@ -173,17 +172,9 @@ class Session:
         ctl = self.ctl
         conn_fd = self.conn.fileno()
         while ctl[_REQ_HEAD] == target:
-            if deadline is None:
-                ms = -1
-            else:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError(f"no {what} from the compiler before the deadline")
-                ms = max(1, int(remaining * 1000))
-            if self.alive is not None:
-                ms = ALIVE_SLICE_MS if ms < 0 else min(ms, ALIVE_SLICE_MS)
             hung_up = False
-            for fd, _ in self.poll.poll(ms):
+            for fd, _ in self.poll.poll(poll_ms(deadline, self.alive is not None,
+                                                f"{what} from the compiler")):
                 if fd == conn_fd:
                     hung_up = True
                 else:
