@@ -61,6 +61,11 @@ class PendingDeadline:
         return self.due is not None and now >= self.due
 
 
+def _of_session(name, doc):
+    """A read-only property: the current session's ``name``."""
+    return property(lambda self: getattr(self._state, name), doc=doc)
+
+
 class StreamInterface:
     """Base of PipeCompilerInterface and ShmCompilerInterface.
 
@@ -76,20 +81,12 @@ class StreamInterface:
     def serdes(self):
         return self._codec.NAME
 
-    @property
-    def feature_specs(self):
-        """Feature specs of the last header (None before the first)."""
-        return self._state.feature_specs
-
-    @property
-    def advice_spec(self):
-        """Advice spec of the last header (None before the first)."""
-        return self._state.advice_spec
-
-    @property
-    def context(self):
-        """The last context name the compiler announced (None if none)."""
-        return self._state.context
+    feature_specs = _of_session("feature_specs", "Feature specs of the last header (None "
+                                                 "before the first).")
+    advice_spec = _of_session("advice_spec", "Advice spec of the last header (None before "
+                                             "the first).")
+    context = _of_session("context", "The last context name the compiler announced (None "
+                                     "if none).")
 
     @property
     def pending(self):

@@ -1,35 +1,15 @@
 """The pipe transport end to end, what only it does (the promises pipes
-and shared memory share are tested in test_stream_e2e.py): consecutive
-sessions on one FIFO pair, late replies, the examples and the demo."""
+and shared memory share are tested in test_stream_e2e.py): late replies,
+the examples and the demo."""
 import os
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 
 from mlbridge import PipeCompilerInterface
 from stream_e2e import BUILD, FORMATS, SOURCE, binary, events, start_compiler, twice
-
-
-def test_two_consecutive_compiler_sessions_on_one_interface():
-    with PipeCompilerInterface(serdes="bitstream", timeout=20) as iface:
-        results = []
-
-        def compile_twice():
-            for _ in range(2):
-                proc = start_compiler("pipe", iface.base, "bitstream", "requests", "--count", 3)
-                results.append(events(proc))
-
-        t = threading.Thread(target=compile_twice)
-        t.start()
-        served = iface.serve(twice, sessions=2, timeout=20)
-        t.join(30)
-    assert served == 6
-    for lines, err in results:
-        assert [e["value"] for e in lines if e["event"] == "advice"] == [0, 2, 4], err
-        assert lines[-1] == {"event": "done", "ok": True}
 
 
 @pytest.mark.parametrize("serdes", FORMATS)

@@ -43,30 +43,6 @@ def test_observations_are_views_of_the_shared_memory():
     assert lines[-1] == {"event": "done", "ok": True}, err
 
 
-def test_contexts_and_several_sessions_on_one_interface():
-    with ShmCompilerInterface(serdes="bitstream", timeout=20) as iface:
-        results, contexts = [], []
-
-        def compile_three_times():
-            for _ in range(3):
-                results.append(events(start_compiler(iface.path, "bitstream", "requests",
-                                                     "--count", 4)))
-
-        def model(obs):
-            contexts.append((obs.context, obs.index))
-            return 2 * int(obs["i"][0])
-
-        t = threading.Thread(target=compile_three_times)
-        t.start()
-        served = iface.serve(model, sessions=3, timeout=20)
-        t.join(30)
-    assert served == 12
-    for lines, err in results:
-        assert [e["value"] for e in lines if e["event"] == "advice"] == [0, 2, 4, 6], err
-    # Every request is in its own context, so every index restarts at 0.
-    assert contexts == [(f"request{k}", 0) for k in range(4)] * 3
-
-
 @pytest.mark.parametrize("reply, message", [
     (b"\x01\x02\x03", "shorter than the advice"),
     (struct.pack("<qq", 0, 0), "announced 16 bytes but the advice took 8"),

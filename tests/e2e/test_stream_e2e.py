@@ -4,6 +4,7 @@ docs/shm.md). What only one of them does is in test_pipe_e2e.py and
 test_shm_e2e.py."""
 import json
 import signal
+import threading
 import time
 
 import numpy as np
@@ -64,6 +65,32 @@ def test_c_program_against_python(transport, serdes):
     assert text == "héllo"
     assert bools.dtype == np.bool_ and bools.tolist() == [True, False]
     assert longs.dtype == np.int64 and longs[0] == -9000000000
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_consecutive_sessions_with_contexts_on_one_interface(transport):
+    with INTERFACES[transport](serdes="bitstream", timeout=20) as iface:
+        results, contexts = [], []
+
+        def compile_three_times():
+            for _ in range(3):
+                results.append(events(start_compiler(transport, channel(iface), "bitstream",
+                                                     "requests", "--count", 4)))
+
+        def model(obs):
+            contexts.append((obs.context, obs.index))
+            return twice(obs)
+
+        t = threading.Thread(target=compile_three_times)
+        t.start()
+        served = iface.serve(model, sessions=3, timeout=20)
+        t.join(30)
+    assert served == 12
+    for lines, err in results:
+        assert [e["value"] for e in lines if e["event"] == "advice"] == [0, 2, 4, 6], err
+        assert lines[-1] == {"event": "done", "ok": True}
+    # Every request is in its own context, so every index restarts at 0.
+    assert contexts == [(f"request{k}", 0) for k in range(4)] * 3
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

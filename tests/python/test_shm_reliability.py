@@ -12,7 +12,6 @@ import pytest
 from compiler_peer import RingCompiler
 from mlbridge import EventLoop, MLBridgeError, ProtocolError, ShmCompilerInterface, TensorSpec
 from mlbridge.serdes import bitstream as bs
-from mlbridge.shm import layout as L
 
 X = TensorSpec("x", "int64_t", [1])
 ADVICE = TensorSpec("y", "int64_t", [1])
