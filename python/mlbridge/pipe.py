@@ -566,8 +566,7 @@ class _PipeSource:
         reader = iface._reader
         if reader is not None:
             reader.nonblocking = True
-            self.loop.register(reader.fd, self)
-            self.fd = reader.fd
+            self._register()
             self.watch_due = (time.monotonic() + _WATCH_EVERY
                               if iface._process is not None else None)
             self._schedule()
@@ -592,7 +591,12 @@ class _PipeSource:
         stats = self.stats
         progress = 0
         try:
-            while iface._unsent is None:  # else the queued reply goes first
+            while True:
+                if iface._unsent is not None:
+                    # The queued reply goes first: B.out is not watched until
+                    # it is written (it may stay readable meanwhile).
+                    self._unregister()
+                    return progress
                 reader.begin()
                 try:
                     msg = iface._read_message(iface.timeout)
@@ -624,7 +628,6 @@ class _PipeSource:
                     progress += 1
                 if not reader.buffered:
                     return progress
-            return progress
         finally:
             if iface._generation != self.generation:
                 self._sync()
@@ -674,6 +677,7 @@ class _PipeSource:
             try:
                 if iface._flush_unsent():
                     self.waiting.clear()
+                    self._register()
                     if iface._reader.buffered:
                         self.loop.again(self)
             except PeerClosed:
@@ -703,6 +707,11 @@ class _PipeSource:
     def finished(self):
         iface = self.iface
         return iface._reader is None and iface._process_exited()
+
+    def _register(self):
+        if self.fd is None:
+            self.fd = self.iface._reader.fd
+            self.loop.register(self.fd, self)
 
     def _unregister(self):
         if self.fd is not None:

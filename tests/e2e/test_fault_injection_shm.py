@@ -77,14 +77,14 @@ def test_model_killed_while_the_compiler_waits_for_its_hello(tmp_path):
     assert time.monotonic() - killed < 2.0
 
 
-@pytest.mark.parametrize("step", ["header", "context", "observation"])
-def test_corrupt_ring_indices_end_only_that_session(step):
+@pytest.mark.parametrize("step,fault", F.RING_CORRUPTION_FAULTS)
+def test_corrupt_ring_indices_end_only_that_session(step, fault):
     """The fake compiler publishes a wrap marker at the ring's start with a
     head far ahead instead of its message: the model side refuses it at
     once (the fake sees the hang-up; before, the model walked the ring at
     100 % CPU), then serves the next compiler."""
     with ShmCompilerInterface(serdes="bitstream", timeout=1.0) as iface:
-        assert F.check_ready_after_compiler_fault("shm", iface, iface.path, step, "corrupt") == 0
+        assert F.check_ready_after_compiler_fault("shm", iface, iface.path, step, fault) == 0
 
 
 @pytest.mark.parametrize("step,fault", F.FROZEN_PEER_FAULTS["shm"])

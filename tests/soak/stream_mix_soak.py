@@ -5,8 +5,8 @@ Round after round, real compilers (tests/e2e/tools/e2e_compiler.cpp,
 scenario "soak": 2k for pseudo-random k, every answer checked) ask on
 --pipes pipe pairs and on one shared-memory interface, while
 fault-injecting fakes (tests/e2e/tools/fault_injecting_compiler.py: every
-case of the stream matrix, and the frozen peers -- mid-message, never
-reading replies) join the same loop on a pipe pair of their own and on the
+case of the stream matrix, the frozen peers -- mid-message, never reading
+replies -- and corrupt ring indices) join the same loop on a pipe pair of their own and on the
 shared-memory interface. The loop runs in this thread; a fake's malformed
 stream makes run() raise for its session alone, and the loop runs again.
 No model fault is injected, so a good compiler must see no error at all:
@@ -29,8 +29,9 @@ from mlbridge import EventLoop, MLBridgeError, PipeCompilerInterface, ShmCompile
 sys.path.insert(0, str(S.SOURCE / "tests" / "e2e" / "tools"))
 import fault_matrix as F  # noqa: E402
 
-FAULTS = {transport: F.STREAM_COMPILER_FAULTS + F.FROZEN_PEER_FAULTS[transport]
-          for transport in ("pipe", "shm")}
+FAULTS = {"pipe": F.STREAM_COMPILER_FAULTS + F.FROZEN_PEER_FAULTS["pipe"],
+          "shm": F.STREAM_COMPILER_FAULTS + F.FROZEN_PEER_FAULTS["shm"]
+          + F.RING_CORRUPTION_FAULTS}
 
 
 def twice(obs):

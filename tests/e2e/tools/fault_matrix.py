@@ -214,6 +214,10 @@ def check_ready_after_compiler_fault(transport, iface, channel, step, fault):
     return None if fault == "stop" else faulty.returncode
 
 
+# Shared memory: request ring indices the model must refuse (fault_injecting_compiler.py).
+RING_CORRUPTION_FAULTS = [(step, "corrupt") for step in ("header", "context", "observation")]
+
+
 # ---- a frozen peer under the event loop ----------------------------------------
 # A compiler frozen in the middle of a message (pipes: a message is bytes in
 # a FIFO) or one that never reads its replies (shared memory: the reply ring
