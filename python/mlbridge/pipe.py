@@ -182,7 +182,7 @@ class PipeCompilerInterface(StreamInterface):
         self._wpoll = None
         self._pending = None
         self._queue_replies = False  # an event loop's: never wait for room
-        self._unsent = None  # the rest of a reply queued so
+        self._unsent = None  # what a queued reply has left to write
         self._renew_fifos = False  # a broken session left FIFOs to replace
         self._session_started = False  # a message of this session was read
         self._in_session = False
@@ -438,8 +438,9 @@ class PipeCompilerInterface(StreamInterface):
             raise
 
     def _send(self, data):
-        """Write the reply ``data`` whole (one syscall when the pipe has room),
-        framed when the session asked for it (protocol §5.1). Returns False,
+        """Write the reply ``data`` whole (one syscall when the pipe has room;
+        in an event loop, what does not fit is queued), framed when the
+        session asked for it (protocol §5.1). Returns False,
         writing nothing, when the requester has moved on; PeerClosed when it
         has closed the channel."""
         gone = self._reader.input_state()
