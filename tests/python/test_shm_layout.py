@@ -15,16 +15,20 @@ from mlbridge.shm import layout as L
 SOURCE = Path(__file__).resolve().parents[2]
 TRANSPORT = SOURCE / "src" / "transport"
 
-# Python name -> the C++ constant's name (without the "k").
-CONSTANTS = {
-    "MAGIC": "Magic", "VERSION": "Version", "CONTROL_BYTES": "ControlBytes",
-    "MIN_CAPACITY": "MinCapacity", "WRAP_MARKER": "WrapMarker",
-    "REQUEST_HEAD": "RequestHead", "REQUEST_TAIL": "RequestTail",
-    "REPLY_HEAD": "ReplyHead", "REPLY_TAIL": "ReplyTail",
-    "MODEL_SLEEPING": "ModelSleeping", "COMPILER_SLEEPING": "CompilerSleeping",
-}
+# The layout's constants, by their Python names; a C++ constant is the same
+# one when its name is the same words (kRequestHead, REQUEST_HEAD, kReqHead).
+CONSTANTS = ["MAGIC", "VERSION", "CONTROL_BYTES", "MIN_CAPACITY", "WRAP_MARKER",
+             "REQUEST_HEAD", "REQUEST_TAIL", "REPLY_HEAD", "REPLY_TAIL", "MODEL_SLEEPING",
+             "COMPILER_SLEEPING"]
 
-_DECLARATION = re.compile(r"\bconstexpr\s+(?:const\s+)?[\w:]+\s+(k\w+\s*=[^;{}]+);")
+_DECLARATION = re.compile(r"\bconstexpr\s+(?:const\s+)?[\w:]+\s+(\w+\s*=[^;]+);")
+
+
+def words(name):
+    """A constant's name as comparable words: kRequestHead, REQUEST_HEAD
+    and kReqHead all give "requesthead"."""
+    name = re.sub(r"^k(?=[A-Z])", "", name).replace("_", "").lower()
+    return re.sub(r"^req(?!uest)", "request", re.sub(r"^rep(?!ly)", "reply", name))
 
 
 def cxx_value(expr):
@@ -52,16 +56,16 @@ def _evaluate(node):
 
 
 def cxx_constants(text):
-    """{name without "k": value} of every constexpr integer in ``text``
-    (one declaration may name several, separated by commas)."""
+    """{words(name): value} of every constexpr integer in ``text`` (one
+    declaration may name several, separated by commas)."""
     text = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
     found = {}
     for declaration in _DECLARATION.findall(text):
-        for part in declaration.split(","):
+        for part in re.split(r",\s*(?=\w+\s*=)", declaration):
             name, _, expr = part.partition("=")
             try:
-                found[name.strip()[1:]] = cxx_value(expr)
-            except (ValueError, KeyError, SyntaxError):
+                found[words(name.strip())] = cxx_value(expr)
+            except (ValueError, KeyError, SyntaxError, TypeError):
                 pass  # not an integer constant (a string, a type)
     return found
 
@@ -70,7 +74,7 @@ def control_block_definition():
     """The C++ file under src/transport that defines the control block
     (shm_layout.h, or the file that holds it): exactly one."""
     files = [p for p in sorted(TRANSPORT.glob("*.[ch]*"))
-             if {"RequestHead", "ReplyTail", "ModelSleeping"} <= set(cxx_constants(p.read_text()))]
+             if {"requesthead", "replytail", "modelsleeping"} <= set(cxx_constants(p.read_text()))]
     assert len(files) == 1, f"the control block is defined in {files or 'no file'} under {TRANSPORT}"
     return files[0]
 
@@ -82,23 +86,28 @@ def test_cxx_value_reads_the_forms_a_layout_uses():
     assert cxx_value("24 * 8") == 192 and cxx_value("4'096") == 4096
 
 
+def test_words_match_the_spellings_of_one_constant():
+    assert words("kRequestHead") == words("REQUEST_HEAD") == words("kReqHead") == "requesthead"
+    assert words("kRepTail") == words("REPLY_TAIL") and words("kReplyTail") == "replytail"
+
+
 def test_every_control_block_constant_is_the_cxx_one():
     path = control_block_definition()
     cxx = cxx_constants(path.read_text())
-    missing = [c for c in CONSTANTS.values() if c not in cxx]
-    assert not missing, f"{path} defines no k{', k'.join(missing)}"
-    differ = {py: (getattr(L, py), cxx[c]) for py, c in CONSTANTS.items()
-              if getattr(L, py) != cxx[c]}
+    missing = [py for py in CONSTANTS if words(py) not in cxx]
+    assert not missing, f"{path} defines no constant for {missing}"
+    differ = {py: (getattr(L, py), cxx[words(py)]) for py in CONSTANTS
+              if getattr(L, py) != cxx[words(py)]}
     assert not differ, f"mlbridge.shm.layout (python, C++) differ from {path}: {differ}"
 
 
 def test_the_hello_is_the_cxx_struct():
     """The C++ Hello struct: magic u64, version u32, flags u32, capacity
     u64, in this order and nothing else (24 bytes, no padding)."""
-    text = control_block_definition().read_text()
-    struct_body = re.search(r"struct\s+Hello\s*{([^}]*)}", text)
-    assert struct_body, "no struct Hello next to the control block"
-    fields = re.findall(r"\b(u?int\d+_t)\s+(\w+)\s*;", struct_body.group(1))
+    bodies = [m.group(1) for p in sorted(TRANSPORT.glob("*.[ch]*"))
+              for m in re.finditer(r"struct\s+Hello\s*{([^}]*)}", p.read_text())]
+    assert len(bodies) == 1, f"{len(bodies)} definitions of struct Hello under {TRANSPORT}"
+    fields = re.findall(r"\b(u?int\d+_t)\s+(\w+)\s*;", bodies[0])
     sizes = {"uint64_t": "Q", "uint32_t": "I"}
     assert "<" + "".join(sizes[t] for t, _ in fields) == L.HELLO.format
     assert [n.lower() for _, n in fields] == ["magic", "version", "flags", "capacity"]
