@@ -15,6 +15,7 @@ import os
 import select
 import socket
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -102,6 +103,36 @@ class CompilerPeer:
         if self.in_fd is not None:
             os.close(self.in_fd)
         self.in_fd = self.out_fd = None
+
+
+class PeerThread(threading.Thread):
+    """Runs fn(peer) in a thread; join() re-raises the peer's exception."""
+
+    def __init__(self, base, serdes, fn, open_peer=True):
+        super().__init__(daemon=True)
+        self.peer = CompilerPeer(base, serdes, timeout=5)
+        self.fn = fn
+        self.open_peer = open_peer
+        self.result = None
+        self.error = None
+        self.start()
+
+    def run(self):
+        try:
+            if self.open_peer:
+                self.peer.open()
+            self.result = self.fn(self.peer)
+        except BaseException as e:  # reported by join()
+            self.error = e
+        finally:
+            self.peer.close()
+
+    def join(self, timeout=10):
+        super().join(timeout)
+        assert not self.is_alive(), "peer thread hung"
+        if self.error is not None:
+            raise self.error
+        return self.result
 
 
 class RingCompiler:

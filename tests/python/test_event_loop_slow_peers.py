@@ -2,14 +2,14 @@
 not read their reply (docs/event-loop.md, "Never waiting on one
 compiler"): the others are served meanwhile, the slow one gets exactly its
 own answer once it goes on, or loses only its session at its deadline.
-The peers are compiler_peer.CompilerPeer in threads."""
+The peers are compiler_peer.PeerThread."""
 
 import threading
 import time
 
 import numpy as np
 
-from compiler_peer import CompilerPeer
+from compiler_peer import PeerThread
 from mlbridge import EventLoop, PipeCompilerInterface, TensorSpec
 
 X = TensorSpec("x", "int64_t", [1])
@@ -20,30 +20,6 @@ BIG_ADVICE = TensorSpec("y", "double", [1 << 19])
 
 def twice(obs):
     return 2 * int(obs["x"][0])
-
-
-class Peer(threading.Thread):
-    """fn(peer) in a thread, on a pipe pair opened the way LLVM does."""
-
-    def __init__(self, base, fn):
-        super().__init__(daemon=True)
-        self.peer, self.fn, self.result, self.error = CompilerPeer(base, timeout=20), fn, None, None
-        self.start()
-
-    def run(self):
-        try:
-            self.result = self.fn(self.peer.open())
-        except BaseException as e:  # reported by finish()
-            self.error = e
-        finally:
-            self.peer.close(handshake=False)
-
-    def finish(self):
-        self.join(20)
-        assert not self.is_alive(), "the peer hung"
-        if self.error is not None:
-            raise self.error
-        return self.result
 
 
 def good_peer(count, first=0):
@@ -90,12 +66,12 @@ def test_a_message_sent_in_two_halves_is_answered_once_whole_and_others_meanwhil
     with EventLoop() as loop:
         loop.add(slow_iface, twice)
         loop.add(good_iface, twice)
-        slow_peer = Peer(slow_iface.base, slow)
+        slow_peer = PeerThread(slow_iface.base, "bitstream", slow)
         server = run_loop(loop, 6)
         assert half_sent.wait(10)
-        good = Peer(good_iface.base, lambda p: good_done.extend(good_peer(50)(p)) or good_done)
-        assert good.finish() == [2 * k for k in range(50)]
-        answer, done_while_waiting = slow_peer.finish()
+        good = PeerThread(good_iface.base, "bitstream", lambda p: good_done.extend(good_peer(50)(p)) or good_done)
+        assert good.join() == [2 * k for k in range(50)]
+        answer, done_while_waiting = slow_peer.join()
         server.join(10)
     assert answer == 42
     assert done_while_waiting == 50  # served while the slow message was half there
@@ -116,11 +92,11 @@ def test_a_message_never_finished_ends_its_session_at_the_deadline():
     with EventLoop() as loop:
         slow_stats = loop.add(slow_iface, twice)
         loop.add(good_iface, twice)
-        slow_peer = Peer(slow_iface.base, slow)
+        slow_peer = PeerThread(slow_iface.base, "bitstream", slow)
         server = run_loop(loop, 3)
-        good = Peer(good_iface.base, good_peer(20))
-        assert good.finish() == [2 * k for k in range(20)]
-        slow_peer.finish()
+        good = PeerThread(good_iface.base, "bitstream", good_peer(20))
+        assert good.join() == [2 * k for k in range(20)]
+        slow_peer.join()
         server.join(10)
     assert slow_stats.ended == 1 and slow_stats.answered == 0
     for iface in (slow_iface, good_iface):
@@ -145,12 +121,12 @@ def test_a_reply_larger_than_the_pipe_waits_while_the_others_are_served():
     with EventLoop() as loop:
         loop.add(big_iface, lambda obs: advice)
         loop.add(good_iface, twice)
-        slow_peer = Peer(big_iface.base, slow)
+        slow_peer = PeerThread(big_iface.base, "bitstream", slow)
         server = run_loop(loop, 6)
         time.sleep(0.3)  # the big reply is queued
-        good = Peer(good_iface.base, lambda p: good_done.extend(good_peer(50)(p)) or good_done)
-        assert good.finish() == [2 * k for k in range(50)]
-        got, done_while_waiting = slow_peer.finish()
+        good = PeerThread(good_iface.base, "bitstream", lambda p: good_done.extend(good_peer(50)(p)) or good_done)
+        assert good.join() == [2 * k for k in range(50)]
+        got, done_while_waiting = slow_peer.join()
         server.join(10)
     assert done_while_waiting == 50
     assert np.array_equal(got, advice)
