@@ -5,7 +5,6 @@ observations and the compiler gets the same replies as with the
 pure-Python path, also with several compilers and interfaces in one
 EventLoop."""
 
-import numpy as np
 import pytest
 
 from build_components import require_component
