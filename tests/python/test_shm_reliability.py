@@ -12,6 +12,7 @@ import pytest
 from compiler_peer import RingCompiler
 from mlbridge import EventLoop, MLBridgeError, ProtocolError, ShmCompilerInterface, TensorSpec
 from mlbridge.serdes import bitstream as bs
+from mlbridge.shm import layout as L
 
 X = TensorSpec("x", "int64_t", [1])
 ADVICE = TensorSpec("y", "int64_t", [1])
@@ -138,3 +139,20 @@ def test_a_compiler_that_left_while_queued_is_passed_over():
         iface.populate_buffer(7)
         t.join(10)
     assert np.frombuffer(replies[0], "<i8")[-1] == 7
+
+
+def test_a_corrupt_reply_ring_tail_is_a_clear_error():
+    """The compiler's reply-ring tail ahead of the model's head (it read
+    replies that were never written): the model refuses to write over what
+    it cannot know is free."""
+    with ShmCompilerInterface(serdes="bitstream", timeout=10, fast_path=False) as iface:
+        compiler = served_compiler(iface)
+        try:
+            compiler.send(request(1))
+            assert iface.evaluate() is not None
+            compiler.word(L.REPLY_TAIL, 1 << 40)
+            with pytest.raises(ProtocolError, match="corrupt reply ring"):
+                iface.populate_buffer(1)
+            assert not iface.session_open
+        finally:
+            compiler.close()

@@ -31,7 +31,7 @@ import weakref
 from .. import _native
 from .. import serdes as _serdes
 from .._model_side import StreamInterface, decode_next
-from ..errors import MLBridgeError, PeerClosed, TimeoutError
+from ..errors import MessageTooLarge, MLBridgeError, PeerClosed, ProtocolError, TimeoutError
 from ..messages import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_MESSAGE_BYTES, Observation, SessionState
 from ..serdes import bitstream as _bitstream
 from . import fast_path
@@ -264,7 +264,9 @@ class ShmCompilerInterface(StreamInterface):
         try:
             session.release()
             session.write(data, self.timeout, state)
-        except (TimeoutError, PeerClosed, OSError):
+        except MessageTooLarge:  # the advice is refused; the session goes on
+            raise
+        except (TimeoutError, PeerClosed, ProtocolError, OSError):
             self._drop_session()
             raise
         self._pending = None
