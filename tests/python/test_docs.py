@@ -26,7 +26,7 @@ TOP = ("include", "src", "python", "tests", "docs", "scripts", "tools", "integra
 PATH = re.compile(r"(?<![\w./$-])((?:%s)/[\w./*?{},@+-]*)" % "|".join(re.escape(t) for t in TOP))
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 MODULE = re.compile(r"python3? -m (mlbridge(?:\.\w+)*)")
-BUILD_PROGRAM = re.compile(r"(?<![\w./$-])build/(?:bin|tools|bench)/([\w.+-]+)")
+BUILD_PROGRAM = re.compile(r"(?<![\w./$-])build/(?:bin|tools|bench|tests)/([\w.+-]+)")
 FENCE = re.compile(r"```.*?```", re.S)
 CODE = re.compile(r"`([^`\n]+)`")
 
