@@ -335,17 +335,11 @@ class Compilation:
         self._err = _StderrSink(stderr_tail, stderr_file) if capture_output else None
         self.steps = itertools.count()
         self.channels = {}
-        self.proc = None
-        self.deadline = None
-        self.run_id = None
-        self.command = None
-        self._stop_reason = None
-        self._killed = False
-        self._timed_out = False
+        self.proc = self.deadline = self.run_id = self.command = None
+        self._stop_reason = self._t0 = self._result = None
+        self._killed = self._timed_out = False
         self._lock = threading.Lock()
         self._readers = []
-        self._t0 = None
-        self._result = None
         self._serve_cpu = 0.0
 
     # -- lifecycle ----------------------------------------------------------------------
