@@ -5,7 +5,7 @@ r"""Command line of the corpus.
     python -m mlbridge.corpus baseline [--output baseline.json]
     python -m mlbridge.corpus check [-j 2]
     python -m mlbridge.corpus list [--split heldout] [--units]
-    python -m mlbridge.corpus manifest [--libraries zlib]   # regenerate from recipes.py
+    python -m mlbridge.corpus manifest [--libraries zlib]   # regenerate from corpus/recipes.toml
 
 Exit status: 0 on success, 1 when a check fails or a unit does not build,
 2 for bad arguments or a broken manifest / download. ``fetch``, ``build`` and
