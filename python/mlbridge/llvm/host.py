@@ -23,6 +23,7 @@ Rules the host keeps:
   stream goes to a file when asked or once it outgrows that.
 """
 
+import contextlib
 import itertools
 import logging
 import os
@@ -269,7 +270,7 @@ def _describe(policy):
     return repr(name) if name else repr(policy)
 
 
-class Compilation:
+class Compilation(contextlib.AbstractContextManager):
     """A compiler process with interactive advisor channels.
 
     ``cmd``: the command (``cmd[0]`` is clang, opt or llc, or give
@@ -342,10 +343,7 @@ class Compilation:
         self._readers = []
         self._serve_cpu = 0.0
 
-    # -- lifecycle ----------------------------------------------------------------------
-    def __enter__(self):
-        return self
-
+    # -- lifecycle (``with`` gives the Compilation itself) ---------------------------------
     def __exit__(self, *exc):
         self.close()
         return False
