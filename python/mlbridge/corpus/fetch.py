@@ -65,7 +65,7 @@ def sha256_of(path) -> str:
     return h.hexdigest()
 
 
-def report(mismatch: SourceMismatch, repair: bool, remedy: str) -> None:
+def handle_mismatch(mismatch: SourceMismatch, repair: bool, remedy: str) -> None:
     """Raise ``mismatch`` (``repair=False``), or log it with the ``remedy``
     the caller applies next."""
     if not repair:
@@ -113,8 +113,8 @@ def fetch_crate(crate: str, version: str, sha256: str, cache_dir, mirror=None, *
         problems = tree_differences(unpacked, record, generated)
         if not problems:
             return unpacked
-        report(SourceMismatch(f"{crate} {version}", unpacked, problems), repair,
-               "unpacking the archive again")
+        handle_mismatch(SourceMismatch(f"{crate} {version}", unpacked, problems), repair,
+                        "unpacking the archive again")
     archive.parent.mkdir(parents=True, exist_ok=True)
     if not (archive.is_file() and sha256_of(archive) == sha256):
         url = crate_url(crate, version, mirror)
@@ -214,8 +214,8 @@ def fetch_csmith(seed: int, max_funcs: int, sha256, cache_dir, *, repair: bool =
     from ..llvm.plugins.corpus import csmith_program
     path = Path(cache_dir) / "csmith" / f"csmith{seed}.c"
     if path.is_file() and sha256 is not None and sha256_of(path) != sha256:
-        report(SourceMismatch(f"csmith seed {seed}", path.parent, [f"changed: {path.name}"]),
-               repair, "generating it again")
+        handle_mismatch(SourceMismatch(f"csmith seed {seed}", path.parent,
+                                       [f"changed: {path.name}"]), repair, "generating it again")
         path.unlink()
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ from typing import Dict, Iterable, List, Optional, Sequence
 
 from ..errors import MLBridgeError
 from . import compile as cc
-from .fetch import SourceMismatch, fetch_crate, fetch_csmith, report
+from .fetch import SourceMismatch, fetch_crate, fetch_csmith, handle_mismatch
 
 SPLITS = ("train", "validation", "heldout")
 
@@ -278,8 +278,8 @@ def write_generated(root: Path, files: Dict[str, dict], *, repair: bool = True) 
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     if changed:
-        report(SourceMismatch(root.name, root, changed), repair,
-               "written again from the manifest")
+        handle_mismatch(SourceMismatch(root.name, root, changed), repair,
+                        "written again from the manifest")
 
 
 def _progress(enabled: bool, **kwargs):
