@@ -27,18 +27,9 @@
 
 namespace mlbridge {
 
-struct ShmOptions : RunnerOptions {
-  SerDesKind Format = SerDesKind::Bitstream;
-  /// How long connecting may wait for the model to listen and accept.
-  std::chrono::milliseconds OpenTimeout{30000};
-  /// How long one request may take: writing it and reading the reply.
-  std::chrono::milliseconds ReplyTimeout{30000};
-  /// How long to poll the ring for a reply before sleeping (0: sleep at
-  /// once). Spinning costs CPU only while a reply is awaited.
-  std::chrono::microseconds Spin{50};
-  /// Limits applied to replies.
-  SerDesLimits Limits;
-};
+/// OpenTimeout bounds the wait for the model to listen and to accept the
+/// connection (a model whose listen queue is full counts as not accepting).
+struct ShmOptions : StreamOptions {};
 
 class ShmModelRunner final : public StreamModelRunner {
 public:

@@ -19,18 +19,11 @@ PipeModelRunner::PipeModelRunner(CreateTag, std::string Base,
                                  std::vector<TensorSpec> FeatureSpecs,
                                  std::optional<TensorSpec> Advice,
                                  PipeOptions Options)
-    : StreamModelRunner(std::move(FeatureSpecs), std::move(Advice), Options,
-                        Options.Format, Options.ReplyTimeout, Options.Limits),
+    : StreamModelRunner(std::move(FeatureSpecs), std::move(Advice), Options),
       Base(std::move(Base)), Opts(std::move(Options)) {
   if (this->Base.empty())
     setConstructionError(
         Status(ErrorCode::InvalidArgument, "empty pipe base path"));
-  else if (Opts.OpenTimeout.count() <= 0)
-    setConstructionError(
-        Status(ErrorCode::InvalidArgument, "pipe timeouts must be positive"));
-  else if (Opts.Spin.count() < 0)
-    setConstructionError(
-        Status(ErrorCode::InvalidArgument, "the spin time must not be negative"));
 }
 
 PipeModelRunner::~PipeModelRunner() {

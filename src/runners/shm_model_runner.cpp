@@ -17,18 +17,11 @@ ShmModelRunner::ShmModelRunner(CreateTag, std::string SocketPath,
                                std::vector<TensorSpec> FeatureSpecs,
                                std::optional<TensorSpec> Advice,
                                ShmOptions Options)
-    : StreamModelRunner(std::move(FeatureSpecs), std::move(Advice), Options,
-                        Options.Format, Options.ReplyTimeout, Options.Limits),
+    : StreamModelRunner(std::move(FeatureSpecs), std::move(Advice), Options),
       Path(std::move(SocketPath)), Opts(std::move(Options)) {
   if (Path.empty())
     setConstructionError(
         Status(ErrorCode::InvalidArgument, "empty shared-memory socket path"));
-  else if (Opts.OpenTimeout.count() <= 0)
-    setConstructionError(
-        Status(ErrorCode::InvalidArgument, "the open timeout must be positive"));
-  else if (Opts.Spin.count() < 0)
-    setConstructionError(
-        Status(ErrorCode::InvalidArgument, "the spin time must not be negative"));
 }
 
 ShmModelRunner::~ShmModelRunner() { disconnect(); }
