@@ -4,6 +4,8 @@
 #include "mlbridge/c/mlbridge.h"
 #include "mlbridge/pipe_model_runner.h"
 
+#include "stream_test_util.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -20,6 +22,8 @@
 
 using namespace mlbridge;
 using namespace std::chrono_literals;
+using mlbridge::test::PythonProcess;
+using mlbridge::test::Watchdog;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -442,35 +446,8 @@ TEST(PipeRunner, InvalidArgumentsAreRejectedAtCreate) {
   EXPECT_NE(Dup.status().message().find("declared twice"), std::string::npos);
 }
 
-// ---- reliability: no answer reaches the wrong request (issue 16) ----------
-
-namespace {
-
-/// Fails the whole test program if a call hangs (a spinning loop cannot be
-/// interrupted from inside the test).
-class Watchdog {
-public:
-  explicit Watchdog(std::chrono::seconds Limit)
-      : Thread([this, Limit] {
-          auto Until = Clock::now() + Limit;
-          while (!Done && Clock::now() < Until)
-            std::this_thread::sleep_for(10ms);
-          if (!Done) {
-            std::fprintf(stderr, "watchdog: the call did not return\n");
-            std::_Exit(1);
-          }
-        }) {}
-  ~Watchdog() {
-    Done = true;
-    Thread.join();
-  }
-
-private:
-  std::atomic<bool> Done{false};
-  std::thread Thread;
-};
-
-} // namespace
+// ---- reliability: no answer reaches the wrong request (issue 16), FIFOs
+// ---- the runner takes (issue 23) ------------------------------------------
 
 TEST(PipeReliability, LateReplyOfAnEarlierSessionIsSkipped) {
   FakeModelPeer Peer;
@@ -690,14 +667,62 @@ TEST(PipeReliability, DanglingSymlinkWithCreateFifosFailsAtOnce) {
   ::unlink((Peer.Dir + "/nowhere").c_str());
 }
 
-TEST(PipeReliability, FifosOthersCanOpenAreRefused) {
-  FakeModelPeer Peer;
-  Peer.makeFifos();
-  ASSERT_EQ(::chmod((Peer.Base + ".in").c_str(), 0666), 0);
-  auto R = makeRunner(Peer.Base, fastOptions());
-  Status S = R->connect();
-  EXPECT_EQ(S.code(), ErrorCode::InvalidArgument) << S.toString();
-  EXPECT_NE(S.message().find("mode 0666"), std::string::npos) << S.toString();
+// Whoever can write a FIFO can answer in the model's place.
+TEST(PipeReliability, FifosOthersCanWriteAreRefused) {
+  for (mode_t Mode : {0666, 0620, 0602}) {
+    FakeModelPeer Peer;
+    Peer.makeFifos();
+    ASSERT_EQ(::chmod((Peer.Base + ".in").c_str(), Mode), 0);
+    auto R = makeRunner(Peer.Base, fastOptions());
+    Status S = R->connect();
+    char Expected[16];
+    std::snprintf(Expected, sizeof Expected, "mode %04o", unsigned(Mode));
+    EXPECT_EQ(S.code(), ErrorCode::InvalidArgument) << S.toString();
+    EXPECT_NE(S.message().find(Expected), std::string::npos) << S.toString();
+    EXPECT_NE(S.message().find("could write to it"), std::string::npos)
+        << S.toString();
+  }
+}
+
+// LLVM's own model host (llvm/lib/Analysis/models/interactive_host.py),
+// played in Python as it does it: os.mkfifo with the default mode (0644
+// under umask 022), unframed replies. docs/pipes.md tells its users to
+// turn SessionIds off; the runner must then take its FIFOs.
+const char *const kLlvmLikeHost = R"(
+import json, os, struct, sys
+os.umask(0o022)
+to_compiler, from_compiler = sys.argv[1] + ".in", sys.argv[1] + ".out"
+os.mkfifo(to_compiler)
+os.mkfifo(from_compiler)
+print("ready", flush=True)
+with open(to_compiler, "wb") as tc, open(from_compiler, "rb") as fc:
+    json.loads(fc.readline())  # the header
+    while line := fc.readline():
+        if "observation" not in json.loads(line):
+            continue
+        (value,) = struct.unpack("<q", fc.read(8))
+        assert fc.read(1) == b"\n"
+        tc.write(struct.pack("<q", 2 * value))
+        tc.flush()
+)";
+
+TEST(PipeReliability, FifosOfLlvmsOwnHostAreAccepted) {
+  FakeModelPeer Peer; // for its directory
+  PythonProcess Host(kLlvmLikeHost, {Peer.Base});
+  ASSERT_EQ(Host.readLine(), "ready");
+  struct stat St;
+  ASSERT_EQ(::stat((Peer.Base + ".in").c_str(), &St), 0);
+  ASSERT_EQ(St.st_mode & 0777, 0644u) << "the host must make what LLVM's makes";
+  PipeOptions O = fastOptions();
+  O.SessionIds = false;
+  O.OpenTimeout = O.ReplyTimeout = 10s;
+  auto R = makeRunner(Peer.Base, O);
+  for (int64_t K = 1; K <= 3; ++K) {
+    *R->getTensor<int64_t>(0) = K;
+    Expected<int64_t> A = R->evaluate<int64_t>();
+    ASSERT_TRUE(A) << A.status().toString();
+    EXPECT_EQ(*A, 2 * K);
+  }
 }
 
 TEST(PipeReliability, FifosOfAnotherUserAreRefused) {
