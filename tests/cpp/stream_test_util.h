@@ -1,8 +1,12 @@
 // Helpers of the stream runners' tests (test_pipe_runner.cpp,
-// test_shm_runner.cpp): a watchdog for calls that could hang, and a Python
-// process playing the model side.
+// test_shm_runner.cpp): a runner with one int64 feature, a watchdog for
+// calls that could hang, and a Python process playing the model side.
 #ifndef MLBRIDGE_TESTS_CPP_STREAM_TEST_UTIL_H
 #define MLBRIDGE_TESTS_CPP_STREAM_TEST_UTIL_H
+
+#include "mlbridge/stream_model_runner.h"
+
+#include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
@@ -21,6 +25,20 @@
 extern char **environ;
 
 namespace mlbridge::test {
+
+/// A runner of feature "i" and advice "twice" (both int64) for Where.
+template <typename Runner, typename Options>
+std::unique_ptr<Runner> makeRunner(const std::string &Where, Options O) {
+  auto R = Runner::create(Where, {TensorSpec::create<int64_t>("i")},
+                          TensorSpec::create<int64_t>("twice"), O);
+  EXPECT_TRUE(R) << R.status().toString();
+  return R ? std::move(*R) : nullptr;
+}
+
+inline double secondsSince(std::chrono::steady_clock::time_point T) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - T)
+      .count();
+}
 
 /// Fails the whole test program if a call hangs (a spinning loop, or a
 /// call blocked in the kernel, cannot be interrupted from inside the test).

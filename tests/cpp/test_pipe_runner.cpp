@@ -23,6 +23,7 @@
 using namespace mlbridge;
 using namespace std::chrono_literals;
 using mlbridge::test::PythonProcess;
+using mlbridge::test::secondsSince;
 using mlbridge::test::Watchdog;
 using Clock = std::chrono::steady_clock;
 
@@ -153,21 +154,40 @@ bool writeAll(int Fd, const std::string &Bytes) {
          static_cast<ssize_t>(Bytes.size());
 }
 
-/// Reads messages until an observation arrives.
-Status readObservation(SerDes &Codec, FdSource &In, CompilerMessage &Msg,
-                       std::vector<TensorSpec> &Specs, TensorSpec &Advice,
-                       PeerSession *Session = nullptr) {
-  SerDesLimits Limits;
-  for (;;) {
-    if (Status S = Codec.decodeMessage(In, Limits, Specs, Advice, Msg);
-        !S.isOk())
-      return S;
-    if (Session)
-      Session->note(Msg);
-    if (Msg.Type == CompilerMessage::Kind::Observation)
-      return Status::ok();
+/// The model's end of one stream in a fake peer: decodes what the runner
+/// sends, and frames replies as the session asked (protocol §5.1).
+struct PeerStream {
+  PeerStream(int Out, int In, SerDesKind Kind = SerDesKind::Bitstream)
+      : Out(Out), Src(In), Codec(createSerDes(Kind)) {}
+
+  /// Reads messages until an observation arrives.
+  bool nextObservation() {
+    SerDesLimits Limits;
+    while (Codec->decodeMessage(Src, Limits, Specs, Advice, Msg).isOk()) {
+      Session.note(Msg);
+      if (Msg.Type == CompilerMessage::Kind::Observation)
+        return true;
+    }
+    return false;
   }
-}
+  int64_t feature() const { return *Msg.Features[0].dataAs<int64_t>(); }
+  /// Sends Reply, framed when the session asked for it.
+  bool reply(const std::string &Reply) {
+    return writeAll(Out, Session.frame(Reply));
+  }
+  bool replyInt(int64_t V) { return reply(intBytes(V)); }
+  static std::string intBytes(int64_t V) {
+    return std::string(reinterpret_cast<const char *>(&V), sizeof V);
+  }
+
+  int Out;
+  FdSource Src;
+  std::unique_ptr<SerDes> Codec;
+  CompilerMessage Msg;
+  std::vector<TensorSpec> Specs;
+  TensorSpec Advice;
+  PeerSession Session;
+};
 
 PipeOptions fastOptions(SerDesKind Kind = SerDesKind::Bitstream) {
   PipeOptions O;
@@ -177,16 +197,9 @@ PipeOptions fastOptions(SerDesKind Kind = SerDesKind::Bitstream) {
   return O;
 }
 
-double secondsSince(Clock::time_point T) {
-  return std::chrono::duration<double>(Clock::now() - T).count();
-}
-
 std::unique_ptr<PipeModelRunner> makeRunner(const std::string &Base,
                                             PipeOptions O) {
-  auto R = PipeModelRunner::create(Base, {TensorSpec::create<int64_t>("i")},
-                                   TensorSpec::create<int64_t>("twice"), O);
-  EXPECT_TRUE(R) << R.status().toString();
-  return R ? std::move(*R) : nullptr;
+  return test::makeRunner<PipeModelRunner>(Base, O);
 }
 
 } // namespace
@@ -200,30 +213,26 @@ TEST_P(PipeRunnerBothFormats, ServesRequestsContextsAndSessions) {
   int Headers = 0;
   const SerDesKind Kind = GetParam();
   Peer.run([&](int Out, int In) {
-    auto Codec = createSerDes(Kind);
-    FdSource Src(In);
-    std::vector<TensorSpec> Specs;
-    TensorSpec Advice;
-    CompilerMessage Msg;
+    PeerStream S(Out, In, Kind);
     SerDesLimits Limits;
     WireMessage Reply;
-    PeerSession Session;
-    while (Codec->decodeMessage(Src, Limits, Specs, Advice, Msg).isOk()) {
-      Session.note(Msg);
-      if (Msg.Type == CompilerMessage::Kind::Header) {
+    while (S.Codec->decodeMessage(S.Src, Limits, S.Specs, S.Advice, S.Msg)
+               .isOk()) {
+      S.Session.note(S.Msg);
+      if (S.Msg.Type == CompilerMessage::Kind::Header) {
         ++Headers;
         continue;
       }
-      if (Msg.Type == CompilerMessage::Kind::Context) {
-        SeenContexts.push_back(Msg.Context);
+      if (S.Msg.Type == CompilerMessage::Kind::Context) {
+        SeenContexts.push_back(S.Msg.Context);
         continue;
       }
-      SeenIndices.push_back(Msg.ObservationIndex);
-      TensorValue A(Advice);
-      *A.dataAs<int64_t>() = 2 * *Msg.Features[0].dataAs<int64_t>();
+      SeenIndices.push_back(S.Msg.ObservationIndex);
+      TensorValue A(S.Advice);
+      *A.dataAs<int64_t>() = 2 * S.feature();
       Reply.clear();
-      ASSERT_TRUE(Codec->encodeAdvice(Advice, A, Reply).isOk());
-      ASSERT_TRUE(writeAll(Out, Session.frame(Reply.flatten())));
+      ASSERT_TRUE(S.Codec->encodeAdvice(S.Advice, A, Reply).isOk());
+      ASSERT_TRUE(S.reply(Reply.flatten()));
     }
   });
   auto R = makeRunner(Peer.Base, fastOptions(Kind));
@@ -278,13 +287,8 @@ TEST(PipeRunner, PeerThatNeverOpensTimesOut) {
 
 TEST(PipeRunner, PeerClosingMidRequestIsPeerClosed) {
   FakeModelPeer Peer;
-  Peer.run([](int, int In) {
-    auto Codec = createSerDes(SerDesKind::Bitstream);
-    FdSource Src(In);
-    CompilerMessage Msg;
-    std::vector<TensorSpec> Specs;
-    TensorSpec Advice;
-    (void)readObservation(*Codec, Src, Msg, Specs, Advice);
+  Peer.run([](int Out, int In) {
+    (void)PeerStream(Out, In).nextObservation();
     // ...and exit without answering (fds closed by the harness).
   });
   PipeOptions O = fastOptions();
@@ -300,13 +304,8 @@ TEST(PipeRunner, PeerClosingMidRequestIsPeerClosed) {
 TEST(PipeRunner, SilentPeerTimesOutAndRunnerFailsFastAfter) {
   FakeModelPeer Peer;
   std::atomic<bool> Done{false};
-  Peer.run([&](int, int In) {
-    auto Codec = createSerDes(SerDesKind::Bitstream);
-    FdSource Src(In);
-    CompilerMessage Msg;
-    std::vector<TensorSpec> Specs;
-    TensorSpec Advice;
-    (void)readObservation(*Codec, Src, Msg, Specs, Advice);
+  Peer.run([&](int Out, int In) {
+    (void)PeerStream(Out, In).nextObservation();
     while (!Done)
       std::this_thread::sleep_for(5ms);
   });
@@ -376,14 +375,9 @@ TEST(PipeRunner, SigpipeMaskAndPendingSigpipeAreLeftAsFound) {
 TEST(PipeRunner, GarbageJsonReplyIsMalformed) {
   FakeModelPeer Peer;
   Peer.run([](int Out, int In) {
-    auto Codec = createSerDes(SerDesKind::Json);
-    FdSource Src(In);
-    CompilerMessage Msg;
-    std::vector<TensorSpec> Specs;
-    TensorSpec Advice;
-    PeerSession Session;
-    if (readObservation(*Codec, Src, Msg, Specs, Advice, &Session).isOk())
-      (void)writeAll(Out, Session.frame("this is not json\n"));
+    PeerStream S(Out, In, SerDesKind::Json);
+    if (S.nextObservation())
+      (void)S.reply("this is not json\n");
   });
   auto R = makeRunner(Peer.Base, fastOptions(SerDesKind::Json));
   Expected<int64_t> A = R->evaluate<int64_t>();
@@ -394,16 +388,11 @@ TEST(PipeRunner, GarbageJsonReplyIsMalformed) {
 TEST(PipeRunner, ModelReportedErrorKeepsTheRunnerUsable) {
   FakeModelPeer Peer;
   Peer.run([](int Out, int In) {
-    auto Codec = createSerDes(SerDesKind::Json);
-    FdSource Src(In);
-    CompilerMessage Msg;
-    std::vector<TensorSpec> Specs;
-    TensorSpec Advice;
-    PeerSession Session;
-    if (readObservation(*Codec, Src, Msg, Specs, Advice, &Session).isOk())
-      (void)writeAll(Out, Session.frame("{\"error\":\"cannot decide\"}\n"));
-    if (readObservation(*Codec, Src, Msg, Specs, Advice, &Session).isOk())
-      (void)writeAll(Out, Session.frame("{\"advice\":4}\n"));
+    PeerStream S(Out, In, SerDesKind::Json);
+    if (S.nextObservation())
+      (void)S.reply("{\"error\":\"cannot decide\"}\n");
+    if (S.nextObservation())
+      (void)S.reply("{\"advice\":4}\n");
   });
   auto R = makeRunner(Peer.Base, fastOptions(SerDesKind::Json));
   Expected<int64_t> A = R->evaluate<int64_t>();
@@ -456,24 +445,16 @@ TEST(PipeReliability, LateReplyOfAnEarlierSessionIsSkipped) {
     // Keep B.out open for writing, as a host that survives sessions does,
     // so the second compiler's bytes continue this stream.
     int Keep = ::open((Peer.Base + ".out").c_str(), O_WRONLY | O_NONBLOCK);
-    auto Codec = createSerDes(SerDesKind::Bitstream);
-    FdSource Src(In);
-    CompilerMessage Msg;
-    std::vector<TensorSpec> Specs;
-    TensorSpec Advice;
-    PeerSession First, Second;
-    ASSERT_TRUE(readObservation(*Codec, Src, Msg, Specs, Advice, &First).isOk());
+    PeerStream S(Out, In);
+    ASSERT_TRUE(S.nextObservation());
+    PeerSession First = S.Session;
     while (!FirstGaveUp)
       std::this_thread::sleep_for(1ms);
-    ASSERT_TRUE(
-        readObservation(*Codec, Src, Msg, Specs, Advice, &Second).isOk());
-    ASSERT_NE(First.Id, Second.Id);
-    const int64_t Late = 111, Right = 2 * *Msg.Features[0].dataAs<int64_t>();
+    ASSERT_TRUE(S.nextObservation());
+    ASSERT_NE(First.Id, S.Session.Id);
     // The first compiler's answer arrives late, then the second's.
-    (void)writeAll(Out, First.frame(std::string(
-                            reinterpret_cast<const char *>(&Late), 8)));
-    (void)writeAll(Out, Second.frame(std::string(
-                            reinterpret_cast<const char *>(&Right), 8)));
+    (void)writeAll(Out, First.frame(PeerStream::intBytes(111)));
+    (void)S.replyInt(2 * S.feature());
     ::close(Keep);
   });
   PipeOptions Quick = fastOptions();
@@ -495,19 +476,14 @@ TEST(PipeReliability, LateReplyOfAnEarlierSessionIsSkipped) {
 TEST(PipeReliability, ASecondReplyToOneRequestIsAnErrorNotTheNextAnswer) {
   FakeModelPeer Peer;
   Peer.run([](int Out, int In) {
-    auto Codec = createSerDes(SerDesKind::Json);
-    FdSource Src(In);
-    CompilerMessage Msg;
-    std::vector<TensorSpec> Specs;
-    TensorSpec Advice;
-    PeerSession Session;
-    if (!readObservation(*Codec, Src, Msg, Specs, Advice, &Session).isOk())
+    PeerStream S(Out, In, SerDesKind::Json);
+    if (!S.nextObservation())
       return;
     const std::string Reply = "{\"advice\":2}\n";
-    (void)writeAll(Out, PeerSession::frameFor(Session.Id, 0, Reply));
-    (void)writeAll(Out, PeerSession::frameFor(Session.Id, 0, Reply));
-    if (readObservation(*Codec, Src, Msg, Specs, Advice, &Session).isOk())
-      (void)writeAll(Out, PeerSession::frameFor(Session.Id, 1,
+    (void)writeAll(Out, PeerSession::frameFor(S.Session.Id, 0, Reply));
+    (void)writeAll(Out, PeerSession::frameFor(S.Session.Id, 0, Reply));
+    if (S.nextObservation())
+      (void)writeAll(Out, PeerSession::frameFor(S.Session.Id, 1,
                                                 "{\"advice\":4}\n"));
   });
   auto R = makeRunner(Peer.Base, fastOptions(SerDesKind::Json));
@@ -532,19 +508,15 @@ TEST(PipeReliability, ASecondReplyToOneRequestIsAnErrorNotTheNextAnswer) {
 TEST(PipeReliability, ExtraReplyLinesAreRefusedWithoutSessionIds) {
   FakeModelPeer Peer;
   Peer.run([](int Out, int In) {
-    auto Codec = createSerDes(SerDesKind::Json);
-    FdSource Src(In);
-    CompilerMessage Msg;
-    std::vector<TensorSpec> Specs;
-    TensorSpec Advice;
-    if (!readObservation(*Codec, Src, Msg, Specs, Advice).isOk())
+    PeerStream S(Out, In, SerDesKind::Json);
+    if (!S.nextObservation())
       return;
-    EXPECT_EQ(Msg.SessionId, 0u);
-    (void)writeAll(Out, "{\"advice\":2}\n");
+    EXPECT_EQ(S.Session.Id, 0u);
+    (void)S.reply("{\"advice\":2}\n");
     std::this_thread::sleep_for(50ms); // arrives after the first answer
-    (void)writeAll(Out, "{\"advice\":2}\n");
-    if (readObservation(*Codec, Src, Msg, Specs, Advice).isOk())
-      (void)writeAll(Out, "{\"advice\":4}\n");
+    (void)S.reply("{\"advice\":2}\n");
+    if (S.nextObservation())
+      (void)S.reply("{\"advice\":4}\n");
   });
   PipeOptions O = fastOptions(SerDesKind::Json);
   O.SessionIds = false;
@@ -560,55 +532,23 @@ TEST(PipeReliability, ExtraReplyLinesAreRefusedWithoutSessionIds) {
   EXPECT_EQ(Second.status().code(), ErrorCode::Malformed);
 }
 
-TEST(PipeReliability, HeaderCarriesASessionIdOnlyWhenAsked) {
-  for (bool Ids : {true, false}) {
-    FakeModelPeer Peer;
-    uint64_t Seen = 0;
-    Peer.run([&](int Out, int In) {
-      auto Codec = createSerDes(SerDesKind::Bitstream);
-      FdSource Src(In);
-      CompilerMessage Msg;
-      std::vector<TensorSpec> Specs;
-      TensorSpec Advice;
-      PeerSession Session;
-      if (!readObservation(*Codec, Src, Msg, Specs, Advice, &Session).isOk())
-        return;
-      Seen = Session.Id;
-      const int64_t V = 5;
-      (void)writeAll(Out, Session.frame(std::string(
-                              reinterpret_cast<const char *>(&V), 8)));
-    });
-    PipeOptions O = fastOptions();
-    O.SessionIds = Ids;
-    auto R = makeRunner(Peer.Base, O);
-    Expected<int64_t> A = R->evaluate<int64_t>();
-    ASSERT_TRUE(A) << A.status().toString();
-    EXPECT_EQ(*A, 5);
-    R.reset();
-    Peer.Thread.join();
-    EXPECT_EQ(Seen != 0, Ids);
-  }
-}
+// Session ids are offered only when asked, through PipeOptions::SessionIds
+// or the C API's mlb_pipe_runner_set_session_ids.
+class PipeSessionIds
+    : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
 
-// The C API's switch for the same option (mlb_pipe_runner_set_session_ids).
-TEST(PipeReliability, CApiTurnsSessionIdsOff) {
-  for (int Ids : {1, 0}) {
-    FakeModelPeer Peer;
-    uint64_t Seen = 0;
-    Peer.run([&](int Out, int In) {
-      auto Codec = createSerDes(SerDesKind::Bitstream);
-      FdSource Src(In);
-      CompilerMessage Msg;
-      std::vector<TensorSpec> Specs;
-      TensorSpec Advice;
-      PeerSession Session;
-      if (!readObservation(*Codec, Src, Msg, Specs, Advice, &Session).isOk())
-        return;
-      Seen = Session.Id;
-      const int64_t V = 6;
-      (void)writeAll(Out, Session.frame(std::string(
-                              reinterpret_cast<const char *>(&V), 8)));
-    });
+TEST_P(PipeSessionIds, HeaderCarriesASessionIdOnlyWhenAsked) {
+  const auto [Ids, ThroughCApi] = GetParam();
+  FakeModelPeer Peer;
+  uint64_t Seen = 0;
+  Peer.run([&](int Out, int In) {
+    PeerStream S(Out, In);
+    if (!S.nextObservation())
+      return;
+    Seen = S.Session.Id;
+    (void)S.replyInt(5);
+  });
+  if (ThroughCApi) {
     mlb_pipe_options O;
     mlb_pipe_options_init(&O);
     O.open_timeout_ms = O.reply_timeout_ms = 500;
@@ -620,12 +560,30 @@ TEST(PipeReliability, CApiTurnsSessionIdsOff) {
     ASSERT_EQ(mlb_pipe_runner_set_session_ids(R, Ids), MLB_OK);
     ASSERT_EQ(mlb_set_int64(R, "i", 3), MLB_OK);
     int64_t A = 0;
-    ASSERT_EQ(mlb_evaluate_int64(R, &A), MLB_OK) << mlb_last_error();
-    EXPECT_EQ(A, 6);
+    EXPECT_EQ(mlb_evaluate_int64(R, &A), MLB_OK) << mlb_last_error();
+    EXPECT_EQ(A, 5);
     mlb_runner_destroy(R);
-    Peer.Thread.join();
-    EXPECT_EQ(Seen != 0, Ids != 0);
+  } else {
+    PipeOptions O = fastOptions();
+    O.SessionIds = Ids;
+    auto R = makeRunner(Peer.Base, O);
+    Expected<int64_t> A = R->evaluate<int64_t>();
+    ASSERT_TRUE(A) << A.status().toString();
+    EXPECT_EQ(*A, 5);
   }
+  Peer.Thread.join();
+  EXPECT_EQ(Seen != 0, Ids);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    OnOff, PipeSessionIds,
+    ::testing::Combine(::testing::Bool(), ::testing::Bool()),
+    [](const auto &Info) {
+      return std::string(std::get<0>(Info.param) ? "On" : "Off") +
+             (std::get<1>(Info.param) ? "ThroughCApi" : "ThroughOptions");
+    });
+
+TEST(PipeReliability, CApiRefusesNoRunner) {
   EXPECT_EQ(mlb_pipe_runner_set_session_ids(nullptr, 0),
             MLB_ERR_INVALID_ARGUMENT);
 }
@@ -745,20 +703,13 @@ TEST(PipeReliability, TwoThreadsInOneRunnerAtOnceIsAnError) {
   FakeModelPeer Peer;
   std::atomic<bool> Asked{false}, SecondDone{false};
   Peer.run([&](int Out, int In) {
-    auto Codec = createSerDes(SerDesKind::Bitstream);
-    FdSource Src(In);
-    CompilerMessage Msg;
-    std::vector<TensorSpec> Specs;
-    TensorSpec Advice;
-    PeerSession Session;
-    if (!readObservation(*Codec, Src, Msg, Specs, Advice, &Session).isOk())
+    PeerStream S(Out, In);
+    if (!S.nextObservation())
       return;
     Asked = true;
     while (!SecondDone) // hold the first request until the second is refused
       std::this_thread::sleep_for(1ms);
-    const int64_t V = 2 * *Msg.Features[0].dataAs<int64_t>();
-    (void)writeAll(Out, Session.frame(std::string(
-                            reinterpret_cast<const char *>(&V), 8)));
+    (void)S.replyInt(2 * S.feature());
   });
   auto R = makeRunner(Peer.Base, fastOptions());
   *R->getTensor<int64_t>(0) = 21;

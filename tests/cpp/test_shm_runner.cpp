@@ -226,14 +226,16 @@ public:
 
 std::unique_ptr<ShmModelRunner> makeRunner(const std::string &Path,
                                            ShmOptions O) {
-  auto R = ShmModelRunner::create(Path, {TensorSpec::create<int64_t>("i")},
-                                  TensorSpec::create<int64_t>("a"), O);
-  EXPECT_TRUE(R) << R.status().toString();
-  return R ? std::move(*R) : nullptr;
+  return test::makeRunner<ShmModelRunner>(Path, O);
 }
 
-double secondsSince(Clock::time_point T) {
-  return std::chrono::duration<double>(Clock::now() - T).count();
+/// One evaluation under a watchdog; Took: how long it took, in seconds.
+Expected<int64_t> evaluateTimed(ShmModelRunner &R, double &Took) {
+  Watchdog Dog(10s);
+  auto Start = Clock::now();
+  Expected<int64_t> A = R.evaluate<int64_t>();
+  Took = test::secondsSince(Start);
+  return A;
 }
 
 } // namespace
@@ -259,10 +261,8 @@ TEST(ShmReliability, FullListenQueueIsATimeoutAtTheOpenDeadline) {
   ShmOptions O;
   O.OpenTimeout = 300ms;
   auto R = makeRunner(Model.Path, O);
-  Watchdog Dog(10s);
-  auto Start = Clock::now();
-  Expected<int64_t> A = R->evaluate<int64_t>();
-  const double Took = secondsSince(Start);
+  double Took;
+  Expected<int64_t> A = evaluateTimed(*R, Took);
   for (int S : Queued)
     ::close(S);
   ASSERT_FALSE(A);
@@ -301,10 +301,8 @@ TEST_P(ShmCorruptReplyRing, IsMalformedAtOnce) {
   ShmOptions O;
   O.ReplyTimeout = 3s;
   auto R = makeRunner(Model.Path, O);
-  Watchdog Dog(10s);
-  auto Start = Clock::now();
-  Expected<int64_t> A = R->evaluate<int64_t>();
-  const double Took = secondsSince(Start);
+  double Took;
+  Expected<int64_t> A = evaluateTimed(*R, Took);
   Fake.join();
   ASSERT_FALSE(A) << "got " << *A;
   EXPECT_EQ(A.status().code(), ErrorCode::Malformed) << A.status().toString();
