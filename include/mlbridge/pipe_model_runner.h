@@ -79,7 +79,7 @@ private:
   PipeModelRunner(CreateTag, std::string Base,
                   std::vector<TensorSpec> FeatureSpecs,
                   std::optional<TensorSpec> Advice, PipeOptions Options);
-  Status openChannel(std::unique_ptr<MessageChannel> &Out) override;
+  Expected<std::unique_ptr<MessageChannel>> openChannel() override;
   std::string channelName() const override;
   bool offersSessionIds() const override { return Opts.SessionIds; }
 

@@ -50,7 +50,6 @@ public:
       : ShmModelRunner(CreateTag(), std::move(SocketPath),
                        std::move(FeatureSpecs), std::move(Advice),
                        std::move(Options)) {}
-  ~ShmModelRunner() override;
 
   const std::string &socketPath() const { return Path; }
 
@@ -58,7 +57,7 @@ private:
   ShmModelRunner(CreateTag, std::string SocketPath,
                  std::vector<TensorSpec> FeatureSpecs,
                  std::optional<TensorSpec> Advice, ShmOptions Options);
-  Status openChannel(std::unique_ptr<MessageChannel> &Out) override;
+  Expected<std::unique_ptr<MessageChannel>> openChannel() override;
   std::string channelName() const override;
   /// Replies are framed (protocol §5.1): the request number in each frame
   /// tells a second reply to an earlier request from this one's answer.

@@ -72,13 +72,16 @@ public:
   void disconnect();
 
 protected:
-  /// Checks the shared options (invalid ones are the construction error).
+  /// Checks the shared options and that Endpoint (where the channel is
+  /// opened, an EndpointKind) is given; the first invalid one is the
+  /// construction error.
   StreamModelRunner(std::vector<TensorSpec> FeatureSpecs,
                     std::optional<TensorSpec> Advice,
-                    const StreamOptions &Options);
+                    const StreamOptions &Options, const std::string &Endpoint,
+                    const char *EndpointKind);
 
   /// Opens the transport (bounded by the subclass's open timeout).
-  virtual Status openChannel(std::unique_ptr<MessageChannel> &Out) = 0;
+  virtual Expected<std::unique_ptr<MessageChannel>> openChannel() = 0;
   /// Names the channel in error messages, e.g. "pipe '/tmp/ch'".
   virtual std::string channelName() const = 0;
   /// True to offer a session id in each session's header and require

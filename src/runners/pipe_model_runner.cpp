@@ -19,12 +19,9 @@ PipeModelRunner::PipeModelRunner(CreateTag, std::string Base,
                                  std::vector<TensorSpec> FeatureSpecs,
                                  std::optional<TensorSpec> Advice,
                                  PipeOptions Options)
-    : StreamModelRunner(std::move(FeatureSpecs), std::move(Advice), Options),
-      Base(std::move(Base)), Opts(std::move(Options)) {
-  if (this->Base.empty())
-    setConstructionError(
-        Status(ErrorCode::InvalidArgument, "empty pipe base path"));
-}
+    : StreamModelRunner(std::move(FeatureSpecs), std::move(Advice), Options,
+                        Base, "pipe base path"),
+      Base(std::move(Base)), Opts(std::move(Options)) {}
 
 PipeModelRunner::~PipeModelRunner() {
   disconnect();
@@ -34,15 +31,10 @@ PipeModelRunner::~PipeModelRunner() {
   }
 }
 
-Status PipeModelRunner::openChannel(std::unique_ptr<MessageChannel> &Out) {
-  Expected<std::unique_ptr<FifoChannel>> F =
-      FifoChannel::open(Base + ".in", Base + ".out",
-                        Clock::now() + Opts.OpenTimeout, Opts.CreateFifos,
-                        Opts.Spin);
-  if (!F)
-    return F.takeStatus();
-  Out = std::move(*F);
-  return Status::ok();
+Expected<std::unique_ptr<MessageChannel>> PipeModelRunner::openChannel() {
+  return FifoChannel::open(Base + ".in", Base + ".out",
+                           Clock::now() + Opts.OpenTimeout, Opts.CreateFifos,
+                           Opts.Spin);
 }
 
 std::string PipeModelRunner::channelName() const {

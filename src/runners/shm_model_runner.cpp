@@ -17,23 +17,12 @@ ShmModelRunner::ShmModelRunner(CreateTag, std::string SocketPath,
                                std::vector<TensorSpec> FeatureSpecs,
                                std::optional<TensorSpec> Advice,
                                ShmOptions Options)
-    : StreamModelRunner(std::move(FeatureSpecs), std::move(Advice), Options),
-      Path(std::move(SocketPath)), Opts(std::move(Options)) {
-  if (Path.empty())
-    setConstructionError(
-        Status(ErrorCode::InvalidArgument, "empty shared-memory socket path"));
-}
+    : StreamModelRunner(std::move(FeatureSpecs), std::move(Advice), Options,
+                        SocketPath, "shared-memory socket path"),
+      Path(std::move(SocketPath)), Opts(std::move(Options)) {}
 
-ShmModelRunner::~ShmModelRunner() { disconnect(); }
-
-Status ShmModelRunner::openChannel(std::unique_ptr<MessageChannel> &Out) {
-  std::unique_ptr<ShmChannel> C;
-  if (Status S = ShmChannel::connect(Path, Clock::now() + Opts.OpenTimeout,
-                                     Opts.Spin, C);
-      !S.isOk())
-    return S;
-  Out = std::move(C);
-  return Status::ok();
+Expected<std::unique_ptr<MessageChannel>> ShmModelRunner::openChannel() {
+  return ShmChannel::connect(Path, Clock::now() + Opts.OpenTimeout, Opts.Spin);
 }
 
 std::string ShmModelRunner::channelName() const {

@@ -71,12 +71,17 @@ ReplyFrame ReplyFrame::decode(const char (&In)[Bytes]) {
 
 StreamModelRunner::StreamModelRunner(std::vector<TensorSpec> FeatureSpecs,
                                      std::optional<TensorSpec> Advice,
-                                     const StreamOptions &Options)
+                                     const StreamOptions &Options,
+                                     const std::string &Endpoint,
+                                     const char *EndpointKind)
     : ModelRunner(std::move(FeatureSpecs), std::move(Advice), Options),
       ReplyTimeout(Options.ReplyTimeout), Limits(Options.Limits),
       Codec(createSerDes(Options.Format)) {
   detectConcurrentUse(); // free next to a round trip
-  if (!Codec)
+  if (Endpoint.empty())
+    setConstructionError(Status(ErrorCode::InvalidArgument,
+                                std::string("empty ") + EndpointKind));
+  else if (!Codec)
     setConstructionError(Status(
         ErrorCode::InvalidArgument,
         std::string("SerDes \"") + serdesKindName(Options.Format) +
@@ -100,13 +105,14 @@ Status StreamModelRunner::connect() {
     return Status::ok();
   if (!constructionStatus().isOk())
     return constructionStatus();
-  std::unique_ptr<MessageChannel> C;
-  if (Status S = openChannel(C); !S.isOk()) {
+  Expected<std::unique_ptr<MessageChannel>> C = openChannel();
+  if (!C) {
+    Status S = C.takeStatus();
     S.addContext("opening " + channelName());
     markUnavailable(S);
     return S;
   }
-  Channel = std::move(C);
+  Channel = std::move(*C);
   SessionId = offersSessionIds() ? newSessionId() : 0;
   Requests = 0;
   NextIndex.clear();

@@ -54,6 +54,19 @@ Status checkOwnFifo(const struct stat &St, const std::string &Path) {
   return Status::ok();
 }
 
+/// Sleeps in poll() until Fd has Events or Until passes: then Late() is
+/// the error.
+template <typename TimeoutError>
+Status pollUntil(int Fd, short Events, Deadline Until, TimeoutError Late) {
+  const int Ms = millisUntil(Until);
+  if (Ms == 0)
+    return Late();
+  struct pollfd P = {Fd, Events, 0};
+  if (::poll(&P, 1, Ms) < 0 && errno != EINTR)
+    return Status(ErrorCode::IOError, "poll: " + errnoText(errno));
+  return Status::ok();
+}
+
 Status waitForFifo(const std::string &Path, Deadline Until, bool Create,
                    Clock::time_point Start) {
   std::chrono::microseconds Step(1000);
@@ -131,7 +144,7 @@ private:
 
 } // namespace
 
-Expected<std::unique_ptr<FifoChannel>>
+Expected<std::unique_ptr<MessageChannel>>
 FifoChannel::open(const std::string &InPath, const std::string &OutPath,
                   Deadline Until, bool Create, std::chrono::microseconds Spin) {
   const auto Start = Clock::now();
@@ -211,7 +224,7 @@ FifoChannel::open(const std::string &InPath, const std::string &OutPath,
   // Best effort: larger pipes move big tensors with fewer context switches.
   (void)::fcntl(Out, F_SETPIPE_SZ, kPipeBytes);
   (void)::fcntl(In, F_SETPIPE_SZ, kPipeBytes);
-  return std::unique_ptr<FifoChannel>(
+  return std::unique_ptr<MessageChannel>(
       new FifoChannel(In, Out, InPath, OutPath, Spin));
 }
 
@@ -249,14 +262,13 @@ Status FifoChannel::write(const WireMessage &Msg, Deadline Until) {
       if (E != EAGAIN)
         return Status(ErrorCode::IOError,
                       "writing '" + OutPath + "': " + errnoText(E));
-      struct pollfd P = {OutFd, POLLOUT, 0};
-      int Ms = millisUntil(Until);
-      if (Ms == 0)
-        return Status(ErrorCode::Timeout,
-                      "the model stopped reading '" + OutPath +
-                          "' (write deadline passed)");
-      if (::poll(&P, 1, Ms) < 0 && errno != EINTR)
-        return Status(ErrorCode::IOError, "poll: " + errnoText(errno));
+      if (Status S = pollUntil(OutFd, POLLOUT, Until, [&] {
+            return Status(ErrorCode::Timeout,
+                          "the model stopped reading '" + OutPath +
+                              "' (write deadline passed)");
+          });
+          !S.isOk())
+        return S;
       continue; // POLLERR/POLLHUP surface as EPIPE on the next writev
     }
     // Advance past what was written, possibly mid-iovec.
@@ -308,15 +320,12 @@ Status FifoChannel::fill() {
     }
     if (Pacer.pause()) // spinning: read again
       continue;
-    struct pollfd P = {InFd, POLLIN, 0};
-    int Ms = millisUntil(ReadDeadline);
-    if (Ms == 0)
-      return Status(ErrorCode::Timeout,
-                    "no reply from the model on '" + InPath +
-                        "' before the deadline");
-    int R = ::poll(&P, 1, Ms);
-    if (R < 0 && errno != EINTR)
-      return Status(ErrorCode::IOError, "poll: " + errnoText(errno));
+    if (Status S = pollUntil(InFd, POLLIN, ReadDeadline, [&] {
+          return Status(ErrorCode::Timeout, "no reply from the model on '" +
+                                                InPath + "' before the deadline");
+        });
+        !S.isOk())
+      return S;
   }
 }
 

@@ -29,7 +29,7 @@ public:
   /// the channel is open). A read that finds the pipe empty polls it
   /// for up to Spin before sleeping, where that measurably pays
   /// (SpinBudget).
-  static Expected<std::unique_ptr<FifoChannel>>
+  static Expected<std::unique_ptr<MessageChannel>>
   open(const std::string &InPath, const std::string &OutPath, Deadline Until,
        bool Create, std::chrono::microseconds Spin = {});
   ~FifoChannel() override;

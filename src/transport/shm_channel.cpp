@@ -113,9 +113,9 @@ Status receiveHello(int Sock, const std::string &Path, Deadline Until,
 
 } // namespace
 
-Status ShmChannel::connect(const std::string &Path, Deadline Until,
-                           std::chrono::microseconds Spin,
-                           std::unique_ptr<ShmChannel> &Out) {
+Expected<std::unique_ptr<MessageChannel>>
+ShmChannel::connect(const std::string &Path, Deadline Until,
+                    std::chrono::microseconds Spin) {
   struct sockaddr_un Addr = {};
   Addr.sun_family = AF_UNIX;
   if (Path.empty() || Path.size() >= sizeof Addr.sun_path)
@@ -209,9 +209,8 @@ Status ShmChannel::connect(const std::string &Path, Deadline Until,
     return Fail(ErrorCode::Malformed,
                 "the control block is not a fresh one matching the hello");
   }
-  Out.reset(new ShmChannel(Path, Sock, Fds[1], Fds[2], Region, RegionBytes,
-                           H.Capacity, Spin));
-  return Status::ok();
+  return std::unique_ptr<MessageChannel>(new ShmChannel(
+      Path, Sock, Fds[1], Fds[2], Region, RegionBytes, H.Capacity, Spin));
 }
 
 ShmChannel::ShmChannel(std::string Path, int Socket, int WakeModel,

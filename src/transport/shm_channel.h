@@ -27,9 +27,9 @@ public:
   /// Connects to the model listening at SocketPath, waiting until Until for
   /// the socket to exist and the model to accept. Spin bounds each busy
   /// wait for a reply before sleeping (adapted to how quickly replies come).
-  static Status connect(const std::string &SocketPath, Deadline Until,
-                        std::chrono::microseconds Spin,
-                        std::unique_ptr<ShmChannel> &Out);
+  static Expected<std::unique_ptr<MessageChannel>>
+  connect(const std::string &SocketPath, Deadline Until,
+          std::chrono::microseconds Spin);
   ~ShmChannel() override;
 
   Status write(const WireMessage &Msg, Deadline Until) override;
