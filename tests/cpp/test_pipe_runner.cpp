@@ -372,14 +372,22 @@ TEST(PipeRunner, SigpipeMaskAndPendingSigpipeAreLeftAsFound) {
   }
 }
 
+/// A JSON runner whose peer answers its observations with Replies, in
+/// order.
+std::unique_ptr<PipeModelRunner>
+jsonRunnerAnsweredWith(FakeModelPeer &Peer, std::vector<std::string> Replies) {
+  Peer.run([Replies](int Out, int In) {
+    PeerStream S(Out, In, SerDesKind::Json);
+    for (const std::string &Reply : Replies)
+      if (!S.nextObservation() || !S.reply(Reply))
+        return;
+  });
+  return makeRunner(Peer.Base, fastOptions(SerDesKind::Json));
+}
+
 TEST(PipeRunner, GarbageJsonReplyIsMalformed) {
   FakeModelPeer Peer;
-  Peer.run([](int Out, int In) {
-    PeerStream S(Out, In, SerDesKind::Json);
-    if (S.nextObservation())
-      (void)S.reply("this is not json\n");
-  });
-  auto R = makeRunner(Peer.Base, fastOptions(SerDesKind::Json));
+  auto R = jsonRunnerAnsweredWith(Peer, {"this is not json\n"});
   Expected<int64_t> A = R->evaluate<int64_t>();
   ASSERT_FALSE(A);
   EXPECT_EQ(A.status().code(), ErrorCode::Malformed) << A.status().toString();
@@ -387,14 +395,8 @@ TEST(PipeRunner, GarbageJsonReplyIsMalformed) {
 
 TEST(PipeRunner, ModelReportedErrorKeepsTheRunnerUsable) {
   FakeModelPeer Peer;
-  Peer.run([](int Out, int In) {
-    PeerStream S(Out, In, SerDesKind::Json);
-    if (S.nextObservation())
-      (void)S.reply("{\"error\":\"cannot decide\"}\n");
-    if (S.nextObservation())
-      (void)S.reply("{\"advice\":4}\n");
-  });
-  auto R = makeRunner(Peer.Base, fastOptions(SerDesKind::Json));
+  auto R = jsonRunnerAnsweredWith(
+      Peer, {"{\"error\":\"cannot decide\"}\n", "{\"advice\":4}\n"});
   Expected<int64_t> A = R->evaluate<int64_t>();
   ASSERT_FALSE(A);
   EXPECT_NE(A.status().message().find("cannot decide"), std::string::npos);
