@@ -15,11 +15,12 @@ from mlbridge.shm import layout as L
 SOURCE = Path(__file__).resolve().parents[2]
 TRANSPORT = SOURCE / "src" / "transport"
 
-# The layout's constants, by their Python names; a C++ constant is the same
-# one when its name is the same words (kRequestHead, REQUEST_HEAD, kReqHead).
-CONSTANTS = ["MAGIC", "VERSION", "CONTROL_BYTES", "MIN_CAPACITY", "WRAP_MARKER",
-             "REQUEST_HEAD", "REQUEST_TAIL", "REPLY_HEAD", "REPLY_TAIL", "MODEL_SLEEPING",
-             "COMPILER_SLEEPING"]
+# The constants the Python side reads; the test also wants every constant of
+# the C++ definition to have its Python twin.
+USED = ["MAGIC", "VERSION", "CONTROL_BYTES", "MIN_CAPACITY", "MAX_CAPACITY", "WRAP_MARKER",
+        "LENGTH_BYTES", "HELLO_BYTES", "MAGIC_OFFSET", "VERSION_OFFSET", "CAPACITY_OFFSET",
+        "REQUEST_HEAD", "REQUEST_TAIL", "REPLY_HEAD", "REPLY_TAIL", "MODEL_SLEEPING",
+        "COMPILER_SLEEPING"]
 
 _DECLARATION = re.compile(r"\bconstexpr\s+(?:const\s+)?[\w:]+\s+(\w+\s*=[^;]+);")
 
@@ -91,13 +92,20 @@ def test_words_match_the_spellings_of_one_constant():
     assert words("kRepTail") == words("REPLY_TAIL") and words("kReplyTail") == "replytail"
 
 
-def test_every_control_block_constant_is_the_cxx_one():
+def python_constants():
+    """{words(name): value} of mlbridge.shm.layout's integer constants."""
+    return {words(n): v for n, v in vars(L).items() if n.isupper() and type(v) is int}
+
+
+def test_every_constant_is_the_cxx_one_and_the_cxx_ones_all_have_a_twin():
     path = control_block_definition()
     cxx = cxx_constants(path.read_text())
-    missing = [py for py in CONSTANTS if words(py) not in cxx]
+    python = python_constants()
+    missing = [py for py in USED if words(py) not in cxx]
     assert not missing, f"{path} defines no constant for {missing}"
-    differ = {py: (getattr(L, py), cxx[words(py)]) for py in CONSTANTS
-              if getattr(L, py) != cxx[words(py)]}
+    no_twin = sorted(set(cxx) - set(python))
+    assert not no_twin, f"mlbridge.shm.layout has no constant for {no_twin} of {path}"
+    differ = {name: (python[name], cxx[name]) for name in cxx if python[name] != cxx[name]}
     assert not differ, f"mlbridge.shm.layout (python, C++) differ from {path}: {differ}"
 
 
@@ -114,7 +122,7 @@ def test_the_hello_is_the_cxx_struct():
     assert L.HELLO.size == 24 == struct.calcsize(L.HELLO.format)
 
 
-@pytest.mark.parametrize("name", [n for n in CONSTANTS if n.endswith(("HEAD", "TAIL", "SLEEPING"))])
+@pytest.mark.parametrize("name", [n for n in USED if n.endswith(("HEAD", "TAIL", "SLEEPING"))])
 def test_each_word_has_its_own_cache_line_in_the_control_block(name):
     offset = getattr(L, name)
     assert offset % 64 == 0 and 0 < offset < L.CONTROL_BYTES

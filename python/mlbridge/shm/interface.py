@@ -79,9 +79,9 @@ class ShmCompilerInterface(StreamInterface):
         if timeout is None or not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
         capacity = int(capacity)
-        if capacity < L.MIN_CAPACITY or capacity % 8:
-            raise ValueError(f"capacity must be a multiple of 8 and at least "
-                             f"{L.MIN_CAPACITY}, got {capacity}")
+        if not L.MIN_CAPACITY <= capacity <= L.MAX_CAPACITY or capacity % 8:
+            raise ValueError(f"capacity must be a multiple of 8 from {L.MIN_CAPACITY} to "
+                             f"{L.MAX_CAPACITY}, got {capacity}")
         if spin_us < 0:
             raise ValueError(f"spin_us must not be negative, got {spin_us}")
         self._native = None

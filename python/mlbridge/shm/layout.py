@@ -1,7 +1,8 @@
 """The shared-memory channel's layout (docs/shm.md, "The channel, byte by
 byte"): the hello datagram and the control block at the start of the
-memory file, in byte offsets -- the units of the C++ definition, which
-tests/python/test_shm_layout.py checks this module against.
+memory file, in byte offsets -- the units of the C++ definition
+(src/transport/shm_layout.h), which tests/python/test_shm_layout.py
+checks this module against, constant by constant.
 
 This is the Python side's only copy: the model side and the Python test
 compilers read their offsets from here.
@@ -13,6 +14,7 @@ MAGIC = 0x31304D4853424C4D  # "MLBSHM01", little-endian
 VERSION = 1
 CONTROL_BYTES = 4096  # then the request ring (compiler -> model), then the reply ring
 MIN_CAPACITY = 4096
+MAX_CAPACITY = 1 << 40  # what a compiler accepts
 
 # Control-block words (8 bytes each, on their own 64-byte lines).
 # Offsets 0, 8 and 16 repeat the hello's magic, version and capacity.
@@ -26,10 +28,11 @@ COMPILER_SLEEPING = 384
 
 # A record's length word holding this value: the record starts at offset 0.
 WRAP_MARKER = (1 << 64) - 1
-RECORD_LENGTH_BYTES = 8
+LENGTH_BYTES = 8  # a record's length word
 
 # The hello datagram: magic, version, flags, capacity.
 HELLO = struct.Struct("<QIIQ")
+HELLO_BYTES = HELLO.size
 
 U64 = struct.Struct("<Q")
 
@@ -43,7 +46,7 @@ def word(offset):
 def record_bytes(length):
     """Ring bytes a record of ``length`` message bytes takes (length word,
     message, padding to 8)."""
-    return RECORD_LENGTH_BYTES + ((length + 7) & ~7)
+    return LENGTH_BYTES + ((length + 7) & ~7)
 
 
 def file_size(capacity):

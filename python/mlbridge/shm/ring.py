@@ -217,10 +217,10 @@ class Session:
                 self.next = self.read + cap - off
                 continue
             need = L.record_bytes(length)
-            if length > cap - off - L.RECORD_LENGTH_BYTES or need > avail:
+            if length > cap - off - L.LENGTH_BYTES or need > avail:
                 raise ProtocolError(f"corrupt request ring: a record of {length} bytes at "
                                     f"offset {off} with {avail} bytes published")
-            self.pos = self.req_base + off + L.RECORD_LENGTH_BYTES
+            self.pos = self.req_base + off + L.LENGTH_BYTES
             self.end = self.pos + length
             self.next = self.read + need
             return
@@ -299,9 +299,9 @@ class Session:
         frame = 0 if state is None else state.frame_bytes
         n = frame + len(data)
         cap = self.capacity
-        if n > cap - L.RECORD_LENGTH_BYTES:
+        if n > cap - L.LENGTH_BYTES:
             raise MessageTooLarge(f"reply of {n} bytes exceeds the ring capacity "
-                                  f"({cap - L.RECORD_LENGTH_BYTES} bytes)")
+                                  f"({cap - L.LENGTH_BYTES} bytes)")
         need = L.record_bytes(n)
         head = self.rep_head
         off = head % cap
@@ -321,8 +321,8 @@ class Session:
             L.U64.pack_into(self.mm, base + off, L.WRAP_MARKER)
             head += skip
             off = 0
-        at = base + off + L.RECORD_LENGTH_BYTES
-        L.U64.pack_into(self.mm, at - L.RECORD_LENGTH_BYTES, n)
+        at = base + off + L.LENGTH_BYTES
+        L.U64.pack_into(self.mm, at - L.LENGTH_BYTES, n)
         if frame:
             state.frame_into(self.mm, at, n - frame)
         self.mm[at + frame:at + n] = data
