@@ -159,12 +159,13 @@ class GrpcTrainingInterface(GrpcCompilerInterface):
         """The action is sent without waiting (one slow compiler never
         holds up the others); a compiler that does not take it within the
         timeout, or is gone, is dropped (see :meth:`evaluate`)."""
-        action = pb2.Action(id=obs.id)
+        action = pb2.Action(id=obs.id, session=obs.session)
         encode_advice(obs.advice_spec, advice, action.advice)
         self._send_action(obs, action)
 
     def _reply_error(self, obs, message):
-        self._send_action(obs, pb2.Action(id=obs.id, advice=pb2.Advice(error=message)))
+        self._send_action(obs, pb2.Action(id=obs.id, session=obs.session,
+                                          advice=pb2.Advice(error=message)))
 
     def serve(self, policy, *, sessions=None, timeout=None):
         """See :meth:`GrpcCompilerInterface.serve`: runs until every
@@ -287,7 +288,8 @@ class GrpcTrainingInterface(GrpcCompilerInterface):
             code = e.code()
             detail = f"SendAction to {w.address}: {code.name}: {e.details()}"
             if code == grpc.StatusCode.FAILED_PRECONDITION:
-                # It stopped waiting (its own deadline) and went on.
+                # It stopped waiting (its own deadline) and went on, or a
+                # new session took its place on the address.
                 _log.debug("%s", detail)
                 return False
             if code == grpc.StatusCode.UNAVAILABLE:
