@@ -172,46 +172,36 @@ Status writeField(gp::Message &M, const FD *F, const Num &N,
     return Status(ErrorCode::TypeMismatch, "field '" + Path + "' (" +
                                                F->type_name() + "): " + Why);
   };
+  using Refl = gp::Reflection;
+  // Set or Add (repeated) the value, which an integer field must hold
+  // exactly, and a real field approximately (never a bool).
+  auto Integer = [&](auto Set, auto Add, auto Tag) -> Status {
+    std::optional<decltype(Tag)> V = asInteger<decltype(Tag)>(N);
+    if (!V)
+      return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
+                      describe(N));
+    (R->*(Rep ? Add : Set))(&M, F, *V);
+    return Status::ok();
+  };
+  auto Real = [&](auto Set, auto Add, auto Tag) -> Status {
+    if (N.K == Num::Bool)
+      return Mismatch("cannot hold a bool");
+    (R->*(Rep ? Add : Set))(&M, F, decltype(Tag)(asDouble(N)));
+    return Status::ok();
+  };
   switch (F->cpp_type()) {
   case FD::CPPTYPE_INT32:
-    if (std::optional<int32_t> V = asInteger<int32_t>(N)) {
-      Rep ? R->AddInt32(&M, F, *V) : R->SetInt32(&M, F, *V);
-      return Status::ok();
-    }
-    return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
-                    describe(N));
+    return Integer(&Refl::SetInt32, &Refl::AddInt32, int32_t());
   case FD::CPPTYPE_INT64:
-    if (std::optional<int64_t> V = asInteger<int64_t>(N)) {
-      Rep ? R->AddInt64(&M, F, *V) : R->SetInt64(&M, F, *V);
-      return Status::ok();
-    }
-    return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
-                    describe(N));
+    return Integer(&Refl::SetInt64, &Refl::AddInt64, int64_t());
   case FD::CPPTYPE_UINT32:
-    if (std::optional<uint32_t> V = asInteger<uint32_t>(N)) {
-      Rep ? R->AddUInt32(&M, F, *V) : R->SetUInt32(&M, F, *V);
-      return Status::ok();
-    }
-    return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
-                    describe(N));
+    return Integer(&Refl::SetUInt32, &Refl::AddUInt32, uint32_t());
   case FD::CPPTYPE_UINT64:
-    if (std::optional<uint64_t> V = asInteger<uint64_t>(N)) {
-      Rep ? R->AddUInt64(&M, F, *V) : R->SetUInt64(&M, F, *V);
-      return Status::ok();
-    }
-    return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
-                    describe(N));
+    return Integer(&Refl::SetUInt64, &Refl::AddUInt64, uint64_t());
   case FD::CPPTYPE_DOUBLE:
-    if (N.K == Num::Bool)
-      return Mismatch("cannot hold a bool");
-    Rep ? R->AddDouble(&M, F, asDouble(N)) : R->SetDouble(&M, F, asDouble(N));
-    return Status::ok();
+    return Real(&Refl::SetDouble, &Refl::AddDouble, double());
   case FD::CPPTYPE_FLOAT:
-    if (N.K == Num::Bool)
-      return Mismatch("cannot hold a bool");
-    Rep ? R->AddFloat(&M, F, float(asDouble(N)))
-        : R->SetFloat(&M, F, float(asDouble(N)));
-    return Status::ok();
+    return Real(&Refl::SetFloat, &Refl::AddFloat, float());
   case FD::CPPTYPE_BOOL:
     if (N.K != Num::Bool)
       return Mismatch("needs a bool, got " + std::string(kindName(N.K)));
@@ -236,36 +226,40 @@ Status writeField(gp::Message &M, const FD *F, const Num &N,
 Num readField(const gp::Message &M, const FD *F, int Index) {
   const gp::Reflection *R = M.GetReflection();
   const bool Rep = F->is_repeated();
+  using Refl = gp::Reflection;
+  auto Get = [&](auto Single, auto Repeated) {
+    return Rep ? (R->*Repeated)(M, F, Index) : (R->*Single)(M, F);
+  };
   Num N;
   switch (F->cpp_type()) {
   case FD::CPPTYPE_INT32:
-    N.I = Rep ? R->GetRepeatedInt32(M, F, Index) : R->GetInt32(M, F);
+    N.I = Get(&Refl::GetInt32, &Refl::GetRepeatedInt32);
     break;
   case FD::CPPTYPE_INT64:
-    N.I = Rep ? R->GetRepeatedInt64(M, F, Index) : R->GetInt64(M, F);
+    N.I = Get(&Refl::GetInt64, &Refl::GetRepeatedInt64);
     break;
   case FD::CPPTYPE_UINT32:
     N.K = Num::UInt;
-    N.U = Rep ? R->GetRepeatedUInt32(M, F, Index) : R->GetUInt32(M, F);
+    N.U = Get(&Refl::GetUInt32, &Refl::GetRepeatedUInt32);
     break;
   case FD::CPPTYPE_UINT64:
     N.K = Num::UInt;
-    N.U = Rep ? R->GetRepeatedUInt64(M, F, Index) : R->GetUInt64(M, F);
+    N.U = Get(&Refl::GetUInt64, &Refl::GetRepeatedUInt64);
     break;
   case FD::CPPTYPE_DOUBLE:
     N.K = Num::Float;
-    N.F = Rep ? R->GetRepeatedDouble(M, F, Index) : R->GetDouble(M, F);
+    N.F = Get(&Refl::GetDouble, &Refl::GetRepeatedDouble);
     break;
   case FD::CPPTYPE_FLOAT:
     N.K = Num::Float;
-    N.F = Rep ? R->GetRepeatedFloat(M, F, Index) : R->GetFloat(M, F);
+    N.F = Get(&Refl::GetFloat, &Refl::GetRepeatedFloat);
     break;
   case FD::CPPTYPE_BOOL:
     N.K = Num::Bool;
-    N.B = Rep ? R->GetRepeatedBool(M, F, Index) : R->GetBool(M, F);
+    N.B = Get(&Refl::GetBool, &Refl::GetRepeatedBool);
     break;
   case FD::CPPTYPE_ENUM:
-    N.I = Rep ? R->GetRepeatedEnumValue(M, F, Index) : R->GetEnumValue(M, F);
+    N.I = Get(&Refl::GetEnumValue, &Refl::GetRepeatedEnumValue);
     break;
   default:
     break;
