@@ -97,36 +97,45 @@ struct Num {
   uint64_t U = 0;
   double F = 0;
   bool B = false;
-};
 
-Num readTensor(const TensorValue &V, size_t Index) {
-  const auto *P = static_cast<const unsigned char *>(V.data());
-  Num N;
-  auto Load = [&](auto Tag) {
-    using T = decltype(Tag);
-    T X;
-    std::memcpy(&X, P + Index * sizeof(T), sizeof(T));
-    if constexpr (std::is_floating_point_v<T>) {
-      N.K = Num::Float;
+  /// X, of the kind its type has.
+  template <typename T> static Num of(T X) {
+    Num N;
+    if constexpr (std::is_same_v<T, bool>) {
+      N.K = Bool;
+      N.B = X;
+    } else if constexpr (std::is_floating_point_v<T>) {
+      N.K = Float;
       N.F = X;
     } else if constexpr (std::is_signed_v<T>) {
       N.I = X;
     } else {
-      N.K = Num::UInt;
+      N.K = UInt;
       N.U = X;
     }
+    return N;
+  }
+};
+
+Num readTensor(const TensorValue &V, size_t Index) {
+  const auto *P = static_cast<const unsigned char *>(V.data());
+  auto Load = [&](auto Tag) {
+    decltype(Tag) X;
+    std::memcpy(&X, P + Index * sizeof(X), sizeof(X));
+    return Num::of(X);
   };
   switch (V.type()) {
 #define MLBRIDGE_CASE(E, Ty, Name)                                              \
   case DType::E:                                                               \
-    Load(Ty());                                                                \
-    break;
+    return Load(Ty());
     MLBRIDGE_NUMERIC_DTYPES(MLBRIDGE_CASE)
 #undef MLBRIDGE_CASE
-  case DType::Bool: N.K = Num::Bool; N.B = P[Index] != 0; break;
-  case DType::String: break;
+  case DType::Bool:
+    return Num::of(P[Index] != 0);
+  case DType::String:
+    break;
   }
-  return N;
+  return Num();
 }
 
 const char *kindName(Num::Kind K) {
@@ -228,43 +237,28 @@ Num readField(const gp::Message &M, const FD *F, int Index) {
   const bool Rep = F->is_repeated();
   using Refl = gp::Reflection;
   auto Get = [&](auto Single, auto Repeated) {
-    return Rep ? (R->*Repeated)(M, F, Index) : (R->*Single)(M, F);
+    return Num::of(Rep ? (R->*Repeated)(M, F, Index) : (R->*Single)(M, F));
   };
-  Num N;
   switch (F->cpp_type()) {
   case FD::CPPTYPE_INT32:
-    N.I = Get(&Refl::GetInt32, &Refl::GetRepeatedInt32);
-    break;
+    return Get(&Refl::GetInt32, &Refl::GetRepeatedInt32);
   case FD::CPPTYPE_INT64:
-    N.I = Get(&Refl::GetInt64, &Refl::GetRepeatedInt64);
-    break;
+    return Get(&Refl::GetInt64, &Refl::GetRepeatedInt64);
   case FD::CPPTYPE_UINT32:
-    N.K = Num::UInt;
-    N.U = Get(&Refl::GetUInt32, &Refl::GetRepeatedUInt32);
-    break;
+    return Get(&Refl::GetUInt32, &Refl::GetRepeatedUInt32);
   case FD::CPPTYPE_UINT64:
-    N.K = Num::UInt;
-    N.U = Get(&Refl::GetUInt64, &Refl::GetRepeatedUInt64);
-    break;
+    return Get(&Refl::GetUInt64, &Refl::GetRepeatedUInt64);
   case FD::CPPTYPE_DOUBLE:
-    N.K = Num::Float;
-    N.F = Get(&Refl::GetDouble, &Refl::GetRepeatedDouble);
-    break;
+    return Get(&Refl::GetDouble, &Refl::GetRepeatedDouble);
   case FD::CPPTYPE_FLOAT:
-    N.K = Num::Float;
-    N.F = Get(&Refl::GetFloat, &Refl::GetRepeatedFloat);
-    break;
+    return Get(&Refl::GetFloat, &Refl::GetRepeatedFloat);
   case FD::CPPTYPE_BOOL:
-    N.K = Num::Bool;
-    N.B = Get(&Refl::GetBool, &Refl::GetRepeatedBool);
-    break;
+    return Get(&Refl::GetBool, &Refl::GetRepeatedBool);
   case FD::CPPTYPE_ENUM:
-    N.I = Get(&Refl::GetEnumValue, &Refl::GetRepeatedEnumValue);
-    break;
+    return Get(&Refl::GetEnumValue, &Refl::GetRepeatedEnumValue);
   default:
-    break;
+    return Num();
   }
-  return N;
 }
 
 /// Stores N as element Index of Out (dtype T), exactly.
