@@ -90,6 +90,20 @@ const FD *findField(const gp::Descriptor *D, const Segment &S,
   return F;
 }
 
+/// The field of S in M's type, as a step of Path: it must be a message
+/// field. Null (Err set) otherwise.
+const FD *messageStep(const gp::Message &M, const Segment &S,
+                      const std::string &Path, Status &Err) {
+  const FD *F = findField(M.GetDescriptor(), S, Path, Err);
+  if (F && F->cpp_type() != FD::CPPTYPE_MESSAGE) {
+    Err = Status(ErrorCode::InvalidArgument, "field path '" + Path + "': '" +
+                                                 S.Name +
+                                                 "' is not a message field");
+    return nullptr;
+  }
+  return F;
+}
+
 /// One element, as read from a tensor or a field.
 struct Num {
   enum Kind { Int, UInt, Float, Bool } K = Int;
@@ -421,13 +435,9 @@ Status UserMessageCodec::setField(gp::Message &Root, const std::string &Path,
   for (size_t I = 0; I + 1 < Segs.size(); ++I) {
     const Segment &S = Segs[I];
     Status Err;
-    const FD *F = findField(Cur->GetDescriptor(), S, Path, Err);
+    const FD *F = messageStep(*Cur, S, Path, Err);
     if (!F)
       return Err;
-    if (F->cpp_type() != FD::CPPTYPE_MESSAGE)
-      return Status(ErrorCode::InvalidArgument,
-                    "field path '" + Path + "': '" + S.Name +
-                        "' is not a message field");
     const gp::Reflection *R = Cur->GetReflection();
     if (F->is_repeated()) {
       if (S.Index < 0)
@@ -506,13 +516,9 @@ Status UserMessageCodec::getField(const gp::Message &Root,
   for (size_t I = 0; I + 1 < Segs.size(); ++I) {
     const Segment &S = Segs[I];
     Status Err;
-    const FD *F = findField(Cur->GetDescriptor(), S, Path, Err);
+    const FD *F = messageStep(*Cur, S, Path, Err);
     if (!F)
       return Err;
-    if (F->cpp_type() != FD::CPPTYPE_MESSAGE)
-      return Status(ErrorCode::InvalidArgument,
-                    "field path '" + Path + "': '" + S.Name +
-                        "' is not a message field");
     const gp::Reflection *R = Cur->GetReflection();
     if (F->is_repeated()) {
       if (S.Index < 0 || R->FieldSize(*Cur, F) <= S.Index)
