@@ -104,6 +104,10 @@ TEST(UserMessage, FieldErrorsAreClear) {
   EXPECT_EQ(Fail(value<int32_t>("blocks.size", {1})).code(), ErrorCode::InvalidArgument);
   EXPECT_EQ(Fail(value<int32_t>("function", {1})).code(), ErrorCode::TypeMismatch);
   EXPECT_EQ(Fail(value<int32_t>("a..b", {1})).code(), ErrorCode::InvalidArgument);
+  S = Fail(value<int32_t>("function.x", {1})); // a path through a scalar
+  EXPECT_EQ(S.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(S.message().find("'function' is not a message field"), std::string::npos)
+      << S.toString();
   EXPECT_EQ(Fail(value<int32_t>("blocks[99999999].size", {1})).code(),
             ErrorCode::InvalidArgument);
 }
