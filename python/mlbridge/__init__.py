@@ -26,7 +26,7 @@ from .shm import ShmCompilerInterface
 from .tensor_spec import DYNAMIC, TensorSpec
 from .training_log import TrainingLog, read_training_log
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "PipeCompilerInterface",
