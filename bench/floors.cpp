@@ -70,12 +70,12 @@ public:
     if (::mkfifo(A.c_str(), 0600) || ::mkfifo(B.c_str(), 0600))
       die("mkfifo: " + std::string(std::strerror(errno)));
     std::fflush(nullptr);
-    Child = ::fork();
-    if (Child < 0)
+    pid_t Pid = ::fork();
+    if (Pid < 0)
       die("fork: " + std::string(std::strerror(errno)));
-    if (Child == 0)
+    if (Pid == 0)
       serve(A, B);
-    track(Child);
+    Child.adopt(Pid);
     Out = ::open(A.c_str(), O_WRONLY);
     In = ::open(B.c_str(), O_RDONLY);
     if (Out < 0 || In < 0)
@@ -94,7 +94,7 @@ public:
   ~FifoFloor() override {
     ::close(Out);
     ::close(In);
-    reap(Child, std::chrono::seconds(5));
+    finish(Child, std::chrono::seconds(5));
     ::unlink((Dir + "/a2b").c_str());
     ::unlink((Dir + "/b2a").c_str());
   }
@@ -128,7 +128,7 @@ private:
   }
 
   Wait Mode;
-  pid_t Child = -1;
+  mlbridge::ChildProcess Child;
   int Out = -1, In = -1;
   std::string Dir;
 };
@@ -161,12 +161,12 @@ public:
     Data = static_cast<char *>(P) + sizeof(ShmControl);
     std::fflush(nullptr);
     const pid_t Parent = ::getpid();
-    Child = ::fork();
-    if (Child < 0)
+    pid_t Pid = ::fork();
+    if (Pid < 0)
       die("fork: " + std::string(std::strerror(errno)));
-    if (Child == 0)
+    if (Pid == 0)
       serve(Parent);
-    track(Child);
+    Child.adopt(Pid);
   }
   double once(const std::vector<char> &Payload) override {
     double T0 = nowUs();
@@ -174,7 +174,7 @@ public:
     Ctl->Length = Payload.size();
     const uint32_t Seq = Ctl->Reply.load(std::memory_order_relaxed);
     post(Ctl->Request);
-    if (!await(Ctl->Reply, Seq, Child))
+    if (!await(Ctl->Reply, Seq, Child.pid()))
       die("shm floor: peer gone");
     volatile float Y = Ctl->Answer;
     (void)Y;
@@ -183,7 +183,7 @@ public:
   ~ShmFloor() override {
     Ctl->Stop.store(1);
     post(Ctl->Request);
-    reap(Child, std::chrono::seconds(5));
+    finish(Child, std::chrono::seconds(5));
     ::munmap(Ctl, Bytes);
   }
 
@@ -229,7 +229,7 @@ private:
   size_t Bytes;
   ShmControl *Ctl = nullptr;
   char *Data = nullptr;
-  pid_t Child = -1;
+  mlbridge::ChildProcess Child;
 };
 
 #ifdef MLBRIDGE_BENCH_GRPC
@@ -266,8 +266,8 @@ const char *const kRawMethod = "/bench.Raw/Call";
 class GrpcFloor final : public TransportFloor {
 public:
   GrpcFloor(Wait W, const std::string &Self) : Mode(W) {
-    Server = spawn({Self, "--grpc-floor-server"});
-    std::string L = readLine(Server.Out, std::chrono::seconds(30));
+    Server = spawnPiped({Self, "--grpc-floor-server"});
+    std::string L = readLine(Server, std::chrono::seconds(30));
     if (L.rfind("port ", 0) != 0)
       die("raw gRPC server (floor) did not start");
     grpc::ChannelArguments A;
@@ -290,9 +290,7 @@ public:
   }
   ~GrpcFloor() override {
     Stub.reset();
-    ::close(Server.In); // the server exits on stdin EOF
-    reap(Server.Pid, std::chrono::seconds(5));
-    ::close(Server.Out);
+    finish(Server, std::chrono::seconds(5)); // the server exits on stdin EOF
     Queue.Shutdown();
     void *Tag;
     bool Ok;
@@ -327,7 +325,7 @@ private:
   }
 
   Wait Mode;
-  Spawned Server;
+  mlbridge::ChildProcess Server;
   std::unique_ptr<grpc::GenericStub> Stub;
   grpc::CompletionQueue Queue;
 };
