@@ -8,4 +8,5 @@ set(MLBRIDGE_SERDES_TEST_SOURCES
   cpp/test_json_value.cpp
   cpp/test_bitstream_serdes.cpp
   cpp/test_json_serdes.cpp
+  cpp/test_serdes_contract.cpp
 )
