@@ -111,12 +111,23 @@ std::string makeTmpDir(const char *Prefix) {
 }
 
 // ---- bytes and children ------------------------------------------------------
-bool readAll(int Fd, void *B, size_t N) {
-  char *P = static_cast<char *>(B);
+void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+namespace {
+/// Moves N bytes from or to P with Io (read or write), retrying after
+/// EINTR and, on a non-blocking fd, spinning on EAGAIN.
+template <typename Ptr, typename IoFn> bool allBytes(Ptr P, size_t N, IoFn Io) {
   while (N) {
-    ssize_t K = ::read(Fd, P, N);
-    if (K < 0 && errno == EINTR)
+    ssize_t K = Io(P, N);
+    if (K < 0 && (errno == EINTR || errno == EAGAIN)) {
+      if (errno == EAGAIN)
+        cpuRelax();
       continue;
+    }
     if (K <= 0)
       return false;
     P += K;
@@ -124,18 +135,15 @@ bool readAll(int Fd, void *B, size_t N) {
   }
   return true;
 }
+} // namespace
+
+bool readAll(int Fd, void *B, size_t N) {
+  return allBytes(static_cast<char *>(B), N,
+                  [Fd](char *P, size_t L) { return ::read(Fd, P, L); });
+}
 bool writeAll(int Fd, const void *B, size_t N) {
-  const char *P = static_cast<const char *>(B);
-  while (N) {
-    ssize_t K = ::write(Fd, P, N);
-    if (K < 0 && errno == EINTR)
-      continue;
-    if (K <= 0)
-      return false;
-    P += K;
-    N -= size_t(K);
-  }
-  return true;
+  return allBytes(static_cast<const char *>(B), N,
+                  [Fd](const char *P, size_t L) { return ::write(Fd, P, L); });
 }
 
 mlbridge::ChildProcess spawnPiped(const std::vector<std::string> &Argv) {

@@ -57,8 +57,12 @@ void cleanUpOnExit();
 /// A private directory under /tmp, removed on exit.
 std::string makeTmpDir(const char *Prefix);
 
+/// All N bytes, retrying after EINTR; on a non-blocking fd they spin
+/// (cpuRelax) until the bytes are there. False at EOF or on an error.
 bool readAll(int Fd, void *B, size_t N);
 bool writeAll(int Fd, const void *B, size_t N);
+/// A pause for spin loops (the CPU's spin-wait hint).
+void cpuRelax();
 
 /// Starts Argv with its stdin and stdout piped to us; dies if it cannot.
 mlbridge::ChildProcess spawnPiped(const std::vector<std::string> &Argv);

@@ -89,33 +89,19 @@ int main(int Argc, char **Argv) {
 
   DotLoop Hand{loadWeights(Path)};
   std::vector<float> HandIn = X, HandOut(kOut);
-  Vs.push_back({"hand-loop",
-                [&](long I) {
-                  perturb(HandIn.data(), X, I);
-                  Hand.run(HandIn.data(), HandOut.data());
-                  Sink += HandOut[0];
-                },
-                [&] { return HandOut.data(); }});
+  Vs.push_back(bufferVariant("hand-loop", HandIn.data(), HandOut.data(), X, Sink,
+                             [&] { Hand.run(HandIn.data(), HandOut.data()); }));
 
   AxpyLoop Axpy(Hand.W);
   std::vector<float> AxIn = X, AxOut(kOut);
-  Vs.push_back({"hand-axpy",
-                [&](long I) {
-                  perturb(AxIn.data(), X, I);
-                  Axpy.run(AxIn.data(), AxOut.data());
-                  Sink += AxOut[0];
-                },
-                [&] { return AxOut.data(); }});
+  Vs.push_back(bufferVariant("hand-axpy", AxIn.data(), AxOut.data(), X, Sink,
+                             [&] { Axpy.run(AxIn.data(), AxOut.data()); }));
 
   std::vector<float> CIn = X, COut(kOut);
   Model::Workspace W;
-  Vs.push_back({"compiled",
-                [&](long I) {
-                  perturb(CIn.data(), X, I);
-                  Model::run(CIn.data(), COut.data(), W);
-                  Sink += COut[0];
-                },
-                [&] { return COut.data(); }});
+  Vs.push_back(bufferVariant("compiled", CIn.data(), COut.data(), X, Sink, [&] {
+    Model::run(CIn.data(), COut.data(), W);
+  }));
 
   auto CR = CompiledModelRunner::create<Model>();
   if (!CR)
@@ -125,13 +111,8 @@ int main(int Argc, char **Argv) {
 #ifdef MLBRIDGE_BENCH_WITH_ORT
   OrtRaw Raw(Path);
   std::copy(X.begin(), X.end(), Raw.In.begin()); // the values point at In
-  Vs.push_back({"ort",
-                [&](long I) {
-                  perturb(Raw.In.data(), X, I);
-                  Raw.run();
-                  Sink += Raw.Out[0];
-                },
-                [&] { return Raw.Out.data(); }});
+  Vs.push_back(bufferVariant("ort", Raw.In.data(), Raw.Out.data(), X, Sink,
+                             [&] { Raw.run(); }));
 
   auto OR = OnnxModelRunner::create(Path);
   if (!OR)

@@ -36,29 +36,6 @@ TransportFloor::~TransportFloor() = default;
 
 namespace {
 
-inline void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
-/// readAll for a non-blocking fd: retries until the bytes are there.
-bool readAllSpinning(int Fd, void *B, size_t N) {
-  char *P = static_cast<char *>(B);
-  while (N) {
-    ssize_t K = ::read(Fd, P, N);
-    if (K < 0 && (errno == EAGAIN || errno == EINTR)) {
-      cpuRelax();
-      continue;
-    }
-    if (K <= 0)
-      return false;
-    P += K;
-    N -= size_t(K);
-  }
-  return true;
-}
-
 // ---- FIFO ---------------------------------------------------------------------
 constexpr int kPipeBytes = 1 << 20;
 
@@ -87,7 +64,7 @@ public:
     float Y;
     double T0 = nowUs();
     if (!writeAll(Out, &Len, 8) || !writeAll(Out, Payload.data(), Len) ||
-        !read(In, &Y, 4))
+        !readAll(In, &Y, 4)) // spins when In is non-blocking
       die("fifo floor: peer gone");
     return nowUs() - T0;
   }
@@ -106,19 +83,15 @@ private:
     if (Mode == Wait::Spinning)
       ::fcntl(ReadFd, F_SETFL, ::fcntl(ReadFd, F_GETFL) | O_NONBLOCK);
   }
-  bool read(int Fd, void *B, size_t N) {
-    return Mode == Wait::Spinning ? readAllSpinning(Fd, B, N)
-                                  : readAll(Fd, B, N);
-  }
   [[noreturn]] void serve(const std::string &A, const std::string &B) {
     ::alarm(600); // never outlive a broken parent for long
     int R = ::open(A.c_str(), O_RDONLY), Wr = ::open(B.c_str(), O_WRONLY);
     prepare(R, Wr);
     std::vector<char> Buf;
     uint64_t Len;
-    while (read(R, &Len, 8)) {
+    while (readAll(R, &Len, 8)) {
       Buf.resize(Len);
-      if (!read(R, Buf.data(), Len))
+      if (!readAll(R, Buf.data(), Len))
         break;
       float Y = 0;
       if (!writeAll(Wr, &Y, 4))

@@ -302,6 +302,20 @@ struct Variant {
   std::vector<double> Rounds = {};    ///< ns per call
 };
 
+/// A variant that reads its input at In and leaves the scores at Out;
+/// Run() computes them.
+template <typename RunFn>
+Variant bufferVariant(std::string Name, float *In, const float *Out,
+                      const std::vector<float> &X, float &Sink, RunFn Run) {
+  return {std::move(Name),
+          [In, Out, &X, &Sink, Run](long I) {
+            perturb(In, X, I);
+            Run();
+            Sink += Out[0];
+          },
+          [Out] { return Out; }};
+}
+
 /// An in-process runner (OnnxModelRunner, CompiledModelRunner,
 /// TfModelRunner) on X: features written in place (getTensor), then
 /// evaluateRaw(); its advice is the scores.

@@ -38,31 +38,18 @@ int main(int Argc, char **Argv) {
 
   AxpyLoop Hand(readWeights(Dir + "/mlp_300_64_15.npz"));
   std::vector<float> HandIn = X, HandOut(kOut);
-  Vs.push_back({"floor: hand-written C++ loop",
-                [&](long I) {
-                  perturb(HandIn.data(), X, I);
-                  Hand.runBest(HandIn.data(), HandOut.data());
-                  Sink += HandOut[0];
-                },
-                [&] { return HandOut.data(); }});
+  Vs.push_back(bufferVariant(
+      "floor: hand-written C++ loop", HandIn.data(), HandOut.data(), X, Sink,
+      [&] { Hand.runBest(HandIn.data(), HandOut.data()); }));
 
   // ONNX Runtime alone, same session settings as the runner's.
   OrtRaw Raw(ModelPath);
   std::copy(X.begin(), X.end(), Raw.In.begin()); // the values point at In
-  Vs.push_back({"ONNX Runtime C API alone (Run)",
-                [&](long I) {
-                  perturb(Raw.In.data(), X, I);
-                  Raw.run();
-                  Sink += Raw.Out[0];
-                },
-                [&] { return Raw.Out.data(); }});
-  Vs.push_back({"ONNX Runtime C API (RunWithBinding)",
-                [&](long I) {
-                  perturb(Raw.In.data(), X, I);
-                  Raw.runBound();
-                  Sink += Raw.Out[0];
-                },
-                [&] { return Raw.Out.data(); }});
+  Vs.push_back(bufferVariant("ONNX Runtime C API alone (Run)", Raw.In.data(),
+                             Raw.Out.data(), X, Sink, [&] { Raw.run(); }));
+  Vs.push_back(bufferVariant("ONNX Runtime C API (RunWithBinding)",
+                             Raw.In.data(), Raw.Out.data(), X, Sink,
+                             [&] { Raw.runBound(); }));
 
   // The runner: batch fixed to 1, so the input is written in place.
   OnnxOptions Opts;

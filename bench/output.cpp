@@ -24,33 +24,31 @@ void appendNumber(std::string &Out, double V) {
 
 std::string jsonRow(const Row &R) {
   using namespace mlbridge::json;
-  std::string O = "{\"section\":";
-  appendQuoted(O, R.Section);
-  O += ",\"runner\":";
-  appendQuoted(O, R.Runner);
-  O += ",\"serdes\":";
-  appendQuoted(O, R.Serdes);
-  O += ",\"n\":";
-  appendInteger(O, R.N);
-  O += ",\"median_us\":";
-  appendNumber(O, R.MedianUs);
-  O += ",\"p90_us\":";
-  appendNumber(O, R.P90Us);
-  O += ",\"floor\":";
+  std::string O = "{";
+  // Starts the member K (after a comma unless it is the first); returns
+  // the text, for the value.
+  auto Key = [&O](std::string_view K) -> std::string & {
+    if (O.size() > 1)
+      O += ',';
+    appendQuoted(O, K);
+    O += ':';
+    return O;
+  };
+  appendQuoted(Key("section"), R.Section);
+  appendQuoted(Key("runner"), R.Runner);
+  appendQuoted(Key("serdes"), R.Serdes);
+  appendInteger(Key("n"), R.N);
+  appendNumber(Key("median_us"), R.MedianUs);
+  appendNumber(Key("p90_us"), R.P90Us);
+  Key("floor");
   if (R.Floor.empty())
     O += "null";
   else
     appendQuoted(O, R.Floor);
-  O += ",\"floor_us\":";
-  appendNumber(O, R.FloorUs);
-  O += ",\"ratio\":";
-  appendNumber(O, R.MedianUs / R.FloorUs);
-  for (auto &[K, V] : R.Extra) {
-    O += ',';
-    appendQuoted(O, K);
-    O += ':';
-    appendNumber(O, V);
-  }
+  appendNumber(Key("floor_us"), R.FloorUs);
+  appendNumber(Key("ratio"), R.MedianUs / R.FloorUs);
+  for (auto &[K, V] : R.Extra)
+    appendNumber(Key(K), V);
   O += '}';
   return O;
 }

@@ -21,6 +21,7 @@
 #endif
 
 #include <algorithm>
+#include <map>
 #include <cstdio>
 #include <unistd.h>
 
@@ -75,6 +76,15 @@ DiagnosticSink sink() {
   };
 }
 
+/// The runner, or the reason it could not be made (and exit).
+template <typename R>
+std::unique_ptr<ModelRunner> orDie(const std::string &What,
+                                   Expected<std::unique_ptr<R>> Made) {
+  if (!Made)
+    die(What + ": " + Made.status().toString());
+  return std::move(*Made);
+}
+
 /// The small-message test's specs (one float in, one int out), or none:
 /// the sweep's features are declared by the first setFeature.
 template <typename Runner, typename Options>
@@ -82,12 +92,10 @@ std::unique_ptr<ModelRunner> makeRemoteRunner(const char *What,
                                               const std::string &Target,
                                               Options O, bool Small) {
   O.Diagnostics = sink();
-  auto R = Small ? Runner::create(Target, {TensorSpec::create<float>("f")},
-                                  TensorSpec::create<int64_t>("a"), O)
-                 : Runner::create(Target, {}, std::nullopt, O);
-  if (!R)
-    die(std::string(What) + " runner: " + R.status().toString());
-  return std::move(*R);
+  return orDie(std::string(What) + " runner",
+               Small ? Runner::create(Target, {TensorSpec::create<float>("f")},
+                                      TensorSpec::create<int64_t>("a"), O)
+                     : Runner::create(Target, {}, std::nullopt, O));
 }
 
 template <typename Options> Options streamOptions(SerDesKind K) {
@@ -123,58 +131,56 @@ std::unique_ptr<ModelRunner> makeOnnx(int N) {
   const std::string Path = Cfg.FcDir + "/fc_" + std::to_string(N) + ".onnx";
   OnnxOptions O;
   O.Diagnostics = sink();
-  auto R = OnnxModelRunner::create(Path, O);
-  if (!R)
-    die("ONNX runner (" + Path + "): " + R.status().toString());
-  return std::move(*R);
+  return orDie("ONNX runner (" + Path + ")", OnnxModelRunner::create(Path, O));
 }
 #endif
 
-#ifdef MLBRIDGE_BENCH_COMPILED
-std::vector<int> compiledSizes() {
+/// In-process runners of models generated per size (one class each, listed
+/// by a generated FOR_EACH macro): size -> runner factory.
+using SizedRunners = std::map<int, std::function<std::unique_ptr<ModelRunner>()>>;
+
+std::vector<int> sizesOf(const SizedRunners &Runners) {
   std::vector<int> S;
-#define MLBRIDGE_BENCH_SIZE(n) S.push_back(n);
-  MLBRIDGE_BENCH_FOR_EACH_COMPILED(MLBRIDGE_BENCH_SIZE)
-#undef MLBRIDGE_BENCH_SIZE
+  for (const auto &Entry : Runners)
+    S.push_back(Entry.first);
   return S;
 }
 
-std::unique_ptr<ModelRunner> makeCompiled(int N) {
-#define MLBRIDGE_BENCH_CASE(n)                                                 \
-  if (N == n) {                                                                \
-    auto R = CompiledModelRunner::create<bench_fc::Fc##n>();                   \
-    if (!R)                                                                    \
-      die("compiled runner (n = " #n "): " + R.status().toString());          \
-    return std::move(*R);                                                      \
-  }
-  MLBRIDGE_BENCH_FOR_EACH_COMPILED(MLBRIDGE_BENCH_CASE)
-#undef MLBRIDGE_BENCH_CASE
-  die("no compiled model for n = " + std::to_string(N));
+std::unique_ptr<ModelRunner> makeSized(const char *What,
+                                       const SizedRunners &Runners, int N) {
+  auto It = Runners.find(N);
+  if (It == Runners.end())
+    die(std::string("no ") + What + " model for n = " + std::to_string(N));
+  return It->second();
+}
+
+#ifdef MLBRIDGE_BENCH_COMPILED
+const SizedRunners &compiledRunners() {
+#define MLBRIDGE_BENCH_ENTRY(n)                                                \
+  {n, [] {                                                                     \
+     return orDie("compiled runner (n = " #n ")",                              \
+                  CompiledModelRunner::create<bench_fc::Fc##n>());             \
+   }},
+  static const SizedRunners Runners = {
+      MLBRIDGE_BENCH_FOR_EACH_COMPILED(MLBRIDGE_BENCH_ENTRY)};
+#undef MLBRIDGE_BENCH_ENTRY
+  return Runners;
 }
 #endif
 
 #ifdef MLBRIDGE_BENCH_TF
-std::vector<int> tfSizes() {
-  std::vector<int> S;
-#define MLBRIDGE_BENCH_SIZE(n) S.push_back(n);
-  MLBRIDGE_BENCH_FOR_EACH_TF(MLBRIDGE_BENCH_SIZE)
-#undef MLBRIDGE_BENCH_SIZE
-  return S;
-}
-
-std::unique_ptr<ModelRunner> makeTf(int N) {
-  TfOptions O;
-  O.AdviceOutput = "y";
-#define MLBRIDGE_BENCH_CASE(n)                                                 \
-  if (N == n) {                                                                \
-    auto R = TfModelRunner::create(bench_tf::Fc##n##Model(), O);               \
-    if (!R)                                                                    \
-      die(R.status().toString());                                              \
-    return std::move(*R);                                                      \
-  }
-  MLBRIDGE_BENCH_FOR_EACH_TF(MLBRIDGE_BENCH_CASE)
-#undef MLBRIDGE_BENCH_CASE
-  die("no TF-AOT model for n = " + std::to_string(N));
+const SizedRunners &tfRunners() {
+#define MLBRIDGE_BENCH_ENTRY(n)                                                \
+  {n, [] {                                                                     \
+     TfOptions O;                                                              \
+     O.AdviceOutput = "y";                                                     \
+     return orDie("TF-AOT runner (n = " #n ")",                                \
+                  TfModelRunner::create(bench_tf::Fc##n##Model(), O));         \
+   }},
+  static const SizedRunners Runners = {
+      MLBRIDGE_BENCH_FOR_EACH_TF(MLBRIDGE_BENCH_ENTRY)};
+#undef MLBRIDGE_BENCH_ENTRY
+  return Runners;
 }
 #endif
 
@@ -240,12 +246,16 @@ std::vector<RunnerDef> runnerDefs(std::vector<std::unique_ptr<Peer>> &Peers) {
                     InPlace});
 #endif
 #ifdef MLBRIDGE_BENCH_COMPILED
-    Defs.push_back({"compiled", Serdes, "loop-floor", makeCompiled, false,
-                    true, compiledSizes(), InPlace});
+    Defs.push_back({"compiled", Serdes, "loop-floor",
+                    [](int N) {
+                      return makeSized("compiled", compiledRunners(), N);
+                    },
+                    false, true, sizesOf(compiledRunners()), InPlace});
 #endif
 #ifdef MLBRIDGE_BENCH_TF
-    Defs.push_back({"tf-aot", Serdes, "loop-floor", makeTf, false, true,
-                    tfSizes(), InPlace});
+    Defs.push_back({"tf-aot", Serdes, "loop-floor",
+                    [](int N) { return makeSized("TF-AOT", tfRunners(), N); },
+                    false, true, sizesOf(tfRunners()), InPlace});
 #endif
   }
   return Defs;

@@ -96,12 +96,14 @@ inline bool haveHeader(const std::vector<TensorSpec> &Specs,
   return !Specs.empty() || !Advice.name().empty();
 }
 
-/// Parses one compiler -> model line. A JSON observation's "features"
-/// object is handed to OnFeatureValues(json::Reader&) as it is met, so
-/// values are decoded in place with no intermediate tree.
+/// Parses one compiler -> model line and says what it is (classifyLine).
+/// A JSON observation's "features" object is handed to
+/// OnFeatureValues(json::Reader&) as it is met, so values are decoded in
+/// place with no intermediate tree.
 template <typename FeatureValuesFn>
 Status parseCompilerLine(std::string_view Line, const SerDesLimits &Limits,
-                         ControlLine &Ctl, FeatureValuesFn &&OnFeatureValues) {
+                         ControlLine &Ctl, LineKind &Kind,
+                         FeatureValuesFn &&OnFeatureValues) {
   Ctl.reset();
   json::Reader R(Line);
   if (R.peek() != '{')
@@ -125,7 +127,9 @@ Status parseCompilerLine(std::string_view Line, const SerDesLimits &Limits,
     if (Status S = parseControlMember(R, Limits, Ctl))
       return S;
   }
-  return R.finish();
+  if (Status S = R.finish())
+    return S;
+  return classifyLine(Ctl, Kind);
 }
 
 } // namespace mlbridge::serdes_detail
