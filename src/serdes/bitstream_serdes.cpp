@@ -175,8 +175,7 @@ Status BitstreamSerDes::decodeMessage(ByteSource &In,
       ScoreSpec.reset();
     return Status::ok();
   case LineKind::Context:
-    Msg.Type = CompilerMessage::Kind::Context;
-    Msg.Context.swap(Ctl.Context);
+    applyContext(Ctl, Msg);
     return Status::ok();
   case LineKind::Outcome:
     return Status(ErrorCode::Malformed,

@@ -590,8 +590,7 @@ Status JsonSerDes::decodeMessage(ByteSource &In, const SerDesLimits &Limits,
     applyHeader(Ctl, CurrentSpecs, CurrentAdvice, Msg);
     return Status::ok();
   case LineKind::Context:
-    Msg.Type = CompilerMessage::Kind::Context;
-    Msg.Context.swap(Ctl.Context);
+    applyContext(Ctl, Msg);
     return Status::ok();
   case LineKind::Outcome:
     return Status(ErrorCode::Malformed,

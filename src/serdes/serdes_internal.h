@@ -90,6 +90,11 @@ Status classifyLine(const ControlLine &Ctl, LineKind &Kind);
 /// Copies a parsed header into the message and the caller's current specs.
 void applyHeader(const ControlLine &Ctl, std::vector<TensorSpec> &CurrentSpecs,
                  TensorSpec &CurrentAdvice, CompilerMessage &Msg);
+/// Moves a parsed context line's name into the message.
+inline void applyContext(ControlLine &Ctl, CompilerMessage &Msg) {
+  Msg.Type = CompilerMessage::Kind::Context;
+  Msg.Context.swap(Ctl.Context);
+}
 /// True once a header has been seen (or the caller installed specs).
 inline bool haveHeader(const std::vector<TensorSpec> &Specs,
                        const TensorSpec &Advice) {

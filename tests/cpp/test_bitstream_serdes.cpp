@@ -387,15 +387,22 @@ std::string headerFor(const std::vector<TensorValue> &F, const TensorSpec &A) {
   return M.flatten();
 }
 
+/// Decodes the header at the start of Stream (it must be valid), then
+/// returns what decoding the next message says.
+Status afterHeader(const std::string &Stream) {
+  ModelSide Model(SerDesKind::Bitstream);
+  MemoryByteSource In(Stream);
+  const Status Header = Model.next(In);
+  EXPECT_TRUE(Header.isOk()) << Header.toString();
+  return Model.next(In);
+}
+
 TEST(BitstreamSerDes, MissingRecordNewlineIsMalformed) {
   std::vector<TensorValue> F;
   F.push_back(makeValue<int32_t>("a", {7}));
   const std::string Stream = headerFor(F, TensorSpec::create<int64_t>("d")) +
                              "{\"observation\":0}\n" + bytesOf(F[0]) + "X";
-  ModelSide Model(SerDesKind::Bitstream);
-  MemoryByteSource In(Stream);
-  ASSERT_OK(Model.next(In));
-  EXPECT_STATUS(Model.next(In), ErrorCode::Malformed,
+  EXPECT_STATUS(afterHeader(Stream), ErrorCode::Malformed,
                 "observation 0: expected '\\n' after the payload, got 0x58");
 }
 
@@ -405,10 +412,7 @@ TEST(BitstreamSerDes, TruncatedObservationIsPeerClosed) {
   const std::string Stream = headerFor(F, TensorSpec::create<int64_t>("d")) +
                              "{\"observation\":3}\n" +
                              std::string("\x07\0\0", 3);
-  ModelSide Model(SerDesKind::Bitstream);
-  MemoryByteSource In(Stream);
-  ASSERT_OK(Model.next(In));
-  EXPECT_STATUS(Model.next(In), ErrorCode::PeerClosed,
+  EXPECT_STATUS(afterHeader(Stream), ErrorCode::PeerClosed,
                 "observation 3: reading feature \"a\": unexpected end of "
                 "stream: needed 8 bytes");
   // No trailing newline at all.
@@ -500,10 +504,7 @@ TEST(BitstreamSerDes, BadBoolFeatureByteIsMalformed) {
   const std::string Stream =
       headerFor({makeBool("m", {0, 0})}, TensorSpec::create<int64_t>("d")) +
       "{\"observation\":0}\n" + std::string("\x01\x07", 2) + "\n";
-  ModelSide Model(SerDesKind::Bitstream);
-  MemoryByteSource In(Stream);
-  ASSERT_OK(Model.next(In));
-  EXPECT_STATUS(Model.next(In), ErrorCode::Malformed,
+  EXPECT_STATUS(afterHeader(Stream), ErrorCode::Malformed,
                 "feature \"m\": bool element 1 is byte 0x07");
 }
 
