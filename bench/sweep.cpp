@@ -226,6 +226,7 @@ double total(const std::vector<double> &V) {
   return S;
 }
 
+/// The paper's total over the 100 sizes (ms) for a runner, NaN if none.
 double paperMs(const std::string &Runner, const std::string &Serdes) {
   if (Runner == "pipe" && Serdes == "bitstream")
     return 772;
