@@ -1,9 +1,9 @@
 //===- python_ext/shm_ring_module.cpp - native hot path of the shm model side -===//
 //
-// mlbridge_shm_native.Ring: the two steps of python/mlbridge/shm.py that a
+// mlbridge_shm_native.Ring: the two steps of python/mlbridge/shm/ that a
 // small request spends most of its time in, done without the interpreter.
 // Only the common case is handled; for anything else a method returns None
-// and shm.py does the step itself (same checks, same errors), so the
+// and mlbridge.shm does the step itself (same checks, same errors), so the
 // protocol has one definition: docs/shm.md and docs/protocol.md.
 //
 //   Ring(mapping, capacity, wake_peer)  # mapping: the session's writable mmap
@@ -14,10 +14,10 @@
 //       by an `nbytes` payload and '\n'. `record`: its ring position. The
 //       ring's indices are checked as the C++ reader checks them (one
 //       findRecord, src/transport/shm_layout.h): a corrupt ring is None,
-//       and shm.py reports it.
+//       and mlbridge.shm reports it.
 //   .reply(head, data, session, request) -> None | new head
 //       Appends `data` as one reply record at ring position `head` (behind
-//       the reply frame when `session` is not 0), as shm.py's write() does,
+//       the reply frame when `session` is not 0), as mlbridge.shm's try_write() does,
 //       publishes it and wakes a sleeping compiler -- when it fits without
 //       waiting.
 //   .close()  # lets the mapping go (call before closing the mmap)
@@ -45,7 +45,7 @@ using namespace mlbridge::shm_layout;
 
 constexpr char kObservationPrefix[] = "{\"observation\":";
 constexpr size_t kPrefixLength = sizeof(kObservationPrefix) - 1;
-// Longer observation lines are not what mlbridge writes (shm.py looks as far).
+// Longer observation lines are not what mlbridge writes (mlbridge.shm looks as far).
 constexpr size_t kMaxLineLook = 40;
 constexpr size_t kMaxIndexDigits = 18;
 constexpr size_t kFrameBytes = mlbridge::ReplyFrame::Bytes; // protocol §5.1
@@ -117,7 +117,7 @@ PyObject *ringClose(RingObject *Self, PyObject *) {
 }
 
 /// N when [Line, Line+Length) is exactly {"observation":N} with N written as
-/// shm.py's observation_index accepts it; -1 otherwise.
+/// mlbridge.serdes.bitstream's observation_index accepts it; -1 otherwise.
 long long observationIndex(const uint8_t *Line, size_t Length) {
   if (Length < kPrefixLength + 2 || std::memcmp(Line, kObservationPrefix, kPrefixLength) ||
       Line[Length - 1] != '}')
@@ -158,7 +158,7 @@ PyObject *ringTake(RingObject *Self, PyObject *const *Args, Py_ssize_t NArgs) {
   const RingRecord R = findRecord(bytesAt(Self, kControlBytes), Cap, Next,
                                   acquireControl(Self, kRequestHead));
   if (R.State != RingRecord::Kind::Record)
-    Py_RETURN_NONE; // nothing yet, or a corrupt ring shm.py reports
+    Py_RETURN_NONE; // nothing yet, or a corrupt ring mlbridge.shm reports
   const uint8_t *Pos = bytesAt(Self, kControlBytes + R.Start % Cap + kLengthBytes);
   const uint8_t *End = Pos + R.Length;
   size_t Look = static_cast<size_t>(std::min<uint64_t>(R.Length, kMaxLineLook));
@@ -192,7 +192,7 @@ PyObject *ringReply(RingObject *Self, PyObject *const *Args, Py_ssize_t NArgs) {
   uint64_t Tail = acquireControl(Self, kReplyTail);
   // Wrap when the record does not fit before the end, and also when the
   // compiler has read everything and it fits before the marker: replies
-  // reuse the same pages. Waiting for room is shm.py's to do.
+  // reuse the same pages. Waiting for room is mlbridge.shm's to do.
   bool Empty = Tail == Head;
   uint64_t Skip = Off + Need > Cap || (Empty && Need <= Off) ? Cap - Off : 0;
   if (N > Cap - kLengthBytes || (!Empty && Head + Skip + Need - Tail > Cap))

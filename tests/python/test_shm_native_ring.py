@@ -1,7 +1,7 @@
 """mlbridge_shm_native.Ring.take (src/python_ext/shm_ring_module.cpp) finds a
 request record with the checks of the C++ reader (findRecord in
 src/transport/shm_layout.h): the ring's indices are checked before a wrap
-marker is followed, and a corrupt ring gives None -- shm.py then reads the
+marker is followed, and a corrupt ring gives None -- mlbridge.shm then reads the
 record itself and reports it -- never a record.
 
 The rings are built by hand in an anonymous mapping here; the layout
