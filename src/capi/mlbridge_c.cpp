@@ -5,7 +5,6 @@
 #include "mlbridge/pipe_model_runner.h"
 #include "mlbridge/shm_model_runner.h"
 
-#include <cstring>
 #include <string>
 
 using namespace mlbridge;
@@ -67,15 +66,7 @@ mlb_status evaluateArray(mlb_runner *R, T *Out, size_t Capacity,
   Expected<std::vector<T>> V = R->Runner->evaluate<std::vector<T>>();
   if (!V)
     return fail(V.status());
-  *Count = V->size();
-  if (V->size() > Capacity)
-    return fail(Status(ErrorCode::TooLarge,
-                       "advice has " + std::to_string(V->size()) +
-                           " elements, output capacity is " +
-                           std::to_string(Capacity)));
-  if (!V->empty())
-    std::memcpy(Out, V->data(), V->size() * sizeof(T));
-  return MLB_OK;
+  return capi::copyAdvice(*V, Out, Capacity, Count);
 }
 
 Expected<SerDesKind> serdesKind(mlb_serdes S) {
@@ -119,10 +110,7 @@ mlb_status mlb_pipe_runner_create(const char *Base, mlb_serdes Serdes,
   Expected<SerDesKind> Format = serdesKind(Serdes);
   if (!Format)
     return fail(Format.status());
-  mlb_pipe_options C;
-  mlb_pipe_options_init(&C);
-  if (Opts)
-    C = *Opts;
+  const mlb_pipe_options C = capi::optionsOrDefaults(Opts, mlb_pipe_options_init);
   PipeOptions O;
   O.Format = *Format;
   O.OpenTimeout = std::chrono::milliseconds(C.open_timeout_ms);
@@ -130,12 +118,8 @@ mlb_status mlb_pipe_runner_create(const char *Base, mlb_serdes Serdes,
   O.CreateFifos = C.create_fifos != 0;
   if (C.diagnostics_to_stderr)
     O.Diagnostics = stderrDiagnostics();
-  Expected<std::unique_ptr<PipeModelRunner>> R =
-      PipeModelRunner::create(Base, {}, std::nullopt, std::move(O));
-  if (!R)
-    return fail(R.status());
-  *Out = new mlb_runner{std::move(*R)};
-  return MLB_OK;
+  return capi::giveRunner(
+      PipeModelRunner::create(Base, {}, std::nullopt, std::move(O)), Out);
 }
 
 void mlb_shm_options_init(mlb_shm_options *Opts) {
@@ -157,10 +141,7 @@ mlb_status mlb_shm_runner_create(const char *SocketPath, mlb_serdes Serdes,
   Expected<SerDesKind> Format = serdesKind(Serdes);
   if (!Format)
     return fail(Format.status());
-  mlb_shm_options C;
-  mlb_shm_options_init(&C);
-  if (Opts)
-    C = *Opts;
+  const mlb_shm_options C = capi::optionsOrDefaults(Opts, mlb_shm_options_init);
   ShmOptions O;
   O.Format = *Format;
   O.OpenTimeout = std::chrono::milliseconds(C.open_timeout_ms);
@@ -168,12 +149,8 @@ mlb_status mlb_shm_runner_create(const char *SocketPath, mlb_serdes Serdes,
   O.Spin = std::chrono::microseconds(C.spin_us);
   if (C.diagnostics_to_stderr)
     O.Diagnostics = stderrDiagnostics();
-  Expected<std::unique_ptr<ShmModelRunner>> R =
-      ShmModelRunner::create(SocketPath, {}, std::nullopt, std::move(O));
-  if (!R)
-    return fail(R.status());
-  *Out = new mlb_runner{std::move(*R)};
-  return MLB_OK;
+  return capi::giveRunner(
+      ShmModelRunner::create(SocketPath, {}, std::nullopt, std::move(O)), Out);
 }
 
 mlb_status mlb_pipe_runner_set_session_ids(mlb_runner *R, int Offer) {
@@ -215,7 +192,6 @@ mlb_status mlb_runner_input_info(const mlb_runner *R, size_t I,
     *Rank = S.shape().size();
   return MLB_OK;
 }
-
 
 mlb_status mlb_set_advice_spec(mlb_runner *R, const char *Name, mlb_dtype Type,
                                const int64_t *Shape, size_t Rank) {

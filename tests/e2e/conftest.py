@@ -42,8 +42,8 @@ LLVM_BIN_DIRS = ("/usr/lib/llvm-19/bin",)
 
 def build_dir() -> Path:
     """The CMake build directory the e2e tests take binaries from."""
-    env = os.environ.get("MLBRIDGE_BUILD_DIR")
-    return Path(env).resolve() if env else REPO_ROOT / "build"
+    from build_components import build_dir as located
+    return located()
 
 
 def find_llvm_tool(name: str) -> Optional[str]:
@@ -207,15 +207,11 @@ def procs() -> Iterator[ProcessGuard]:
 
 @pytest.fixture(scope="module")
 def plugins(mlbridge_pkg):
-    """The built LLVM plugins (plugins.json); skipped only when the build
-    says the plugins are off."""
-    from build_components import require_component
-    require_component("llvm_plugins")
-    from mlbridge.llvm.plugins import PluginNotFound, find_plugins
-    try:
-        return find_plugins()
-    except PluginNotFound as exc:
-        pytest.fail(str(exc), pytrace=False)
+    """The built LLVM plugins (the build manifest); skipped only when the
+    build says the plugins are off."""
+    from build_components import require_built
+    from mlbridge.llvm.plugins import find_plugins
+    return require_built("llvm_plugins", find_plugins)
 
 
 @pytest.fixture(scope="session")

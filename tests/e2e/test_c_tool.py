@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from build_components import require_built
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAMS = Path(__file__).resolve().parent / "programs" / "c_tool"
@@ -32,13 +33,7 @@ TOOL = "mlb-loop-pragmas"
 @pytest.fixture(scope="module")
 def ct(mlbridge_pkg):
     import mlbridge.c_tool as ct
-    from mlbridge.llvm.plugins import PluginNotFound
-    try:
-        return ct, ct.find_tool()
-    except ct.ToolNotBuilt as exc:
-        pytest.skip(str(exc))  # the build says it is off
-    except PluginNotFound as exc:
-        pytest.fail(str(exc), pytrace=False)
+    return ct, require_built("c_tool", ct.find_tool)
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +76,7 @@ def test_tool_is_c99_warning_clean(clang19, tmp_path):
             res = subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic",
                                   "-fsyntax-only", f"-I{REPO / 'include'}",
                                   "-isystem", "/usr/lib/llvm-19/include",
-                                  "-DMLBRIDGE_C_TOOL_HAVE_ONNX=1", "-DMLBRIDGE_C_TOOL_HAVE_GRPC=1",
+                                  "-DMLBRIDGE_INTEGRATION_HAVE_ONNX=1", "-DMLBRIDGE_INTEGRATION_HAVE_GRPC=1",
                                   str(p)], capture_output=True, text=True, timeout=60)
             assert res.returncode == 0, f"{cc} {p.name}:\n{res.stderr}"
 
@@ -203,7 +198,7 @@ def test_no_model_leaves_the_file_unchanged(ct, programs, tmp_path):
                              text=True, timeout=60)
         assert res.returncode == 0 and res.stdout == "" and TOOL not in res.stderr
         assert out.read_bytes() == p.read_bytes()
-        assert log_entry(log)["runner"] == "none"
+        assert log_entry(log)["runner"] == "default"
 
 
 @pytest.mark.parametrize("options,message", [

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from build_components import require_built
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = REPO / "models" / "mlir" / "unroll_policy.onnx"
@@ -33,13 +34,7 @@ RESULT_KERNELS = ("matmul", "jacobi2d", "conv2d", "reduce_rows")
 @pytest.fixture(scope="module")
 def mlir(mlbridge_pkg):
     import mlbridge.mlir as m
-    from mlbridge.llvm.plugins import PluginNotFound
-    try:
-        return m, m.find_plugin()
-    except m.PluginNotBuilt as exc:
-        pytest.skip(str(exc))  # the build says it is off
-    except PluginNotFound as exc:
-        pytest.fail(str(exc), pytrace=False)
+    return m, require_built("mlir_plugin", m.find_plugin)
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ tests/e2e/programs/plugins and csmith programs generated with fixed seeds).
 * A missing or failing model: a warning through LLVM's diagnostics (never
   stdout), LLVM's default decisions, a successful compile.
 
-The plugins come from the build directory (MLBRIDGE_BUILD_DIR, written by
-integrations/llvm/CMakeLists.txt as lib/llvm-plugins/plugins.json).
+The plugins come from the build directory (MLBRIDGE_BUILD_DIR), as its
+build manifest names them (mlbridge.build_manifest).
 """
 
 from __future__ import annotations

@@ -211,7 +211,7 @@ def test_python_agent_and_in_process_agents_take_identical_actions(
                 assert entry["runner"] == runner
                 assert entry["actions"] == py_actions, (name, runner)
                 assert entry["code_size"] == py_sizes, (name, runner)
-                assert entry["fallback_steps"] == 0 and entry["error"] == ""
+                assert entry["fallbacks"] == 0 and entry["error"] == ""
                 assert out.read_bytes() == py_obj, f"{name}: {runner} object differs"
     if which == "eager":  # several different actions were really taken
         assert len(distinct - {STOP_ACTION}) >= 2, distinct
