@@ -327,19 +327,12 @@ static int push_edit(walk *w, insertion e) {
   return 1;
 }
 
-static int push_action(walk *w, int action) {
-  int *p = (int *)realloc(w->actions, (w->action_count + 1) * sizeof *p);
+/* Appends v to the array *a of *n ints. */
+static int push_int(int **a, size_t *n, int v) {
+  int *p = (int *)realloc(*a, (*n + 1) * sizeof *p);
   if (!p) return 0;
-  w->actions = p;
-  w->actions[w->action_count++] = action;
-  return 1;
-}
-
-static int push_applied(walk *w, int action) {
-  int *p = (int *)realloc(w->applied, (w->applied_count + 1) * sizeof *p);
-  if (!p) return 0;
-  w->applied = p;
-  w->applied[w->applied_count++] = action;
+  *a = p;
+  p[(*n)++] = v;
   return 1;
 }
 
@@ -369,11 +362,11 @@ static void visit_loop(walk *w, CXCursor c) {
   f[F_INNERMOST] = b.loops == 0;
   f[F_LOOP_KIND] = k == CXCursor_ForStmt ? 0 : k == CXCursor_WhileStmt ? 1 : 2;
   action = model_ask(w->model, f);
-  if (!push_action(w, action)) w->oom = 1;
+  if (!push_int(&w->actions, &w->action_count, action)) w->oom = 1;
   /* A vectorize pragma lets LLVM reorder floating-point reductions, which
    * changes results: never on a loop that may accumulate into a float. */
   if (action_vectorizes(action) && b.float_scalar_writes > 0) action = 0;
-  if (!push_applied(w, action)) w->oom = 1;
+  if (!push_int(&w->applied, &w->applied_count, action)) w->oom = 1;
   if (action != 0) {
     insertion e;
     /* From the start of the line: is the loop the first thing on it? */

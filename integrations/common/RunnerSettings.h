@@ -19,6 +19,9 @@
 #include "mlbridge/model_runner.h"
 #include "mlbridge/status.h"
 #include "mlbridge/tensor_spec.h"
+#if MLBRIDGE_INTEGRATION_HAVE_COMPILED
+#include "mlbridge/compiled_model_runner.h"
+#endif
 
 #include <chrono>
 #include <cstdint>
@@ -114,6 +117,18 @@ struct RunnerRequest {
   /// when it embeds one).
   std::function<Expected<std::unique_ptr<ModelRunner>>()> MakeEmbedded;
 };
+
+#if MLBRIDGE_INTEGRATION_HAVE_COMPILED
+/// RunnerRequest::MakeEmbedded of an integration that embeds the compiled
+/// model Model.
+template <typename Model>
+Expected<std::unique_ptr<ModelRunner>> makeCompiledRunner() {
+  auto R = CompiledModelRunner::create<Model>();
+  if (!R)
+    return R.takeStatus();
+  return std::unique_ptr<ModelRunner>(std::move(*R));
+}
+#endif
 
 /// Checks the channel, then makes the runner K. Errors name the runner and
 /// the reason (e.g. "onnx: not-found: no such file 'x.onnx'"). K must not

@@ -37,7 +37,6 @@
 #include "llvm/Config/llvm-config.h"
 
 #if MLBRIDGE_INTEGRATION_HAVE_COMPILED
-#include "mlbridge/compiled_model_runner.h"
 #include "UnrollPolicy.h" // generated from models/mlir/unroll_policy.onnx
 #endif
 
@@ -156,15 +155,11 @@ uint64_t safeFactor(affine::AffineForOp Loop, uint64_t Factor) {
 }
 
 #if MLBRIDGE_INTEGRATION_HAVE_COMPILED
-mlb::Expected<std::unique_ptr<mlb::ModelRunner>> makeEmbeddedRunner() {
-  auto R = mlb::CompiledModelRunner::create<mlbridge_plugins::UnrollPolicy>();
-  if (!R)
-    return R.takeStatus();
-  return std::unique_ptr<mlb::ModelRunner>(std::move(*R));
-}
 constexpr const char *EmbeddedModelName = "UnrollPolicy";
+constexpr auto MakeEmbedded = mli::makeCompiledRunner<mlbridge_plugins::UnrollPolicy>;
 #else
 constexpr const char *EmbeddedModelName = "";
+constexpr std::nullptr_t MakeEmbedded = nullptr;
 #endif
 
 struct AffineUnrollPass
@@ -257,9 +252,7 @@ AffineUnrollPass::makeModel(std::string &RunnerName) {
     if (S != mlb::Severity::Note)
       emitWarning(Loc) << Prefix << ": " << llvm::StringRef(Msg.data(), Msg.size());
   };
-#if MLBRIDGE_INTEGRATION_HAVE_COMPILED
-  Req.MakeEmbedded = makeEmbeddedRunner;
-#endif
+  Req.MakeEmbedded = MakeEmbedded;
   auto Runner = mli::makeRunner(K, *Settings, Req);
   if (!Runner) {
     M.emitWarning() << Prefix << ": cannot use the model: "

@@ -26,8 +26,8 @@ from typing import Any, Dict, Sequence
 
 from .errors import MLBridgeError
 
-__all__ = ["MANIFEST_NAME", "NotBuilt", "ComponentOff", "Manifest", "locate_build_dir", "load",
-           "section"]
+__all__ = ["MANIFEST_NAME", "NotBuilt", "ComponentOff", "Manifest", "WithRunners",
+           "locate_build_dir", "load", "section"]
 
 MANIFEST_NAME = "mlbridge-components.json"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -40,6 +40,16 @@ class NotBuilt(MLBridgeError, FileNotFoundError):
 
 class ComponentOff(NotBuilt):
     """The manifest says the build left the component out (it says why)."""
+
+
+class WithRunners:
+    """What an integration's description (plugin, tool) shares: the runners
+    it was built with (the section's ``runners``)."""
+
+    runners: Dict[str, bool]
+
+    def has_runner(self, name: str) -> bool:
+        return bool(self.runners.get(name, False))
 
 
 def locate_build_dir(build_dir=None) -> Path:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Sequence
 
-from .build_manifest import section
+from .build_manifest import WithRunners, section
 from .errors import MLBridgeError
 
 FEATURES = ("depth", "trip_count", "body_stmts", "calls", "array_refs", "float_ops",
@@ -36,12 +36,9 @@ ACTIONS = (
 )
 
 @dataclass
-class CToolInfo:
+class CToolInfo(WithRunners):
     tool: Path
     runners: Dict[str, bool] = field(default_factory=dict)
-
-    def has_runner(self, name: str) -> bool:
-        return bool(self.runners.get(name, False))
 
 
 def find_tool(build_dir=None) -> CToolInfo:

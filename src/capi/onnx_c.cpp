@@ -30,6 +30,16 @@ Expected<OnnxOptions> convert(const mlb_onnx_options *In) {
   return O;
 }
 
+/// Makes a runner with Make(options converted from Opts) and hands it over.
+template <typename MakeFn>
+mlb_status createWith(const mlb_onnx_options *Opts, mlb_runner **Out,
+                      MakeFn Make) {
+  Expected<OnnxOptions> O = convert(Opts);
+  if (!O)
+    return fail(O.status());
+  return capi::giveRunner(Make(std::move(*O)), Out);
+}
+
 } // namespace
 
 extern "C" {
@@ -52,11 +62,9 @@ mlb_status mlb_onnx_runner_create(const char *Path,
   MLB_CHECK_ARG(Out, "output handle");
   *Out = nullptr;
   MLB_CHECK_ARG(Path, "model path");
-  Expected<OnnxOptions> O = convert(Opts);
-  if (!O)
-    return fail(O.status());
-  return capi::giveRunner(
-      OnnxModelRunner::create(std::string(Path), std::move(*O)), Out);
+  return createWith(Opts, Out, [Path](OnnxOptions O) {
+    return OnnxModelRunner::create(std::string(Path), std::move(O));
+  });
 }
 
 mlb_status mlb_onnx_runner_create_from_bytes(const void *Data, size_t Size,
@@ -65,11 +73,9 @@ mlb_status mlb_onnx_runner_create_from_bytes(const void *Data, size_t Size,
   MLB_CHECK_ARG(Out, "output handle");
   *Out = nullptr;
   MLB_CHECK_ARG(Data, "model bytes");
-  Expected<OnnxOptions> O = convert(Opts);
-  if (!O)
-    return fail(O.status());
-  return capi::giveRunner(
-      OnnxModelRunner::createFromBytes(Data, Size, std::move(*O)), Out);
+  return createWith(Opts, Out, [Data, Size](OnnxOptions O) {
+    return OnnxModelRunner::createFromBytes(Data, Size, std::move(O));
+  });
 }
 
 mlb_status mlb_onnx_run_float(const char *Path, const char *InputName,

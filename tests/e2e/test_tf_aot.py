@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from build_components import manifest, require_built
 

@@ -60,7 +60,6 @@
 #include "llvm/Support/CommandLine.h"
 
 #if MLBRIDGE_INTEGRATION_HAVE_COMPILED
-#include "mlbridge/compiled_model_runner.h"
 #include "InlinerPolicy.h" // generated from models/plugins/inliner_policy.onnx
 #endif
 
@@ -576,15 +575,11 @@ std::unique_ptr<InlineAdvice> BridgeInlineAdvisor::getAdviceImpl(CallBase &CB) {
 // ---- creation -----------------------------------------------------------------
 
 #if MLBRIDGE_INTEGRATION_HAVE_COMPILED
-mlb::Expected<std::unique_ptr<mlb::ModelRunner>> makeEmbeddedRunner() {
-  auto R = mlb::CompiledModelRunner::create<mlbridge_plugins::InlinerPolicy>();
-  if (!R)
-    return R.takeStatus();
-  return std::unique_ptr<mlb::ModelRunner>(std::move(*R));
-}
 constexpr const char *EmbeddedModelName = "InlinerPolicy";
+constexpr auto MakeEmbedded = mlp::makeCompiledRunner<mlbridge_plugins::InlinerPolicy>;
 #else
 constexpr const char *EmbeddedModelName = "";
+constexpr std::nullptr_t MakeEmbedded = nullptr;
 #endif
 
 /// Called by the inliner (InlineAdvisorAnalysis) at the start of every
@@ -628,9 +623,7 @@ InlineAdvisor *createAdvisor(Module &M, FunctionAnalysisManager &FAM,
   Req.Features = inlinerFeatureSpecs(AskedForDefault || InProcess);
   Req.Advice = mlb::TensorSpec::create<int64_t>("inlining_decision");
   Req.Diagnostics = mlp::llvmDiagnosticSink(Ctx, Prefix, Verbose);
-#if MLBRIDGE_INTEGRATION_HAVE_COMPILED
-  Req.MakeEmbedded = makeEmbeddedRunner;
-#endif
+  Req.MakeEmbedded = MakeEmbedded;
   auto Runner = mlp::makeRunner(K, *C, Req);
   if (!Runner)
     return Fallback("cannot use the model: " + Runner.status().toString(),

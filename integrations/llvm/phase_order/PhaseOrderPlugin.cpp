@@ -68,7 +68,6 @@
 #include "llvm/Transforms/Utils/Cloning.h"
 
 #if MLBRIDGE_INTEGRATION_HAVE_COMPILED
-#include "mlbridge/compiled_model_runner.h"
 #include "PhaseOrderPolicy.h" // generated from models/plugins/phase_order_policy.onnx
 #endif
 
@@ -559,15 +558,11 @@ mlb::Status PhaseOrderEnv::measure() {
 // ---- the pass ------------------------------------------------------------------------
 
 #if MLBRIDGE_INTEGRATION_HAVE_COMPILED
-mlb::Expected<std::unique_ptr<mlb::ModelRunner>> makeEmbeddedRunner() {
-  auto R = mlb::CompiledModelRunner::create<mlbridge_plugins::PhaseOrderPolicy>();
-  if (!R)
-    return R.takeStatus();
-  return std::unique_ptr<mlb::ModelRunner>(std::move(*R));
-}
 constexpr const char *EmbeddedModelName = "PhaseOrderPolicy";
+constexpr auto MakeEmbedded = mlp::makeCompiledRunner<mlbridge_plugins::PhaseOrderPolicy>;
 #else
 constexpr const char *EmbeddedModelName = "";
+constexpr std::nullptr_t MakeEmbedded = nullptr;
 #endif
 
 void writeDescription(LLVMContext &Ctx, const std::string &Path) {
@@ -673,9 +668,7 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
   Req.Features = phaseOrderFeatureSpecs(Lookahead);
   Req.Advice = mlb::TensorSpec::create<int64_t>("action");
   Req.Diagnostics = mlp::llvmDiagnosticSink(Ctx, Prefix, Verbose);
-#if MLBRIDGE_INTEGRATION_HAVE_COMPILED
-  Req.MakeEmbedded = makeEmbeddedRunner;
-#endif
+  Req.MakeEmbedded = MakeEmbedded;
   auto Runner = mlp::makeRunner(K, *C, Req);
   if (!Runner)
     return GiveUp("cannot use the agent: " + Runner.status().toString());

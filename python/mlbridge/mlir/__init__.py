@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
-from ..build_manifest import load
+from ..build_manifest import WithRunners, load
 from ..errors import MLBridgeError
 from ..llvm.plugins import find_llvm_tool
 
@@ -54,7 +54,7 @@ TIMEOUT = 120.0
 
 
 @dataclass
-class MLIRPluginInfo:
+class MLIRPluginInfo(WithRunners):
     """The built plugin, as the build manifest's ``mlir_plugin`` section
     describes it (:mod:`mlbridge.build_manifest`)."""
 
@@ -62,9 +62,6 @@ class MLIRPluginInfo:
     runners: Dict[str, bool] = field(default_factory=dict)
     llvm_bin_dir: str = ""
     source: Optional[Path] = None
-
-    def has_runner(self, name: str) -> bool:
-        return bool(self.runners.get(name, False))
 
 
 def find_plugin(build_dir=None) -> MLIRPluginInfo:

@@ -7,10 +7,10 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Optional, Sequence
 
 from ...build_manifest import NotBuilt as PluginNotFound
-from ...build_manifest import load
+from ...build_manifest import WithRunners, load
 from ...errors import MLBridgeError
 from ..advisors import INLINE_FEATURES
 
@@ -51,7 +51,7 @@ LLVM_BIN_DIRS = ("/usr/lib/llvm-19/bin",)
 
 
 @dataclass
-class PluginInfo:
+class PluginInfo(WithRunners):
     """The built plugins, as the build manifest's ``llvm_plugins`` section
     describes them (:mod:`mlbridge.build_manifest`)."""
 
@@ -62,9 +62,6 @@ class PluginInfo:
     cxx_compiler: str = ""
     llvm_bin_dir: str = ""
     source: Optional[Path] = None
-
-    def has_runner(self, name: str) -> bool:
-        return bool(self.runners.get(name, False))
 
 
 def find_plugins(build_dir=None) -> PluginInfo:
