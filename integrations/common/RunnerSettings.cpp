@@ -35,9 +35,14 @@ bool equalsIgnoringCase(std::string_view A, std::string_view B) {
   return true;
 }
 
-constexpr RunnerKind AllKinds[] = {RunnerKind::Auto, RunnerKind::Onnx,
-                                   RunnerKind::Compiled, RunnerKind::Pipe,
-                                   RunnerKind::Grpc, RunnerKind::Default};
+struct KindName {
+  RunnerKind Kind;
+  const char *Name;
+};
+constexpr KindName KindNames[] = {
+    {RunnerKind::Auto, "auto"}, {RunnerKind::Onnx, "onnx"},
+    {RunnerKind::Compiled, "compiled"}, {RunnerKind::Pipe, "pipe"},
+    {RunnerKind::Grpc, "grpc"}, {RunnerKind::Default, "default"}};
 
 } // namespace
 
@@ -60,29 +65,18 @@ const RunnerOptionInfo RunnerOptionTable[NumRunnerOptions] = {
 };
 
 const char *runnerKindName(RunnerKind K) {
-  switch (K) {
-  case RunnerKind::Auto:
-    return "auto";
-  case RunnerKind::Onnx:
-    return "onnx";
-  case RunnerKind::Compiled:
-    return "compiled";
-  case RunnerKind::Pipe:
-    return "pipe";
-  case RunnerKind::Grpc:
-    return "grpc";
-  case RunnerKind::Default:
-    return "default";
-  }
+  for (const KindName &N : KindNames)
+    if (N.Kind == K)
+      return N.Name;
   return "?";
 }
 
 std::optional<RunnerKind> parseRunnerKind(std::string_view S) {
   if (equalsIgnoringCase(S, "none"))
     return RunnerKind::Default;
-  for (RunnerKind K : AllKinds)
-    if (equalsIgnoringCase(S, runnerKindName(K)))
-      return K;
+  for (const KindName &N : KindNames)
+    if (equalsIgnoringCase(S, N.Name))
+      return N.Kind;
   return std::nullopt;
 }
 
