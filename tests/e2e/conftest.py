@@ -154,6 +154,26 @@ class ProcessGuard:
         self._procs.clear()
 
 
+def run_against_pipe(make_cmd, answer, timeout: float = 60.0):
+    """Runs ``make_cmd(channel base)`` while ``answer(iface)`` plays the model
+    on a fresh PipeCompilerInterface; the process is reaped whatever happens.
+    Returns (returncode, stdout, stderr) as text."""
+    from mlbridge import PipeCompilerInterface
+    with PipeCompilerInterface(timeout=30) as iface:
+        proc = subprocess.Popen(list(map(str, make_cmd(iface.base))), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        iface.process = proc
+        try:
+            answer(iface)
+            stdout, stderr = proc.communicate(timeout=timeout)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    return proc.returncode, stdout, stderr
+
+
 def run_checked(cmd: Sequence[str], timeout: float = SUBPROCESS_TIMEOUT) -> str:
     """Runs a short command to completion; fails the test on error."""
     try:

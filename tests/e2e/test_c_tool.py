@@ -222,37 +222,30 @@ def test_absent_model_falls_back(ct, tmp_path, options, message):
     assert out.read_bytes() == src.read_bytes()
 
 
-def _serve_then(ct, tmp_path, answer):
-    from mlbridge import PipeCompilerInterface
+def _serve_then(ct, e2e, tmp_path, answer):
     m, info = ct
     src = PROGRAMS / "linalg.c"
     out, log = tmp_path / "out.c", tmp_path / "log"
-    with PipeCompilerInterface(timeout=30) as iface:
-        proc = subprocess.Popen(m.command(info, src, out, "--channel", iface.base, "--log", log,
-                                          "--timeout-ms", "1000"),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
-        iface.process = proc
-        try:
-            assert iface.evaluate() is not None
-            iface.populate_buffer(2)  # the first loop gets unroll_count(4)
-            assert iface.evaluate() is not None
-            answer(iface)
-            stdout, stderr = proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
-    return proc.returncode, stdout, stderr, log_entry(log), out.read_text(), src
+
+    def first_loop_then(iface):
+        assert iface.evaluate() is not None
+        iface.populate_buffer(2)  # the first loop gets unroll_count(4)
+        assert iface.evaluate() is not None
+        answer(iface)
+
+    rc, stdout, stderr = e2e.run_against_pipe(
+        lambda base: m.command(info, src, out, "--channel", base, "--log", log,
+                               "--timeout-ms", "1000"), first_loop_then)
+    return rc, stdout, stderr, log_entry(log), out.read_text(), src
 
 
 @pytest.mark.parametrize("how", ["slow", "dead", "out-of-range"])
-def test_failing_model_falls_back(ct, clang19, reference, tmp_path, how):
+def test_failing_model_falls_back(ct, clang19, reference, tmp_path, how, e2e):
     answers = {"slow": lambda iface: time.sleep(1.5),
                "dead": lambda iface: iface.close(),
                "out-of-range": lambda iface: iface.populate_buffer(99)}
     start = time.monotonic()
-    rc, stdout, stderr, entry, text, src = _serve_then(ct, tmp_path, answers[how])
+    rc, stdout, stderr, entry, text, src = _serve_then(ct, e2e, tmp_path, answers[how])
     assert time.monotonic() - start < 30
     assert rc == 0 and stdout == ""
     assert "no more pragmas" in stderr
