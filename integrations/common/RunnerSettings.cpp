@@ -181,12 +181,11 @@ Status checkChannel(RunnerKind K, const RunnerSettings &S) {
   if (S.Channel.empty())
     return Status(ErrorCode::InvalidArgument,
                   "pipe: no channel given (the FIFO base path)");
-  for (const char *Suffix : {".in", ".out"}) {
-    struct stat St;
-    const std::string Path = S.Channel + Suffix;
-    if (::stat(Path.c_str(), &St) != 0)
-      return Status(ErrorCode::NotFound, "pipe: no FIFO '" + Path + "'");
-  }
+  struct stat In, Out;
+  if (::stat((S.Channel + ".in").c_str(), &In) != 0 ||
+      ::stat((S.Channel + ".out").c_str(), &Out) != 0)
+    return Status(ErrorCode::NotFound, "pipe: no FIFO pair '" + S.Channel +
+                                           ".in'/'" + S.Channel + ".out'");
   return Status::ok();
 }
 

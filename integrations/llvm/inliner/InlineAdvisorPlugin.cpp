@@ -15,9 +15,9 @@
 // options (docs/llvm-plugins.md): in-process ONNX Runtime or a model
 // compiled into the plugin for deployment; named pipes or gRPC to a Python
 // model for training. The integration in the pass is the library's three
-// lines -- make a runner (makeRunner below), write the features
-// (*Runner->getTensor<int64_t>(I) = V, done by FeatureBinding::write), ask
-// for the decision (Runner->evaluateRaw()).
+// lines -- make a runner (makeRunner, integrations/common), write the
+// features (*Runner->getTensor<int64_t>(I) = V, done by
+// FeatureBinding::write), ask for the decision (Runner->evaluateRaw()).
 //
 // If the model cannot be used (missing file, dead peer, bad output) the
 // plugin says so once through LLVM's diagnostic handler (a warning; never
