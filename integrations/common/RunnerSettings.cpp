@@ -44,6 +44,17 @@ constexpr KindName KindNames[] = {
     {RunnerKind::Compiled, "compiled"}, {RunnerKind::Pipe, "pipe"},
     {RunnerKind::Grpc, "grpc"}, {RunnerKind::Default, "default"}};
 
+/// The settings that are taken as they are written.
+struct TextSetting {
+  RunnerSetting Setting;
+  std::string RunnerSettings::*Field;
+};
+const TextSetting TextSettings[] = {
+    {RunnerSetting::Model, &RunnerSettings::Model},
+    {RunnerSetting::Channel, &RunnerSettings::Channel},
+    {RunnerSetting::Server, &RunnerSettings::Server},
+    {RunnerSetting::Format, &RunnerSettings::Format}};
+
 } // namespace
 
 const RunnerOptionInfo RunnerOptionTable[NumRunnerOptions] = {
@@ -101,28 +112,14 @@ Expected<RunnerSettings> readRunnerSettings(const OptionLookup &Lookup,
     auto [Value, Given] = Lookup(O);
     const std::string V =
         settingValue(Given, std::move(Value), EnvPrefix + O.EnvSuffix);
-    switch (O.Setting) {
-    case RunnerSetting::Runner:
-      if (std::optional<RunnerKind> K = parseRunnerKind(V))
-        S.Kind = *K;
-      else
+    if (O.Setting == RunnerSetting::Runner) {
+      std::optional<RunnerKind> K = parseRunnerKind(V);
+      if (!K)
         return Status(ErrorCode::InvalidArgument,
                       "unknown runner '" + V +
                           "' (auto, onnx, compiled, pipe, grpc, default)");
-      break;
-    case RunnerSetting::Model:
-      S.Model = V;
-      break;
-    case RunnerSetting::Channel:
-      S.Channel = V;
-      break;
-    case RunnerSetting::Server:
-      S.Server = V;
-      break;
-    case RunnerSetting::Format:
-      S.Format = V;
-      break;
-    case RunnerSetting::TimeoutMs: {
+      S.Kind = *K;
+    } else if (O.Setting == RunnerSetting::TimeoutMs) {
       char *End = nullptr;
       errno = 0;
       const unsigned long Ms = std::strtoul(V.c_str(), &End, 10);
@@ -130,8 +127,10 @@ Expected<RunnerSettings> readRunnerSettings(const OptionLookup &Lookup,
         return Status(ErrorCode::InvalidArgument,
                       "timeout-ms '" + V + "' is not a number of milliseconds");
       S.Timeout = std::chrono::milliseconds(Ms);
-      break;
-    }
+    } else {
+      for (const TextSetting &T : TextSettings)
+        if (T.Setting == O.Setting)
+          S.*T.Field = V;
     }
   }
   return S;

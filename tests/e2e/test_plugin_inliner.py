@@ -310,6 +310,8 @@ def test_clang_plugin_options_through_mllvm(plugins, clang19, tmp_path, e2e, plu
     (["-mlbridge-inline-runner=onnx"], "no model file given"),
     (["-mlbridge-inline-channel=/nonexistent/channel"], "no FIFO"),
     (["-mlbridge-inline-runner=banana"], "unknown runner 'banana'"),
+    (["-mlbridge-inline-channel=/tmp/c", "-mlbridge-inline-timeout-ms=soon"],
+     "timeout-ms 'soon' is not a number"),
 ])
 def test_missing_model_falls_back_with_a_diagnostic(plugins, opt19, plugin_corpus, tmp_path, args,
                                                      message):
