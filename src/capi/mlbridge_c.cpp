@@ -81,6 +81,21 @@ Expected<SerDesKind> serdesKind(mlb_serdes S) {
   return Status(ErrorCode::InvalidArgument, "unknown serdes kind");
 }
 
+/// What the pipe and the shared-memory runner take alike from C.
+template <typename Options, typename COptions>
+Expected<Options> streamOptions(mlb_serdes Serdes, const COptions &C) {
+  Expected<SerDesKind> Format = serdesKind(Serdes);
+  if (!Format)
+    return Format.status();
+  Options O;
+  O.Format = *Format;
+  O.OpenTimeout = std::chrono::milliseconds(C.open_timeout_ms);
+  O.ReplyTimeout = std::chrono::milliseconds(C.reply_timeout_ms);
+  if (C.diagnostics_to_stderr)
+    O.Diagnostics = stderrDiagnostics();
+  return O;
+}
+
 } // namespace
 
 extern "C" {
@@ -107,19 +122,13 @@ mlb_status mlb_pipe_runner_create(const char *Base, mlb_serdes Serdes,
   MLB_CHECK_ARG(Out, "output handle");
   *Out = nullptr;
   MLB_CHECK_ARG(Base, "pipe base path");
-  Expected<SerDesKind> Format = serdesKind(Serdes);
-  if (!Format)
-    return fail(Format.status());
   const mlb_pipe_options C = capi::optionsOrDefaults(Opts, mlb_pipe_options_init);
-  PipeOptions O;
-  O.Format = *Format;
-  O.OpenTimeout = std::chrono::milliseconds(C.open_timeout_ms);
-  O.ReplyTimeout = std::chrono::milliseconds(C.reply_timeout_ms);
-  O.CreateFifos = C.create_fifos != 0;
-  if (C.diagnostics_to_stderr)
-    O.Diagnostics = stderrDiagnostics();
+  Expected<PipeOptions> O = streamOptions<PipeOptions>(Serdes, C);
+  if (!O)
+    return fail(O.status());
+  O->CreateFifos = C.create_fifos != 0;
   return capi::giveRunner(
-      PipeModelRunner::create(Base, {}, std::nullopt, std::move(O)), Out);
+      PipeModelRunner::create(Base, {}, std::nullopt, std::move(*O)), Out);
 }
 
 void mlb_shm_options_init(mlb_shm_options *Opts) {
@@ -138,19 +147,13 @@ mlb_status mlb_shm_runner_create(const char *SocketPath, mlb_serdes Serdes,
   MLB_CHECK_ARG(Out, "output handle");
   *Out = nullptr;
   MLB_CHECK_ARG(SocketPath, "shared-memory socket path");
-  Expected<SerDesKind> Format = serdesKind(Serdes);
-  if (!Format)
-    return fail(Format.status());
   const mlb_shm_options C = capi::optionsOrDefaults(Opts, mlb_shm_options_init);
-  ShmOptions O;
-  O.Format = *Format;
-  O.OpenTimeout = std::chrono::milliseconds(C.open_timeout_ms);
-  O.ReplyTimeout = std::chrono::milliseconds(C.reply_timeout_ms);
-  O.Spin = std::chrono::microseconds(C.spin_us);
-  if (C.diagnostics_to_stderr)
-    O.Diagnostics = stderrDiagnostics();
+  Expected<ShmOptions> O = streamOptions<ShmOptions>(Serdes, C);
+  if (!O)
+    return fail(O.status());
+  O->Spin = std::chrono::microseconds(C.spin_us);
   return capi::giveRunner(
-      ShmModelRunner::create(SocketPath, {}, std::nullopt, std::move(O)), Out);
+      ShmModelRunner::create(SocketPath, {}, std::nullopt, std::move(*O)), Out);
 }
 
 mlb_status mlb_pipe_runner_set_session_ids(mlb_runner *R, int Offer) {
