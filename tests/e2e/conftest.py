@@ -154,7 +154,7 @@ class ProcessGuard:
         self._procs.clear()
 
 
-def run_against_pipe(make_cmd, answer, timeout: float = 60.0):
+def run_against_pipe(make_cmd, answer, timeout: float = 60.0, env=None):
     """Runs ``make_cmd(channel base)`` while ``answer(iface)`` plays the model
     on a fresh PipeCompilerInterface; the process is reaped whatever happens.
     Returns (returncode, stdout, stderr) as text."""
@@ -162,7 +162,7 @@ def run_against_pipe(make_cmd, answer, timeout: float = 60.0):
     with PipeCompilerInterface(timeout=30) as iface:
         proc = subprocess.Popen(list(map(str, make_cmd(iface.base))), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
+                                start_new_session=True, env=env)
         iface.process = proc
         try:
             answer(iface)

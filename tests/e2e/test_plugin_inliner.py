@@ -359,37 +359,27 @@ def test_missing_model_in_clang_build_still_compiles(plugins, clang19, tmp_path,
     assert e2e.run_checked([str(exe)]) == plugin_reference_outputs["interp"]
 
 
-def test_model_that_dies_mid_compile_falls_back(plugins, opt19, plugin_corpus, tmp_path):
+def test_model_that_dies_mid_compile_falls_back(plugins, opt19, plugin_corpus, tmp_path, e2e):
     """The Python model answers a few requests, then goes away: one warning,
     LLVM's default decisions for the rest, a successful compile."""
-    import mlbridge
     from mlbridge.llvm.plugins import tool_env
     p = plugin_corpus["csmith4"]
     out = tmp_path / "out.ll"
-    with mlbridge.PipeCompilerInterface(timeout=30) as iface:
-        proc = subprocess.Popen(
-            [opt19, f"-load-pass-plugin={plugins.inline_advisor}",
-             f"-mlbridge-inline-channel={iface.base}", "-mlbridge-inline-timeout-ms=20000",
-             "-passes=default<Oz>", str(p["ir"]), "-S", "-o", str(out)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-            env=tool_env(plugins))
-        iface.process = proc
-        try:
-            for _ in range(3):
-                obs = iface.evaluate(timeout=20)
-                assert obs is not None
-                iface.populate_buffer(0)
-            iface.evaluate(timeout=20)  # a 4th request, never answered
-        finally:
-            iface.close()
-        try:
-            stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            pytest.fail("opt-19 kept waiting for a dead model")
-    stderr = stderr.decode()
-    assert proc.returncode == 0, stderr
-    assert stdout == b""
+
+    def three_answers_then_gone(iface):
+        for _ in range(3):
+            assert iface.evaluate(timeout=20) is not None
+            iface.populate_buffer(0)
+        iface.evaluate(timeout=20)  # a 4th request, never answered
+        iface.close()
+
+    rc, stdout, stderr = e2e.run_against_pipe(
+        lambda base: [opt19, f"-load-pass-plugin={plugins.inline_advisor}",
+                      f"-mlbridge-inline-channel={base}", "-mlbridge-inline-timeout-ms=20000",
+                      "-passes=default<Oz>", p["ir"], "-S", "-o", out],
+        three_answers_then_gone, timeout=RUN_TIMEOUT, env=tool_env(plugins))
+    assert rc == 0, stderr
+    assert stdout == ""
     assert stderr.count("warning: mlbridge-inline: the model (pipe) failed at call site 4") == 1
     assert "using LLVM's default inlining decisions from here on" in stderr
     assert "define" in out.read_text()

@@ -283,38 +283,29 @@ def test_agent_that_misbehaves_mid_episode(plugins, opt19, clang19, plugin_corpu
                                            tmp_path, e2e):
     """An illegal action, then an agent that disappears: warnings, the
     actions applied so far are kept, the compile succeeds."""
-    import mlbridge
     from mlbridge.llvm.plugins import tool_env
     p = plugin_corpus["interp"]
     for case in ("illegal", "dies"):
         out = tmp_path / f"{case}.ll"
-        with mlbridge.PipeCompilerInterface(timeout=30) as iface:
-            proc = subprocess.Popen(
-                [opt19, f"-load-pass-plugin={plugins.phase_order}",
-                 "-passes=mlbridge-phase-order", f"-mlbridge-po-channel={iface.base}",
-                 str(p["ir"]), "-S", "-o", str(out)],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                env=tool_env(plugins))
-            iface.process = proc
-            try:
-                assert iface.evaluate(timeout=20) is not None
-                iface.populate_buffer(2)  # mem2reg-combine
-                assert iface.evaluate(timeout=20) is not None
-                if case == "illegal":
-                    iface.populate_buffer(99)
-                    final = iface.evaluate(timeout=20)  # the done report
-                    assert final is not None and int(final["done"][0]) == 1
-                    iface.populate_buffer(0)
-            finally:
-                iface.close()
-            try:
-                stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                pytest.fail("opt-19 kept waiting for a dead agent")
-        stderr = stderr.decode()
-        assert proc.returncode == 0, stderr
-        assert stdout == b""
+
+        def one_action_then(iface):
+            assert iface.evaluate(timeout=20) is not None
+            iface.populate_buffer(2)  # mem2reg-combine
+            assert iface.evaluate(timeout=20) is not None
+            if case == "illegal":
+                iface.populate_buffer(99)
+                final = iface.evaluate(timeout=20)  # the done report
+                assert final is not None and int(final["done"][0]) == 1
+                iface.populate_buffer(0)
+            iface.close()
+
+        rc, stdout, stderr = e2e.run_against_pipe(
+            lambda base: [opt19, f"-load-pass-plugin={plugins.phase_order}",
+                          "-passes=mlbridge-phase-order", f"-mlbridge-po-channel={base}",
+                          p["ir"], "-S", "-o", out],
+            one_action_then, timeout=RUN_TIMEOUT, env=tool_env(plugins))
+        assert rc == 0, stderr
+        assert stdout == ""
         expected = "action 99 is not one of the 18 actions" if case == "illegal" else \
             "model failed, using the environment's fallback action"
         assert "warning: mlbridge-phase-order:" in stderr and expected in stderr, stderr
