@@ -332,6 +332,21 @@ Status FeatureBinding::bind(const ModelRunner &R,
   return Status::ok();
 }
 
+Expected<BoundRunner> makeBoundRunner(RunnerKind K, const RunnerSettings &S,
+                                      const RunnerRequest &R,
+                                      std::string_view Model,
+                                      std::string_view Pass) {
+  auto Runner = makeRunner(K, S, R);
+  if (!Runner)
+    return Status(Runner.status().code(), "cannot use the " + std::string(Model) +
+                                              ": " + Runner.status().toString());
+  BoundRunner B{std::move(*Runner), FeatureBinding()};
+  if (Status Bad = B.Binding.bind(*B.Runner, R.Features); !Bad.isOk())
+    return Status(Bad.code(), "the " + std::string(Model) + " does not fit " +
+                                  std::string(Pass) + ": " + Bad.toString());
+  return B;
+}
+
 // ---- the log line --------------------------------------------------------------
 
 LogLine::LogLine(std::string_view Integration, std::string_view Module,

@@ -188,6 +188,20 @@ void FeatureBinding::write(ModelRunner &R, size_t I, const T *V) const {
   }
 }
 
+/// A runner and the binding of the integration's features to it.
+struct BoundRunner {
+  std::unique_ptr<ModelRunner> Runner;
+  FeatureBinding Binding;
+};
+
+/// makeRunner, then binds R.Features. The error says which step failed, in
+/// the integration's words: "cannot use the <Model>: ..." or "the <Model>
+/// does not fit <Pass>: ..." (Model: "model", "agent"; Pass: "the inliner").
+Expected<BoundRunner> makeBoundRunner(RunnerKind K, const RunnerSettings &S,
+                                      const RunnerRequest &R,
+                                      std::string_view Model,
+                                      std::string_view Pass);
+
 /// The one log line of every integration: a JSON object on one line,
 ///   {"integration":"<name>","module":"<input>","runner":"<kind>",
 ///    "asked":N,"fallbacks":N, <the integration's own fields>}

@@ -42,6 +42,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -193,7 +194,8 @@ struct AffineUnrollPass
 private:
   std::array<std::unique_ptr<Option<std::string>>, mli::NumRunnerOptions>
   declareRunnerOptions();
-  std::unique_ptr<mlb::ModelRunner> makeModel(std::string &RunnerName);
+  /// The model's runner, or none (factor 4); RunnerName says which.
+  std::optional<mli::BoundRunner> makeModel(std::string &RunnerName);
   void writeLog(const std::string &Runner, const std::vector<int64_t> &Factors,
                 unsigned Asked, unsigned Fallbacks);
 };
@@ -225,7 +227,7 @@ std::string moduleName(ModuleOp M) {
   return "";
 }
 
-std::unique_ptr<mlb::ModelRunner>
+std::optional<mli::BoundRunner>
 AffineUnrollPass::makeModel(std::string &RunnerName) {
   ModuleOp M = getOperation();
   RunnerName = "default";
@@ -239,11 +241,11 @@ AffineUnrollPass::makeModel(std::string &RunnerName) {
   if (!Settings) {
     M.emitWarning() << Prefix << ": " << Settings.status().message()
                     << "; using factor 4";
-    return nullptr;
+    return std::nullopt;
   }
   const mli::RunnerKind K = mli::resolveRunnerKind(*Settings);
   if (K == mli::RunnerKind::Default)
-    return nullptr;
+    return std::nullopt;
   mli::RunnerRequest Req;
   Req.Features = featureSpecs();
   Req.Advice = mlb::TensorSpec::create<int64_t>("unroll_action");
@@ -253,14 +255,14 @@ AffineUnrollPass::makeModel(std::string &RunnerName) {
       emitWarning(Loc) << Prefix << ": " << llvm::StringRef(Msg.data(), Msg.size());
   };
   Req.MakeEmbedded = MakeEmbedded;
-  auto Runner = mli::makeRunner(K, *Settings, Req);
-  if (!Runner) {
-    M.emitWarning() << Prefix << ": cannot use the model: "
-                    << Runner.status().toString() << "; using factor 4";
-    return nullptr;
+  auto Bound = mli::makeBoundRunner(K, *Settings, Req, "model", "this pass");
+  if (!Bound) {
+    M.emitWarning() << Prefix << ": " << Bound.status().message()
+                    << "; using factor 4";
+    return std::nullopt;
   }
   RunnerName = mli::runnerKindName(K);
-  return std::move(*Runner);
+  return std::move(*Bound);
 }
 
 void AffineUnrollPass::writeLog(const std::string &Runner,
@@ -280,17 +282,11 @@ void AffineUnrollPass::writeLog(const std::string &Runner,
 
 void AffineUnrollPass::runOnOperation() {
   std::string RunnerName;
-  std::unique_ptr<mlb::ModelRunner> Runner = makeModel(RunnerName);
-  mli::FeatureBinding Binding;
-  if (Runner) {
-    if (mlb::Status S = Binding.bind(*Runner, featureSpecs()); !S.isOk()) {
-      getOperation().emitWarning()
-          << Prefix << ": the model does not fit this pass: " << S.toString()
-          << "; using factor 4";
-      Runner.reset();
-      RunnerName = "default";
-    }
-  }
+  std::optional<mli::BoundRunner> Model = makeModel(RunnerName);
+  std::unique_ptr<mlb::ModelRunner> Runner =
+      Model ? std::move(Model->Runner) : nullptr;
+  const mli::FeatureBinding Binding =
+      Model ? std::move(Model->Binding) : mli::FeatureBinding();
   std::vector<int64_t> Factors;
   unsigned Asked = 0, Fallbacks = 0;
   for (func::FuncOp F : getOperation().getOps<func::FuncOp>()) {

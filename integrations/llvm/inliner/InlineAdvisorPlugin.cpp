@@ -624,21 +624,16 @@ InlineAdvisor *createAdvisor(Module &M, FunctionAnalysisManager &FAM,
   Req.Advice = mlb::TensorSpec::create<int64_t>("inlining_decision");
   Req.Diagnostics = mlp::llvmDiagnosticSink(Ctx, Prefix, Verbose);
   Req.MakeEmbedded = MakeEmbedded;
-  auto Runner = mlp::makeRunner(K, *C, Req);
-  if (!Runner)
-    return Fallback("cannot use the model: " + Runner.status().toString(),
-                    true);
-  mlp::FeatureBinding Binding;
-  if (mlb::Status S = Binding.bind(**Runner, Req.Features); !S.isOk())
-    return Fallback("the model does not fit the inliner: " + S.toString(),
-                    true);
+  auto Bound = mlp::makeBoundRunner(K, *C, Req, "model", "the inliner");
+  if (!Bound)
+    return Fallback(Bound.status().message(), true);
   const bool IncludeDefault =
-      AskedForDefault || (InProcess && Binding.has(DefaultFeatureIndex));
+      AskedForDefault || (InProcess && Bound->Binding.has(DefaultFeatureIndex));
   if (Verbose)
     mlp::diagnose(Ctx, Prefix, DS_Remark,
                   mlp::runnerRemark(K, "inlining decisions"));
   return new BridgeInlineAdvisor(
-      M, FAM, Params, IC, std::move(*Runner), std::move(Binding),
+      M, FAM, Params, IC, std::move(Bound->Runner), std::move(Bound->Binding),
       IncludeDefault, mlp::runnerKindName(K),
       mlp::stringSetting(LogOpt, "MLBRIDGE_INLINE_LOG"));
 }

@@ -669,12 +669,11 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
   Req.Advice = mlb::TensorSpec::create<int64_t>("action");
   Req.Diagnostics = mlp::llvmDiagnosticSink(Ctx, Prefix, Verbose);
   Req.MakeEmbedded = MakeEmbedded;
-  auto Runner = mlp::makeRunner(K, *C, Req);
-  if (!Runner)
-    return GiveUp("cannot use the agent: " + Runner.status().toString());
-  mlp::FeatureBinding Binding;
-  if (mlb::Status S = Binding.bind(**Runner, Req.Features); !S.isOk())
-    return GiveUp("the agent does not fit the pass: " + S.toString());
+  auto Bound = mlp::makeBoundRunner(K, *C, Req, "agent", "the pass");
+  if (!Bound)
+    return GiveUp(Bound.status().message());
+  const mlp::FeatureBinding &Binding = Bound->Binding;
+  mlb::ModelRunner &Runner = *Bound->Runner;
   if (!Binding.has(FObservation))
     return GiveUp("the agent's model has no input 'observation'");
   if (Verbose)
@@ -683,7 +682,7 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
   const unsigned MaxSteps = mlp::unsignedSetting(MaxStepsOpt, "MLBRIDGE_PO_MAX_STEPS");
   PhaseOrderEnv Env(M, MAM, *PB, Binding, MaxSteps, Size, Lookahead, Verbose);
   mlb::rl::Driver Driver(Env);
-  (void)Driver.addAgent("phase-order", **Runner);
+  (void)Driver.addAgent("phase-order", Runner);
   mlb::rl::EpisodeOptions EO;
   EO.MaxSteps = static_cast<size_t>(MaxSteps) + 1; // + the STOP decision
   EO.Context = M.getModuleIdentifier();
@@ -699,9 +698,9 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
   }
   // A trainer on the other side of a pipe or gRPC learns the last reward
   // from one more observation, marked done; its reply is not used.
-  if (InterProcess && !(*Runner)->isUnavailable()) {
-    Env.writeFeatures(**Runner, /*Done=*/true);
-    (void)(*Runner)->evaluateRaw();
+  if (InterProcess && !Runner.isUnavailable()) {
+    Env.writeFeatures(Runner, /*Done=*/true);
+    (void)Runner.evaluateRaw();
   }
   Log(mlp::runnerKindName(K), &Env, R ? R->FallbackSteps : 0, Error);
   return Env.changed() ? PreservedAnalyses::none() : PreservedAnalyses::all();
