@@ -6,6 +6,8 @@
 #include "llvm/IR/CFG.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/Instruction.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/Module.h"
 #include <string>
 
@@ -89,6 +91,20 @@ Vector scaled(const Vocabulary &V, const char *Key, float W) {
   return Out;
 }
 
+// Operands LLVM 19 has and LLVM 22 does not, left out so that a module
+// embeds the same on both (docs/ir2vec.md, version differences):
+//  * the size of llvm.lifetime.start/end (LLVM 22 removed it; its bitcode
+//    reader drops it from older modules);
+//  * a switch's case values (LLVM 22 keeps them beside the operands, which
+//    are the condition and the destinations only).
+bool droppedByLLVM22(const Use &Op) {
+  const User *U = Op.getUser();
+  const unsigned N = Op.getOperandNo();
+  if (const auto *II = dyn_cast<IntrinsicInst>(U))
+    return II->isLifetimeStartOrEnd() && N == 0;
+  return isa<SwitchInst>(U) && N >= 2 && N % 2 == 0; // cond, default, (value, dest)*
+}
+
 void add(Vector &Acc, const Vector &V) {
   for (size_t I = 0; I < Acc.size(); ++I)
     Acc[I] += V[I];
@@ -111,6 +127,8 @@ public:
     }
     Vector Args(Dim, 0.0);
     for (const Use &Op : I.operands()) {
+      if (droppedByLLVM22(Op))
+        continue;
       const Vector *FromDef = nullptr;
       if (Flow)
         if (const auto *Def = dyn_cast<Instruction>(Op.get())) {
