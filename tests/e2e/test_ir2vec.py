@@ -6,7 +6,7 @@
 * Cross-version: our LLVM 19 embedder and LLVM 22's own, each in its opt
   with the same vocabulary (text for ours, the converted JSON for LLVM's),
   give the same function, module and block vectors to 1e-5 on the C
-  programs of tests/e2e/programs at -O0 and -O2.
+  programs of tests/e2e/programs at -O0, -O2 and -O1 -g.
 * Determinism: the same module twice gives the same bits.
 * Python = plugin: mlbridge.ir2vec.embed returns what the plugin wrote.
 * Vocabulary errors: a missing file, a truncated line, a wrong dimension, a
@@ -30,6 +30,7 @@ require_component("ir2vec")
 REPO = Path(__file__).resolve().parents[2]
 PROGRAMS = ("arith", "mixer", "sha256", "sort", "strings")
 TOL = 1e-5
+VARIANTS = {"O0": ["-O0", "-Xclang", "-disable-O0-optnone"], "O2": ["-O2"], "Og": ["-O1", "-g"]}
 
 HAND_WRITTEN = """\
 define i32 @f(i32 %a, i32 %b) {
@@ -72,13 +73,14 @@ def _read_vocab(path):
 
 @pytest.fixture(scope="module")
 def modules(tmp_path_factory):
-    """The test programs compiled by clang-19 at -O0 (optnone off) and -O2."""
+    """The test programs compiled by clang-19 at -O0 (optnone off), -O2 and
+    -O1 -g (debug records on 22, debug intrinsics or records on 19)."""
     out_dir = tmp_path_factory.mktemp("ir2vec-modules")
     out = {}
     for name in PROGRAMS:
-        for opt, extra in (("O0", ["-Xclang", "-disable-O0-optnone"]), ("O2", [])):
+        for opt, flags in VARIANTS.items():
             bc = out_dir / f"{name}.{opt}.bc"
-            subprocess.run(["clang-19", f"-{opt}", *extra, "-emit-llvm", "-c",
+            subprocess.run(["clang-19", *flags, "-emit-llvm", "-c",
                             str(REPO / "tests/e2e/programs" / f"{name}.c"), "-o", str(bc)],
                            check=True, timeout=120)
             out[f"{name}.{opt}"] = bc
@@ -128,7 +130,7 @@ def test_formula_on_a_hand_written_module(ir2vec, vocab_text, tmp_path, llvm, ki
 @pytest.mark.parametrize("kind", ["symbolic", "flow-aware"])
 @pytest.mark.parametrize("program", PROGRAMS)
 def test_same_vectors_on_llvm19_and_llvm22(ir2vec, modules, llvm22, program, kind):
-    for opt in ("O0", "O2"):
+    for opt in VARIANTS:
         bc = modules[f"{program}.{opt}"]
         ours = ir2vec.embed(bc, llvm=19, kind=kind, level="block", build_dir=build_dir())
         llvms = ir2vec.embed(bc, llvm=22, kind=kind, level="block", build_dir=build_dir())
