@@ -173,16 +173,6 @@ private:
 
 } // namespace
 
-const char *kindName(Kind K) { return K == Kind::FlowAware ? "flow-aware" : "symbolic"; }
-
-std::optional<Kind> parseKind(std::string_view S) {
-  if (S == "symbolic")
-    return Kind::Symbolic;
-  if (S == "flow-aware")
-    return Kind::FlowAware;
-  return std::nullopt;
-}
-
 Embedder::Embedder(const Vocabulary &V, Kind K, Weights W)
     : Dim(V.dimension()), TheKind(K), TheWeights(W) {
   Opcodes.assign(Instruction::OtherOpsEnd, Vector(Dim, 0.0));

@@ -24,9 +24,8 @@
 #ifndef MLBRIDGE_INTEGRATIONS_LLVM_IR2VEC_EMBEDDER_H
 #define MLBRIDGE_INTEGRATIONS_LLVM_IR2VEC_EMBEDDER_H
 
+#include "EmbeddingsJson.h"
 #include "Vocabulary.h"
-#include <optional>
-#include <string_view>
 #include <vector>
 
 namespace llvm {
@@ -36,10 +35,6 @@ class Module;
 } // namespace llvm
 
 namespace mlbridge::ir2vec {
-
-enum class Kind { Symbolic, FlowAware };
-const char *kindName(Kind K); ///< "symbolic", "flow-aware"
-std::optional<Kind> parseKind(std::string_view S);
 
 /// IR2Vec's published weights, LLVM 22's defaults (-ir2vec-opc-weight,
 /// -ir2vec-type-weight, -ir2vec-arg-weight).

@@ -8,10 +8,26 @@
 
 namespace mlbridge::ir2vec {
 
+const char *kindName(Kind K) { return K == Kind::FlowAware ? "flow-aware" : "symbolic"; }
+
+std::optional<Kind> parseKind(std::string_view S) {
+  if (S == "symbolic")
+    return Kind::Symbolic;
+  if (S == "flow-aware")
+    return Kind::FlowAware;
+  return std::nullopt;
+}
+
+void EmbeddingsReport::addFunction(FunctionVectors F) {
+  for (size_t I = 0; I < Module.size() && I < F.Function.size(); ++I)
+    Module[I] += F.Function[I];
+  Functions.push_back(std::move(F));
+}
+
 std::string toJson(const EmbeddingsReport &R) {
   std::string Out = "{\"format\": \"mlbridge-ir2vec-1\", \"llvm\": \"";
   appendJsonEscaped(Out, R.LLVMVersion);
-  Out += "\", \"embedder\": \"" + R.Embedder + "\", \"kind\": \"" + R.Kind +
+  Out += "\", \"embedder\": \"" + R.Embedder + "\", \"kind\": \"" + kindName(R.Kind) +
          "\", \"dimension\": " + std::to_string(R.Dimension) + ", \"weights\": ";
   appendJsonVector(Out, Vector(R.Weights, R.Weights + 3));
   Out += ",\n \"module\": ";

@@ -16,10 +16,17 @@
 
 #include "Vocabulary.h"
 #include "mlbridge/status.h"
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mlbridge::ir2vec {
+
+/// IR2Vec's two kinds of embeddings (Embedder.h says how they differ).
+enum class Kind { Symbolic, FlowAware };
+const char *kindName(Kind K); ///< "symbolic", "flow-aware"
+std::optional<Kind> parseKind(std::string_view S);
 
 struct FunctionVectors {
   std::string Name;
@@ -30,12 +37,16 @@ struct FunctionVectors {
 struct EmbeddingsReport {
   std::string LLVMVersion;
   std::string Embedder; ///< "mlbridge" (LLVM 19) or "llvm" (LLVM 22)
-  std::string Kind;     ///< "symbolic" or "flow-aware"
+  ir2vec::Kind Kind = Kind::Symbolic;
   unsigned Dimension = 0;
   float Weights[3] = {1.0f, 0.5f, 0.2f}; ///< opcode, type, operand
   Vector Module;
   std::vector<FunctionVectors> Functions;
   bool WithBlocks = false;
+
+  /// Appends a function and adds its vector to the module's (Module must
+  /// have the dimension already).
+  void addFunction(FunctionVectors F);
 };
 
 std::string toJson(const EmbeddingsReport &R);
