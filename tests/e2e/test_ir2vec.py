@@ -12,6 +12,8 @@
 * Vocabulary errors: a missing file, a truncated line, a wrong dimension, a
   non-number, an empty file: opt fails with a message naming the file and
   the line; LLVM 22 reports its own loader's error.
+* Bad arguments are refused before opt runs; an opt that exceeds the
+  timeout is killed and reported.
 """
 
 from __future__ import annotations
@@ -241,3 +243,9 @@ def test_bad_arguments(ir2vec, modules, tmp_path):
 
 def test_components_recorded():
     assert component_built("ir2vec") is True
+
+
+def test_timeout_kills_opt(ir2vec, modules):
+    with pytest.raises(ir2vec.IR2VecError) as err:
+        ir2vec.embed(modules["sha256.O0"], timeout=1e-4, build_dir=build_dir())
+    assert "did not finish" in str(err.value) and "(killed)" in str(err.value)
