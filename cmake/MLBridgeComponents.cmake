@@ -25,11 +25,15 @@ set(_mlb_component_targets
     tf_aot mlbridge_tf
     compiled_model mlbridge-model-compiler
     llvm_plugins MLBridgeInlineAdvisor
+    ir2vec MLBridgeIR2Vec
+    ir2vec_llvm22 MLBridgeIR2Vec22
     mlir_plugin MLBridgeMLIRUnroll
     c_tool mlb-loop-pragmas
     fuzzers mlbridge-fuzzers)
 
 if(MLBRIDGE_SANITIZE)
+  set(_mlb_na_ir2vec "not built with sanitizers (integrations/llvm/ir2vec/CMakeLists.txt)")
+  set(_mlb_na_ir2vec_llvm22 "${_mlb_na_ir2vec}")
   set(_mlb_na_mlir_plugin "not built with sanitizers (integrations/mlir/CMakeLists.txt)")
   set(_mlb_na_fuzzers "built in unsanitized builds only (tests/CMakeLists.txt)")
   set(_mlb_na_grpc_python_core "a Python extension: built in unsanitized builds only (src/grpc/CMakeLists.txt)")

@@ -1,0 +1,174 @@
+"""IR2Vec embeddings of LLVM modules from Python (docs/ir2vec.md).
+
+On LLVM 19 the vectors come from our embedder (integrations/llvm/ir2vec), on
+LLVM 22 from LLVM's own; both run in the ``mlbridge-ir2vec`` pass of the
+``MLBridgeIR2Vec`` plugin inside that version's ``opt``, with IR2Vec's seed
+vocabulary (``scripts/deps/ir2vec.sh``)::
+
+    from mlbridge import ir2vec
+
+    vecs = ir2vec.embed("m.bc")                          # {"main": array([...300])}
+    mod = ir2vec.embed("m.bc", llvm=22, level="module")  # array([...300])
+    blocks = ir2vec.embed("m.bc", level="block")         # {"main": array([n_blocks, 300])}
+
+``opt`` is started and, on any error or timeout, killed by the compiler
+supervisor :mod:`mlbridge.llvm.process`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Union
+
+import numpy as np
+
+from .errors import MLBridgeError
+from .llvm import process
+
+__all__ = ["embed", "find", "command", "read_report", "Setup", "IR2VecError",
+           "IR2VecNotFound", "LEVELS", "KINDS", "VERSIONS"]
+
+LEVELS = ("function", "module", "block")
+KINDS = ("symbolic", "flow-aware")
+VERSIONS = (19, 22)
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+_STDERR_TAIL = 4000
+
+
+class IR2VecError(MLBridgeError):
+    """opt failed to embed the module (its message is in the exception)."""
+
+
+class IR2VecNotFound(IR2VecError, FileNotFoundError):
+    """The plugin, opt or the vocabulary is not where the build says."""
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What embedding on one LLVM version needs (from ``lib/ir2vec/ir2vec.json``
+    in the build directory)."""
+
+    llvm: int
+    version: str
+    plugin: Path
+    opt: Path
+    vocabulary: Path
+
+
+def _build_dirs(build_dir) -> List[Path]:
+    out = [Path(build_dir)] if build_dir else []
+    if os.environ.get("MLBRIDGE_BUILD_DIR"):
+        out.append(Path(os.environ["MLBRIDGE_BUILD_DIR"]))
+    out.append(_REPO_ROOT / "build")
+    return out
+
+
+def find(llvm: int = 19, build_dir=None) -> Setup:
+    """The plugin, opt and vocabulary of LLVM ``llvm`` (19 or 22), from the
+    first build directory that has ``lib/ir2vec/ir2vec.json``: ``build_dir``,
+    ``$MLBRIDGE_BUILD_DIR``, ``<repo>/build``. Every file must exist."""
+    if llvm not in VERSIONS:
+        raise ValueError(f"llvm={llvm!r}: expected one of {VERSIONS}")
+    tried = []
+    for base in _build_dirs(build_dir):
+        path = base / "lib" / "ir2vec" / "ir2vec.json"
+        tried.append(str(path))
+        if not path.is_file():
+            continue
+        data = json.loads(path.read_text())
+        entry = data.get(f"llvm{llvm}")
+        if entry is None:
+            raise IR2VecNotFound(f"{path}: the build has no IR2Vec plugin for LLVM {llvm} "
+                                 f"(LLVM 22: install llvm-22-dev, scripts/deps/llvm22.apt, "
+                                 f"and reconfigure)")
+        setup = Setup(llvm, entry["version"], Path(entry["plugin"]), Path(entry["opt"]),
+                      Path(data["vocabulary"][f"llvm{llvm}"]))
+        for what, p, fix in (("plugin", setup.plugin, "build the target MLBridgeIR2Vec"
+                              + ("22" if llvm == 22 else "")),
+                             ("opt", setup.opt, f"install llvm-{llvm}"),
+                             ("vocabulary", setup.vocabulary, "run scripts/deps/ir2vec.sh")):
+            if not p.is_file():
+                raise IR2VecNotFound(f"the IR2Vec {what} for LLVM {llvm} is missing: {p} "
+                                     f"({fix})")
+        return setup
+    raise IR2VecNotFound("the IR2Vec plugins are not built (no ir2vec.json in: " +
+                         ", ".join(tried) + "); configure with LLVM 19 and build "
+                         "MLBridgeIR2Vec")
+
+
+def command(module_path, out_path, setup: Setup, kind: str = "symbolic",
+            blocks: bool = False, vocabulary=None) -> List[str]:
+    """The opt command line that writes the vectors of ``module_path`` to
+    ``out_path`` (what :func:`embed` runs)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind={kind!r}: expected one of {KINDS}")
+    vocab = Path(vocabulary) if vocabulary is not None else setup.vocabulary
+    vocab_flag = "-ir2vec-vocab-path" if setup.llvm == 22 else "-mlbridge-ir2vec-vocab"
+    cmd = [str(setup.opt), f"-load-pass-plugin={setup.plugin}", "-passes=mlbridge-ir2vec",
+           f"{vocab_flag}={vocab}", f"-mlbridge-ir2vec-out={out_path}",
+           f"-mlbridge-ir2vec-kind={kind}", "-disable-output", str(module_path)]
+    if blocks:
+        cmd.insert(-2, "-mlbridge-ir2vec-blocks")
+    return cmd
+
+
+def read_report(path, level: str = "function"):
+    """The vectors of a plugin output file at ``level`` (see :func:`embed`)."""
+    if level not in LEVELS:
+        raise ValueError(f"level={level!r}: expected one of {LEVELS}")
+    data = json.loads(Path(path).read_text())
+    if data.get("format") != "mlbridge-ir2vec-1":
+        raise IR2VecError(f"{path}: not an mlbridge-ir2vec-1 file")
+    dim = int(data["dimension"])
+    if level == "module":
+        return np.asarray(data["module"], dtype=np.float64)
+    if level == "function":
+        return {f["name"]: np.asarray(f["vector"], dtype=np.float64) for f in data["functions"]}
+    if any("blocks" not in f for f in data["functions"]):
+        raise IR2VecError(f"{path}: written without -mlbridge-ir2vec-blocks")
+    return {f["name"]: np.asarray(f["blocks"], dtype=np.float64).reshape(-1, dim)
+            for f in data["functions"]}
+
+
+def embed(module_path, llvm: int = 19, level: str = "function", kind: str = "symbolic",
+          vocabulary=None, build_dir=None, timeout: float = 600.0
+          ) -> Union[np.ndarray, Dict[str, np.ndarray]]:
+    """IR2Vec vectors (float64, the vocabulary's dimension) of the LLVM module
+    ``module_path`` (.bc or .ll) computed on LLVM ``llvm`` (19: ours, 22:
+    LLVM's own embedder).
+
+    ``level``: ``"function"`` -> {function name: vector} over the module's
+    definitions; ``"module"`` -> the sum of those; ``"block"`` -> {function
+    name: [n_blocks, dim]} in block order. ``kind``: ``"symbolic"`` or
+    ``"flow-aware"``. ``vocabulary`` overrides the installed one (LLVM 19:
+    IR2Vec's text file, LLVM 22: the converted JSON). Raises
+    :class:`IR2VecError` with opt's message when opt fails or exceeds
+    ``timeout`` seconds (it is killed)."""
+    if level not in LEVELS:
+        raise ValueError(f"level={level!r}: expected one of {LEVELS}")
+    if not Path(module_path).is_file():
+        raise FileNotFoundError(f"no such module: {module_path}")
+    setup = find(llvm, build_dir)
+    with tempfile.TemporaryDirectory(prefix="mlbridge-ir2vec-") as tmp:
+        out = Path(tmp) / "vectors.json"
+        cmd = command(module_path, out, setup, kind=kind, blocks=level == "block",
+                      vocabulary=vocabulary)
+        proc = process.start(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            _, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill(proc, wait=5)
+            raise IR2VecError(f"opt-{llvm} did not finish embedding {module_path} "
+                              f"within {timeout} s (killed)") from None
+        finally:
+            process.kill(proc, wait=5)
+        if proc.returncode != 0 or not out.is_file():
+            tail = err.decode(errors="replace")[-_STDERR_TAIL:].strip()
+            raise IR2VecError(f"opt-{llvm} failed embedding {module_path} (exit "
+                              f"{proc.returncode}): {tail}")
+        return read_report(out, level)
