@@ -5,7 +5,7 @@ repository path a page names (in backticks or in a code block: ``src/…``,
 ``tests/e2e/test_x.py``, ``scripts/demo.sh``, globs and ``{a,b}`` lists
 included) must match a file or folder of the tree; every ``python -m
 mlbridge.X`` must name a runnable module; every ``build/…`` program a page
-tells a user to run must be a target the build defines.
+tells a user to run or read must be something the build makes.
 """
 
 import functools
@@ -28,7 +28,7 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 MODULE = re.compile(r"python3? -m (mlbridge(?:\.\w+)*)")
 BUILD_PROGRAM = re.compile(r"(?<![\w./$-])build/(?:bin|tools|bench|tests)/([\w.+-]+)")
 FENCE = re.compile(r"```.*?```", re.S)
-CODE = re.compile(r"`([^`\n]+)`")
+CODE = re.compile(r"`((?:[^`\n]|\n(?!\n))+)`")  # a span may wrap, not cross a paragraph
 
 
 def _code_text(page):
@@ -59,8 +59,9 @@ def _exists(token):
 
 @functools.lru_cache(maxsize=1)
 def _defined_targets():
-    """Names of the executables the CMake files define (add_executable and
-    OUTPUT_NAME overrides)."""
+    """Names of what the CMake files put in a build folder: executables
+    (add_executable, OUTPUT_NAME overrides) and outputs named after the
+    binary dir (generated model folders)."""
     names = set()
     for folder, subdirs, files in os.walk(ROOT):
         subdirs[:] = [d for d in subdirs if not d.startswith((".", "build", "__pycache__"))]
@@ -69,6 +70,7 @@ def _defined_targets():
         text = Path(folder, "CMakeLists.txt").read_text(encoding="utf-8", errors="replace")
         names.update(re.findall(r"add_executable\(\s*([\w.+-]+)", text))
         names.update(re.findall(r"OUTPUT_NAME\s+\"?([\w.+-]+)", text))
+        names.update(re.findall(r"BINARY_DIR\}/([\w.+-]+)", text))  # outputs: model folders
     return names
 
 
@@ -117,3 +119,5 @@ def test_the_checks_catch_a_wrong_name():
     assert MODULE.findall("python -m mlbridge.nothing x") == ["mlbridge.nothing"]
     assert "mlbridge-no-such-tool" not in _defined_targets()
     assert BUILD_PROGRAM.findall("build/bin/mlb-loop-pragmas x") == ["mlb-loop-pragmas"]
+    # an inline span that wraps keeps the spans after it paired
+    assert CODE.findall("`f(a,\nb)` and `src/x.cpp`") == ["f(a,\nb)", "src/x.cpp"]
