@@ -22,8 +22,7 @@ from conftest import require_llvm_tool
 from mlbridge.llvm.tools import elf_text_size
 from mlbridge.llvm.plugins.corpus import csmith_program, csmith_include_dir
 from mlbridge.train.cluster import TaskFailed, WorkerPool
-from mlbridge.train.compile import make_task
-from mlbridge.train.policy import MODEL_FEATURES, InlinePolicy
+from mlbridge.train.inliner import MODEL_FEATURES, InlinePolicy, make_task
 
 SEEDS = (11, 12, 13)
 
