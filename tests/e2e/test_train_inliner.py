@@ -95,6 +95,25 @@ def test_two_iterations_on_two_ray_workers_write_log_curve_and_model(modules, tm
     assert got == policy.decide(X).tolist()
 
 
+def test_training_when_every_compile_fails_says_so_and_writes_nothing(modules, tmp_path):
+    """clang missing on the workers: a clear error naming the compiler and
+    the modules, and no labels.npz, policy or log that could be taken for a
+    result."""
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "mlbridge.train", "inliner", "--out", str(out),
+           "--workers", "1", "--iterations", "1", "--quiet",
+           "--train-ir", str(modules[0]["ir"]), "--validation-ir", str(modules[1]["ir"])]
+    env = dict(os.environ, MLBRIDGE_CLANG="/nonexistent/clang")
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == 1, res.stderr[-3000:]
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("mlbridge.train inliner: no training module compiled"), last
+    assert "1 of 1 compiles failed" in last and str(modules[0]["ir"]) in last
+    assert "/nonexistent/clang" in last, last
+    assert "Traceback" not in res.stderr
+    assert not out.exists() or list(out.iterdir()) == []
+
+
 def _signal_soon(pid, sig):
     """Sends sig to a worker process while the map that follows is under way."""
     t = threading.Timer(0.3, os.kill, args=(pid, sig))
