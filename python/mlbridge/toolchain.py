@@ -16,7 +16,9 @@ they all use the same compiler and the same measures.
   object raise :class:`CompileError` saying which.
 * :func:`serve_compiler` runs a compiler whose model requests arrive over a
   pipe or gRPC endpoint it is given (the project's plugins and C tool) and
-  answers each one with a policy.
+  answers each one with a policy; :class:`ModelServer` answers such an
+  endpoint from a thread while compilers are run one after the other
+  (benchmarks, builds).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
@@ -39,7 +42,7 @@ from .llvm import process
 from .llvm.tools import elf_text_size, output_path
 
 __all__ = ["Toolchain", "toolchain", "compile", "Compiled", "CompileError",
-           "serve_compiler", "ServedRun", "run_tool", "first_error", "DEFAULT_CLANG", "COMPILE_TIMEOUT"]
+           "serve_compiler", "ServedRun", "ModelServer", "run_tool", "first_error", "DEFAULT_CLANG", "COMPILE_TIMEOUT"]
 
 #: The compiler when ``$MLBRIDGE_CLANG`` is not set.
 DEFAULT_CLANG = "clang-19"
@@ -337,3 +340,49 @@ def serve_compiler(command: Callable[[str], Sequence[str]], policy, *, advisor: 
                      np.asarray(rows, dtype=np.int64).reshape(len(rows), len(names)),
                      np.asarray(decisions, dtype=np.int64), sessions, contexts,
                      process.cpu_seconds(proc) or 0.0)
+
+
+class ModelServer:
+    """Answers every request arriving at a pipe or gRPC endpoint with
+    ``policy(observation) -> int`` in a thread of this process, for
+    compilers started meanwhile with :func:`compile` (one at a time on a
+    pipe; concurrently over gRPC). ``endpoint`` is what the compiler is
+    given; :meth:`close` stops the thread and raises the first error it
+    met."""
+
+    def __init__(self, policy, *, transport: str = "pipe", serdes: str = "bitstream",
+                 timeout: float = 600.0):
+        self.policy = policy
+        self.iface = _open_interface(transport, serdes, timeout)
+        self.endpoint = self.iface.base if transport == "pipe" else self.iface.address
+        self._stop = False
+        self.error = None
+        self._thread = threading.Thread(target=self._loop, daemon=True,
+                                        name="mlbridge-model-server")
+        self._thread.start()
+
+    def _loop(self):
+        while not self._stop:
+            try:
+                obs = self.iface.evaluate(timeout=0.5)
+                if obs is not None:
+                    self.iface.populate_buffer(self.policy(obs))
+            except TimeoutError:
+                continue
+            except Exception as e:  # noqa: BLE001 - raised by close()
+                if not self._stop:
+                    self.error = e
+                return
+
+    def close(self):
+        self._stop = True
+        self._thread.join(timeout=5)
+        self.iface.close()
+        if self.error is not None:
+            raise self.error
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
