@@ -44,16 +44,6 @@ class FakePool:
         return out
 
 
-def _bar(total, desc):
-    class Bar:
-        def update(self, n):
-            pass
-
-        def close(self):
-            pass
-    return Bar()
-
-
 def _module(tmp_path, key, default_text, n=4):
     ir = tmp_path / f"{key}.bc"
     ir.write_bytes(key.encode() * 8)
@@ -82,7 +72,7 @@ def test_a_candidate_with_a_failed_validation_compile_is_rejected(tmp_path, fail
             return TaskFailed("b", failure, 3)
         return {"key": task["key"], "text": 900, "seconds": 0.1}
 
-    run = _Run(FakePool(answer), _bar)
+    run = _Run(FakePool(answer))
     measured, winner = validation_sweep(run, _always_inline(), [0.0], [a, b], 1)
     assert winner is None, "a candidate with a failed compile must not be chosen"
     (cand,) = measured
@@ -99,7 +89,7 @@ def test_a_valid_candidate_still_wins_over_a_rejected_one(tmp_path):
             return TaskFailed("a", "timed out", 3)
         return {"key": "a", "text": 990, "seconds": 0.1}
 
-    run = _Run(FakePool(answer), _bar)
+    run = _Run(FakePool(answer))
     measured, winner = validation_sweep(run, _always_inline(), [-0.5, 0.0], [a], 1)
     assert [c.rejected is None for c in measured] == [True, False]
     assert winner.label == -0.5 and winner.total == 990

@@ -5,6 +5,7 @@ run that fails before it has measured anything leaves no artefact."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -28,8 +29,8 @@ def write_atomically(path, write):
             os.unlink(tmp)
 
 
-class RunResults:
-    """The output folder of one run."""
+class RunResults(contextlib.AbstractContextManager):
+    """The output folder of one run (as a context manager: closes the log)."""
 
     def __init__(self, out_dir):
         self.out_dir = os.fspath(out_dir)
@@ -60,9 +61,6 @@ class RunResults:
         if self._log is not None:
             self._log.close()
             self._log = None
-
-    def __enter__(self):
-        return self
 
     def __exit__(self, *exc):
         self.close()

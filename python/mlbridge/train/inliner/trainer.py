@@ -147,9 +147,10 @@ class _DefaultRollouts:
 
 
 class _Run:
-    """Bookkeeping of one training run: the pool, compile counts, failures."""
+    """Bookkeeping of one training run: the pool, compile counts, failures.
+    ``progress(total=, desc=)``: a progress bar (tqdm) per map, or None."""
 
-    def __init__(self, pool, progress):
+    def __init__(self, pool, progress=None):
         self.pool, self.progress = pool, progress
         self.compiles = 0
         self.compile_seconds = 0.0
@@ -158,11 +159,13 @@ class _Run:
     def map(self, tasks, what):
         if not tasks:
             return []
-        bar = self.progress(total=len(tasks), desc=what)
+        bar = self.progress(total=len(tasks), desc=what) if self.progress else None
         try:
-            results = self.pool.map(tasks, progress=lambda: bar.update(1))
+            results = self.pool.map(tasks, progress=None if bar is None
+                                    else (lambda: bar.update(1)))
         finally:
-            bar.close()
+            if bar is not None:
+                bar.close()
         self.compiles += len(tasks)
         for r in results:
             if isinstance(r, TaskFailed):
@@ -313,16 +316,6 @@ def _plot(log_rows, path):
     plt.close(fig)
 
 
-def _no_bar(total, desc):
-    class _Bar:
-        def update(self, n):
-            pass
-
-        def close(self):
-            pass
-    return _Bar()
-
-
 def _save_labels(path, X, g):
     def write(tmp):
         with open(tmp, "wb") as f:
@@ -341,13 +334,11 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
     training or validation module compiles, no label could be measured or
     every validation candidate of an iteration was rejected."""
     cfg = config or TrainConfig()
+    bar = None
     if progress:
+        from functools import partial
         from tqdm import tqdm
-
-        def bar(total, desc):
-            return tqdm(total=total, desc=desc, unit="compile", leave=False)
-    else:
-        bar = _no_bar
+        bar = partial(tqdm, unit="compile", leave=False)
     rng = np.random.default_rng(cfg.seed)
     train_mods = _modules_of(train_modules, build_dir)
     val_mods = _modules_of(validation_modules, build_dir)
