@@ -83,8 +83,7 @@ def _oracle(path, task):
     t0 = time.monotonic()
     states, looks, sizes, actions = [], [], [], []
     with PhaseOrderEnv([path], max_steps=task["max_steps"], lookahead=True,
-                       plugins=_plugin_info(task), clang=toolchain().clang,
-                       timeout=task["timeout"]) as env:
+                       plugins=_plugin_info(task), timeout=task["timeout"]) as env:
         obs, info = env.reset()
         while True:
             la = np.asarray(info["lookahead"], dtype=np.int64)
