@@ -25,10 +25,11 @@ from .registry import PROBLEMS
 
 
 def cmd_problem(args):
+    from ..toolchain import CompileError
     from .results import TrainingError
     try:
         summary = PROBLEMS[args.command].load().main(args)
-    except TrainingError as e:
+    except (TrainingError, CompileError) as e:
         sys.exit(f"mlbridge.train {args.command}: {e}")
     print(json.dumps(summary, indent=2))
 
@@ -120,7 +121,7 @@ def _fixed_action_model(action, folder):
 
 
 def cmd_oracle(args):
-    """Budgeted per-module search (evaluate.search_oracle) on a split."""
+    """Budgeted per-module search (inliner.oracle.search_oracle) on a split."""
     from .cluster import WorkerPool
     from .inliner.oracle import search_oracle
     from .modules import corpus_modules
