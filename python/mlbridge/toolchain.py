@@ -240,6 +240,9 @@ def _served(cmd, advisors, timeout, env, cwd, include_default):
     stderr = res.stderr if isinstance(res.stderr, str) else ""
     if res.timed_out:
         raise CompileError(f"timed out after {timeout:g} s: {_describe(cmd)}")
+    if res.returncode != 0:   # the compiler's own error first, the host's after it
+        host = f"; the host: {res.error}" if res.error else ""
+        raise CompileError(_failure(cmd, res.returncode, stderr) + host)
     if res.error is not None:
         raise CompileError(f"{_describe(cmd)}: {res.error}")
     return res.returncode, process.cpu_seconds(comp.proc) or 0.0, stderr, res

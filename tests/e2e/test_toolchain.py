@@ -58,6 +58,20 @@ def test_an_interactive_compile_is_served_and_measured(clang, tmp_path):
     assert res.text > 0 and res.cpu_seconds > 0 and res.run.requests["inline"] == len(asked) > 0
 
 
+def test_a_policy_that_raises_stops_the_served_compile_and_is_named(clang, tmp_path):
+    src = tmp_path / "a.c"
+    src.write_text(SOURCE)
+    ir = tmp_path / "a.bc"
+    compile([clang, "-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c", src,
+             "-o", ir], measure_text=False)
+
+    def broken(obs):
+        raise ZeroDivisionError("no policy today")
+    with pytest.raises(CompileError, match="ZeroDivisionError: no policy today"):
+        compile([clang, "-Oz", "-c", ir, "-o", tmp_path / "a.o"], advisors={"inline": broken},
+                timeout=60)
+
+
 def test_a_failed_compile_names_the_error(clang, tmp_path):
     src = tmp_path / "bad.c"
     src.write_text("int f( { return }\n")
