@@ -129,8 +129,8 @@ class _DefaultRollouts:
         if z is None:
             return False
         X = z.get("X")
-        if X is None or X.ndim != 2 or X.shape[1] != len(MODEL_FEATURES) or \
-                len(z.get("flip_index", ())) != len(z.get("flip_text", ())):
+        if not {"text", "X", "flip_index", "flip_text"} <= set(z) or X.ndim != 2 or \
+                X.shape[1] != len(MODEL_FEATURES) or len(z["flip_index"]) != len(z["flip_text"]):
             _log.warning("rollout cache: %s has another layout; recomputing it",
                          self.cache.file(self._key(m)))
             return False
