@@ -191,3 +191,24 @@ def test_writers_sharing_a_cache_never_use_the_same_temporary_file(tmp_path, mon
     assert dst1 == dst2 == str(tmp_path / "same.rollout.npz")
     assert src1 != src2 and os.path.dirname(src1) == str(tmp_path)
     assert sorted(os.listdir(tmp_path)) == ["same.rollout.npz"]   # no temporary left
+
+
+def test_default_rollouts_round_trip_and_an_entry_of_another_layout_is_recomputed(
+        tmp_path, monkeypatch, caplog):
+    import mlbridge.train.inliner.trainer as trainer
+
+    class Tool:
+        tag = "0123abcd"
+    monkeypatch.setattr(trainer, "toolchain", lambda: Tool)
+    rollouts = trainer._DefaultRollouts(tmp_path / "cache")
+    m = _module(tmp_path, "a", 777)
+    m.default_flips = {1: 790, 3: 760}
+    rollouts.save(m)
+    fresh = _module(tmp_path, "a", None)
+    assert rollouts.load(fresh)
+    assert fresh.default_text == 777 and fresh.default_flips == {1: 790, 3: 760}
+    np.testing.assert_array_equal(fresh.X, m.X)
+    rollouts.cache.save(rollouts._key(m), text=np.int64(1), X=np.zeros((2, 3)))
+    with caplog.at_level(logging.WARNING, logger="mlbridge.train"):
+        assert not rollouts.load(_module(tmp_path, "a", None))
+    assert "another layout" in caplog.text
