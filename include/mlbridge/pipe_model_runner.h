@@ -32,23 +32,13 @@
 
 namespace mlbridge {
 
-struct PipeOptions : RunnerOptions {
-  SerDesKind Format = SerDesKind::Bitstream;
-  /// How long opening may wait for the FIFOs to exist and the peer to open
-  /// its ends.
-  std::chrono::milliseconds OpenTimeout{30000};
-  /// How long one request may take: writing the observation and reading
-  /// the whole reply.
-  std::chrono::milliseconds ReplyTimeout{30000};
+/// OpenTimeout bounds the wait for the FIFOs to exist and for the model to
+/// open its ends.
+struct PipeOptions : StreamOptions {
   /// Create "<Base>.in"/"<Base>.out" (mode 0600) if they do not exist; the
   /// runner then also removes them when destroyed. Off by default: the
   /// model side owns the FIFOs.
   bool CreateFifos = false;
-  /// Limits applied to replies.
-  SerDesLimits Limits;
-  /// How long a read may poll the empty pipe before sleeping in poll(), if
-  /// that measurably shortens the wait (docs/pipes.md); 0: never spin.
-  std::chrono::microseconds Spin{50};
   /// Offer a session id in the header and require framed replies
   /// (protocol §5.1). Every ML-Compiler-Bridge model side supports it;
   /// turn it off only for a model host that does not (e.g. LLVM's own
@@ -89,7 +79,7 @@ private:
   PipeModelRunner(CreateTag, std::string Base,
                   std::vector<TensorSpec> FeatureSpecs,
                   std::optional<TensorSpec> Advice, PipeOptions Options);
-  Status openChannel(std::unique_ptr<MessageChannel> &Out) override;
+  Expected<std::unique_ptr<MessageChannel>> openChannel() override;
   std::string channelName() const override;
   bool offersSessionIds() const override { return Opts.SessionIds; }
 

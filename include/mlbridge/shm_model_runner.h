@@ -27,18 +27,9 @@
 
 namespace mlbridge {
 
-struct ShmOptions : RunnerOptions {
-  SerDesKind Format = SerDesKind::Bitstream;
-  /// How long connecting may wait for the model to listen and accept.
-  std::chrono::milliseconds OpenTimeout{30000};
-  /// How long one request may take: writing it and reading the reply.
-  std::chrono::milliseconds ReplyTimeout{30000};
-  /// How long to poll the ring for a reply before sleeping (0: sleep at
-  /// once). Spinning costs CPU only while a reply is awaited.
-  std::chrono::microseconds Spin{50};
-  /// Limits applied to replies.
-  SerDesLimits Limits;
-};
+/// OpenTimeout bounds the wait for the model to listen and to accept the
+/// connection (a model whose listen queue is full counts as not accepting).
+struct ShmOptions : StreamOptions {};
 
 class ShmModelRunner final : public StreamModelRunner {
 public:
@@ -59,7 +50,6 @@ public:
       : ShmModelRunner(CreateTag(), std::move(SocketPath),
                        std::move(FeatureSpecs), std::move(Advice),
                        std::move(Options)) {}
-  ~ShmModelRunner() override;
 
   const std::string &socketPath() const { return Path; }
 
@@ -67,7 +57,7 @@ private:
   ShmModelRunner(CreateTag, std::string SocketPath,
                  std::vector<TensorSpec> FeatureSpecs,
                  std::optional<TensorSpec> Advice, ShmOptions Options);
-  Status openChannel(std::unique_ptr<MessageChannel> &Out) override;
+  Expected<std::unique_ptr<MessageChannel>> openChannel() override;
   std::string channelName() const override;
   /// Replies are framed (protocol §5.1): the request number in each frame
   /// tells a second reply to an earlier request from this one's answer.

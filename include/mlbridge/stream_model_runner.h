@@ -10,7 +10,8 @@
 //
 // The channel is opened on first use (evaluate or switchContext) or by
 // connect(); an I/O or protocol error closes it and makes the runner
-// unavailable (ModelRunner's contract).
+// unavailable (ModelRunner's contract). StreamOptions holds the settings
+// every such runner has; PipeOptions and ShmOptions add their transport's.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLBRIDGE_STREAM_MODEL_RUNNER_H
@@ -44,6 +45,22 @@ struct ReplyFrame {
   static ReplyFrame decode(const char (&In)[Bytes]);
 };
 
+/// The settings every stream runner has.
+struct StreamOptions : RunnerOptions {
+  SerDesKind Format = SerDesKind::Bitstream;
+  /// How long opening may wait for the model side to be there and take the
+  /// channel (what that means is the transport's: PipeOptions, ShmOptions).
+  std::chrono::milliseconds OpenTimeout{30000};
+  /// How long one request may take: writing it and reading the whole reply.
+  std::chrono::milliseconds ReplyTimeout{30000};
+  /// How long a wait for a reply may poll before sleeping, if that
+  /// measurably shortens the wait (docs/pipes.md, docs/shm.md); 0: never
+  /// spin. Spinning costs CPU only while a reply is awaited.
+  std::chrono::microseconds Spin{50};
+  /// Limits applied to replies.
+  SerDesLimits Limits;
+};
+
 class StreamModelRunner : public ModelRunner {
 public:
   ~StreamModelRunner() override;
@@ -55,14 +72,16 @@ public:
   void disconnect();
 
 protected:
+  /// Checks the shared options and that Endpoint (where the channel is
+  /// opened, an EndpointKind) is given; the first invalid one is the
+  /// construction error.
   StreamModelRunner(std::vector<TensorSpec> FeatureSpecs,
                     std::optional<TensorSpec> Advice,
-                    const RunnerOptions &Options, SerDesKind Format,
-                    std::chrono::milliseconds ReplyTimeout,
-                    SerDesLimits Limits);
+                    const StreamOptions &Options, const std::string &Endpoint,
+                    const char *EndpointKind);
 
   /// Opens the transport (bounded by the subclass's open timeout).
-  virtual Status openChannel(std::unique_ptr<MessageChannel> &Out) = 0;
+  virtual Expected<std::unique_ptr<MessageChannel>> openChannel() = 0;
   /// Names the channel in error messages, e.g. "pipe '/tmp/ch'".
   virtual std::string channelName() const = 0;
   /// True to offer a session id in each session's header and require

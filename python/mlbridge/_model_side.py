@@ -1,18 +1,77 @@
 """What the stream interfaces (pipes, shared memory) have in common: the
 request/answer contract, the properties of the current session, the
-watched compiler process, and serve() through the event loop."""
+watched compiler process, serve() through the event loop, and the session
+logic between the bytes and the policy (which message ends a session,
+when an observation may be answered, what a reply is)."""
 
-from .errors import MLBridgeError
+import time
+
+from .errors import MLBridgeError, ProtocolError
 from .event_loop import EventLoop
+from .messages import Header, Observation
 
-__all__ = ["StreamInterface"]
+__all__ = ["StreamInterface", "decode_next", "answer", "PendingDeadline"]
+
+
+def decode_next(codec, reader, state, fast=None):
+    """The next message of a session (Header, Context, Observation,
+    Outcome), with the session rules every stream transport keeps: a
+    header that does not continue the session forgets the context, and an
+    observation needs an advice spec to be answered. ``fast(reader,
+    state)``: a transport's shortcut for the common message, tried first
+    (None: not this one)."""
+    msg = None if fast is None else fast(reader, state)
+    if msg is None:
+        msg = codec.decode_message(reader, state)
+    kind = type(msg)
+    if kind is Observation:
+        if state.advice_spec is None:
+            raise ProtocolError("observation without an advice spec")
+    elif kind is Header and not msg.continues:
+        state.context = None
+    return msg
+
+
+def answer(codec, policy, obs):
+    """The reply bytes for ``obs``: ``policy(obs)`` encoded for its advice
+    spec (the frame is the transport's)."""
+    return codec.encode_advice(obs.advice_spec, policy(obs))
+
+
+class PendingDeadline:
+    """When a session waiting on its peer -- a message begun but not ended,
+    a reply with no room yet -- must give up (``timeout`` seconds after it
+    began to wait; one per session, so a slow peer costs only its own)."""
+
+    __slots__ = ("timeout", "due")
+
+    def __init__(self, timeout):
+        self.timeout = timeout
+        self.due = None
+
+    def waiting(self):
+        """The session waits (from now, if it did not already)."""
+        if self.due is None:
+            self.due = time.monotonic() + self.timeout
+
+    def clear(self):
+        self.due = None
+
+    def passed(self, now):
+        return self.due is not None and now >= self.due
+
+
+def _of_session(name, doc):
+    """A read-only property: the current session's ``name``."""
+    return property(lambda self: getattr(self._state, name), doc=doc)
 
 
 class StreamInterface:
     """Base of PipeCompilerInterface and ShmCompilerInterface.
 
     A subclass sets ``_codec``, ``_state``, ``_pending``, ``_closed``,
-    ``_process``, ``timeout`` and implements ``_send(data) -> bool``,
+    ``_process``, ``timeout``, ``_finalizer`` (removes what it created) and
+    implements ``_send(data) -> bool``, ``_drop_session()``,
     ``_loop_source(loop, policy, on_header)`` (its part of an
     :class:`~mlbridge.EventLoop`) and ``_process_changed()``.
     """
@@ -22,20 +81,12 @@ class StreamInterface:
     def serdes(self):
         return self._codec.NAME
 
-    @property
-    def feature_specs(self):
-        """Feature specs of the last header (None before the first)."""
-        return self._state.feature_specs
-
-    @property
-    def advice_spec(self):
-        """Advice spec of the last header (None before the first)."""
-        return self._state.advice_spec
-
-    @property
-    def context(self):
-        """The last context name the compiler announced (None if none)."""
-        return self._state.context
+    feature_specs = _of_session("feature_specs", "Feature specs of the last header (None "
+                                                 "before the first).")
+    advice_spec = _of_session("advice_spec", "Advice spec of the last header (None before "
+                                             "the first).")
+    context = _of_session("context", "The last context name the compiler announced (None "
+                                     "if none).")
 
     @property
     def pending(self):
@@ -63,6 +114,13 @@ class StreamInterface:
         return self._process is not None and self._process.poll() is not None
 
     # ---- lifecycle --------------------------------------------------------------
+    def close(self):
+        """End the session and remove what this object created (FIFOs or
+        socket, and the private directory)."""
+        self._closed = True
+        self._drop_session()
+        self._finalizer()
+
     def __enter__(self):
         return self
 

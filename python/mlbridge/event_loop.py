@@ -40,7 +40,10 @@ class EventLoop:
     shared-memory interface every compiler that connects), then ``run()``.
     Each request is answered with its interface's ``policy(observation) ->
     advice``; requests of one channel are answered in order and replies
-    never cross channels. While nothing is ready the loop polls for up to
+    never cross channels. No channel waits for another: a compiler that
+    stops in the middle of a message, or does not read its reply, holds
+    only its own session, until the interface's timeout ends it
+    (docs/event-loop.md). While nothing is ready the loop polls for up to
     ``spin_us`` microseconds when that has proved faster, then sleeps in
     one ``select`` on every channel (an idle loop uses no CPU).
 

@@ -26,13 +26,13 @@ import time
 import weakref
 
 from . import serdes as _serdes
-from ._model_side import StreamInterface
+from ._model_side import PendingDeadline, StreamInterface, answer, decode_next
 from ._spin import SpinBudget
 from .errors import MLBridgeError, PeerClosed, ProtocolError, TimeoutError
 from .event_loop import ChannelStats
 from .messages import (DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_MESSAGE_BYTES, Header,
                        Observation, SessionState)
-from .reader import FdReader
+from .reader import FdReader, WouldBlock
 
 __all__ = ["PipeCompilerInterface"]
 
@@ -44,6 +44,8 @@ _OPEN_BACKOFF_MIN = 0.001
 _OPEN_BACKOFF_MAX = 0.02
 # With a compiler process to watch, an event loop looks at it this often.
 _WATCH_EVERY = 0.02
+# How often an event loop retries a reply the pipe had no room for.
+_RETRY_REPLY_EVERY = 0.001
 
 
 def _check_private_fifo(st, path):
@@ -179,6 +181,8 @@ class PipeCompilerInterface(StreamInterface):
         self._wfd = None
         self._wpoll = None
         self._pending = None
+        self._queue_replies = False  # an event loop's: never wait for room
+        self._unsent = None  # what a queued reply has left to write
         self._renew_fifos = False  # a broken session left FIFOs to replace
         self._session_started = False  # a message of this session was read
         self._in_session = False
@@ -230,12 +234,6 @@ class PipeCompilerInterface(StreamInterface):
             self._reader.alive = self._alive_check()
 
     # ---- lifecycle ------------------------------------------------------------------
-    def close(self):
-        """Close the pipes and remove the FIFOs/directory this object created."""
-        self._closed = True
-        self._drop_session()
-        self._finalizer()
-
     def _drop_session(self, broken=False):
         """End the session and close our ends of the FIFOs.
 
@@ -247,6 +245,7 @@ class PipeCompilerInterface(StreamInterface):
         """
         self._reader = None
         self._pending = None
+        self._unsent = None
         self._wfd = None
         self._wpoll = None
         self._generation += 1
@@ -402,24 +401,22 @@ class PipeCompilerInterface(StreamInterface):
         pending), or None when the session has ended."""
         state = self._state
         try:
-            msg = self._codec.decode_message(self._reader, state)
+            msg = decode_next(self._codec, self._reader, state)
             if type(msg) is Observation:
-                if state.advice_spec is None:
-                    raise ProtocolError("observation without an advice spec")
                 self._pending = msg
                 return msg
             if type(msg) is Header:
                 _log.debug("header: %d features, advice %s", len(msg.feature_specs),
                            msg.advice_spec.describe())
-                if not msg.continues:
-                    state.context = None  # a new session starts fresh
-                    if self._session_started:
-                        # The compiler closed and reopened its ends before
-                        # we saw EOF (LLVM does so between inliner runs):
-                        # this header is already the next session's.
-                        return None
+                if not msg.continues and self._session_started:
+                    # The compiler closed and reopened its ends before we
+                    # saw EOF (LLVM does so between inliner runs): this
+                    # header is already the next session's.
+                    return None
             self._session_started = self._in_session = True
             return msg
+        except WouldBlock:  # the event loop's: the rest of the message is not here yet
+            raise
         except PeerClosed as e:
             _log.debug("session ended: %s", e)
             if e.clean and not self._process_exited():
@@ -441,8 +438,9 @@ class PipeCompilerInterface(StreamInterface):
             raise
 
     def _send(self, data):
-        """Write the reply ``data`` whole (one syscall when the pipe has room),
-        framed when the session asked for it (protocol §5.1). Returns False,
+        """Write the reply ``data`` whole (one syscall when the pipe has room;
+        in an event loop, what does not fit is queued), framed when the
+        session asked for it (protocol §5.1). Returns False,
         writing nothing, when the requester has moved on; PeerClosed when it
         has closed the channel."""
         gone = self._reader.input_state()
@@ -469,10 +467,26 @@ class PipeCompilerInterface(StreamInterface):
             self._drop_session(broken=True)
             raise PeerClosed(f"the compiler closed {self._in_path}") from None
         if written < len(data):
-            self._write_rest(data, written)
+            if self._queue_replies:
+                self._unsent = memoryview(data)[written:]
+            else:
+                self._write_rest(data, written)
         self._pending = None
         state.requests += 1
         return True
+
+    def _flush_unsent(self):
+        """Write what the pipe had no room for when the reply was queued;
+        True once all is written. PeerClosed if the compiler closed B.in."""
+        try:
+            n = os.write(self._wfd, self._unsent)
+        except BlockingIOError:
+            return False
+        except BrokenPipeError:
+            self._drop_session(broken=True)
+            raise PeerClosed(f"the compiler closed {self._in_path}") from None
+        self._unsent = self._unsent[n:] if n < len(self._unsent) else None
+        return self._unsent is None
 
     def _write_rest(self, data, written):
         """Finish a reply the pipe had no room for, within the timeout."""
@@ -512,7 +526,13 @@ class _PipeSource:
     session is open; before that, tries to open one with the blocking
     path's backoff (a FIFO offers nothing to wait on until both ends
     meet). Methods return their progress (requests answered, sessions
-    opened or ended)."""
+    opened or ended).
+
+    Nothing here waits for the compiler (docs/event-loop.md): B.out is read
+    without blocking, a message is decoded only once all of it is buffered
+    (a partial one is decoded again when more came), and a reply the pipe
+    has no room for is queued. A message begun or a reply queued must be
+    finished within the interface's timeout, or that session ends."""
 
     in_memory = False
 
@@ -527,7 +547,10 @@ class _PipeSource:
         self.seen = iface._state.feature_specs
         self.delay = _OPEN_BACKOFF_MIN
         self.due = time.monotonic()
+        self.watch_due = None  # next look at the watched compiler process
+        self.waiting = PendingDeadline(iface.timeout)  # a message begun, a reply queued
         self.ended_in = None  # the generation whose session end was counted
+        iface._queue_replies = True
         self._sync()
         if iface._reader is not None and iface._reader.buffered:
             loop.again(self)  # read before this loop existed: no event will come
@@ -539,31 +562,53 @@ class _PipeSource:
         if iface._generation == self.generation:
             return
         self.generation = iface._generation
-        self.detach()
+        self._unregister()
+        self.waiting.clear()
         reader = iface._reader
         if reader is not None:
-            self.loop.register(reader.fd, self)
-            self.fd = reader.fd
-            self.due = time.monotonic() + _WATCH_EVERY if iface._process is not None else None
+            reader.nonblocking = True
+            self._register()
+            self.watch_due = (time.monotonic() + _WATCH_EVERY
+                              if iface._process is not None else None)
+            self._schedule()
         else:
             self.delay = _OPEN_BACKOFF_MIN
             self.due = time.monotonic()
 
+    def _schedule(self):
+        """The next timer of an open session: the earliest of the process
+        watch, the session's deadline and, with a reply queued, a retry."""
+        dues = [d for d in (self.watch_due, self.waiting.due) if d is not None]
+        if self.iface._unsent is not None:
+            dues.append(time.monotonic() + _RETRY_REPLY_EVERY)
+        self.due = min(dues) if dues else None
+
     def on_event(self, fd):
-        """B.out is readable: answer what is there (a message begun is read
-        to its end within the interface's timeout)."""
+        """B.out is readable: answer every whole message there."""
         iface = self.iface
         reader = iface._reader
         if reader is None:  # an event from before the session ended
             return 0
         stats = self.stats
-        policy = self.policy
-        timeout = iface.timeout
         progress = 0
         try:
             while True:
-                reader.deadline = time.monotonic() + timeout
-                msg = iface._read_message(timeout)
+                if iface._unsent is not None:
+                    # The queued reply goes first: B.out is not watched until
+                    # it is written (it may stay readable meanwhile).
+                    self._unregister()
+                    return progress
+                reader.begin()
+                try:
+                    msg = iface._read_message(iface.timeout)
+                except WouldBlock:
+                    reader.rewind()
+                    if reader.buffered:  # a message begun: its deadline runs
+                        self.waiting.waiting()
+                    self._schedule()
+                    return progress
+                reader.commit()
+                self.waiting.clear()
                 if iface._state.feature_specs is not self.seen:
                     self.seen = iface._state.feature_specs
                     if self.on_header is not None and self.seen is not None:
@@ -572,12 +617,15 @@ class _PipeSource:
                     return progress + self._ended()
                 if type(msg) is Observation:
                     try:
-                        stats.answered += iface.populate_buffer(policy(msg))
+                        stats.answered += iface._send(answer(iface._codec, self.policy, msg))
                     except PeerClosed:
                         return progress + self._ended()
                     except BaseException:
                         iface._drop_session(broken=True)
                         raise
+                    if iface._unsent is not None:
+                        self.waiting.waiting()
+                        self._schedule()
                     progress += 1
                 if not reader.buffered:
                     return progress
@@ -607,18 +655,8 @@ class _PipeSource:
     def on_timer(self):
         iface = self.iface
         now = time.monotonic()
-        if iface._reader is not None:  # watching the compiler process
-            self.due = now + _WATCH_EVERY
-            if iface._process_exited() and iface._reader.input_state() is None:
-                # A compiler that exits after its session's EOF was counted
-                # (the channel was kept open for a next session that did
-                # not begin) ends nothing more.
-                counted = self.ended_in == iface._generation and not iface._session_started
-                iface._drop_session()
-                self._sync()
-                self.due = None
-                return 0 if counted else self._ended()
-            return 0
+        if iface._reader is not None:
+            return self._session_timer(now)
         if iface._process_exited():
             self.due = None  # finished
             return 0
@@ -632,11 +670,66 @@ class _PipeSource:
         self.delay = min(self.delay * 2, _OPEN_BACKOFF_MAX)
         return 0
 
+    def _session_timer(self, now):
+        """An open session's timer: the queued reply retried, the session's
+        deadline kept, the compiler process watched."""
+        iface = self.iface
+        if iface._unsent is not None:
+            try:
+                if iface._flush_unsent():
+                    self.waiting.clear()
+                    self._register()
+                    if iface._reader.buffered:
+                        self.loop.again(self)
+            except PeerClosed:
+                self._sync()
+                return self._ended()
+        if self.waiting.passed(now):
+            _log.debug("session ended: the compiler did not %s within %g s",
+                       "read its reply" if iface._unsent is not None else
+                       "finish its message", iface.timeout)
+            iface._drop_session(broken=True)
+            self._sync()
+            return self._ended()
+        if self.watch_due is not None and now >= self.watch_due:
+            self.watch_due = now + _WATCH_EVERY
+            if iface._process_exited() and iface._reader.input_state() is None:
+                # A compiler that exits after its session's EOF was counted
+                # (the channel was kept open for a next session that did
+                # not begin) ends nothing more.
+                counted = self.ended_in == iface._generation and not iface._session_started
+                iface._drop_session()
+                self._sync()
+                self.due = None
+                return 0 if counted else self._ended()
+        self._schedule()
+        return 0
+
     def finished(self):
         iface = self.iface
         return iface._reader is None and iface._process_exited()
 
-    def detach(self):
+    def _register(self):
+        if self.fd is None:
+            self.fd = self.iface._reader.fd
+            self.loop.register(self.fd, self)
+
+    def _unregister(self):
         if self.fd is not None:
             self.loop.unregister(self.fd)
             self.fd = None
+
+    def detach(self):
+        """Leave the loop; the session continues with evaluate() or serve()
+        (a queued reply is finished first, within the timeout)."""
+        self._unregister()
+        iface = self.iface
+        iface._queue_replies = False
+        if iface._reader is not None:
+            iface._reader.nonblocking = False
+        if iface._unsent is not None:
+            rest, iface._unsent = bytes(iface._unsent), None
+            try:
+                iface._write_rest(rest, 0)
+            except (PeerClosed, TimeoutError) as e:
+                _log.debug("session ended: %s", e)

@@ -18,13 +18,35 @@ import numpy as _np
 from ._spin import PAUSE_ONLY
 from .errors import MessageTooLarge, PeerClosed, TimeoutError
 
-__all__ = ["FdReader", "BufferReader"]
+__all__ = ["FdReader", "BufferReader", "WouldBlock", "poll_ms", "ALIVE_SLICE_MS"]
 
 _DEFAULT = object()
 _CHUNK = 64 << 10
 # While a liveness callback is set, waits are cut into slices this long so a
 # dead peer process is noticed promptly.
-_ALIVE_SLICE_MS = 20
+ALIVE_SLICE_MS = 20
+
+
+def poll_ms(deadline, watching, what):
+    """The milliseconds one poll() of a wait may take: until the monotonic
+    ``deadline`` (None: -1, no bound), at most ALIVE_SLICE_MS while
+    ``watching`` a peer process. TimeoutError naming ``what`` once the
+    deadline has passed."""
+    if deadline is None:
+        ms = -1
+    else:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError(f"deadline passed while waiting for {what}")
+        ms = max(1, math.ceil(remaining * 1000))
+    if watching:
+        ms = ALIVE_SLICE_MS if ms < 0 else min(ms, ALIVE_SLICE_MS)
+    return ms
+
+
+class WouldBlock(Exception):
+    """A non-blocking FdReader has not received all of what was asked for
+    (not an error: the caller rewinds and tries again when more came)."""
 
 
 class FdReader:
@@ -38,6 +60,11 @@ class FdReader:
     PeerClosed (e.g. the compiler process exited). ``tee``: optional binary
     file object that receives a copy of every byte read, in order.
     The reader does not own ``fd``.
+
+    ``nonblocking``: instead of waiting, a read raises :class:`WouldBlock`.
+    An event loop decodes a message between ``begin()`` and ``commit()``,
+    and on WouldBlock calls ``rewind()``: every byte since ``begin()`` is
+    still buffered, and decoding starts over when more arrived.
     """
 
     def __init__(self, fd, *, deadline=None, alive=None, tee=None, chunk_size=_CHUNK,
@@ -47,6 +74,8 @@ class FdReader:
         self.alive = alive
         self.tee = tee
         self.spinner = spinner
+        self.nonblocking = False
+        self._mark = None  # buffer position of begin(), kept until commit()
         self._chunk = int(chunk_size)
         self._buf = bytearray(self._chunk)
         self._start = 0
@@ -70,6 +99,20 @@ class FdReader:
         if not ready:
             return None
         return "data" if ready[0][1] & (select.POLLIN | select.POLLPRI) else "closed"
+
+    # ---- a message read without waiting -----------------------------------------
+    def begin(self):
+        """Keep every byte read from here until commit() (or rewind())."""
+        self._mark = self._start
+
+    def rewind(self):
+        """Back to the position of begin(): what was read since is unread."""
+        self._start, self._mark = self._mark, None
+
+    def commit(self):
+        self._mark = None
+        if self._start >= self._end:
+            self._consume_to(self._end)
 
     # ---- public reads ----------------------------------------------------------
     def read_line(self, max_bytes, deadline=_DEFAULT):
@@ -122,7 +165,7 @@ class FdReader:
             out = self._buf[start:start + n]
             self._consume_to(start + n)
             return out
-        if n - avail <= self._chunk:
+        if n - avail <= self._chunk or self.nonblocking:
             self._reserve(n - avail)
             while self._end - self._start < n:
                 if self._fill(deadline, f"{n} bytes", self._end - self._start) == 0:
@@ -181,7 +224,7 @@ class FdReader:
 
     # ---- internals ---------------------------------------------------------------
     def _consume_to(self, pos):
-        if pos >= self._end:
+        if pos >= self._end and self._mark is None:
             self._start = self._end = 0
             if len(self._buf) > 4 * self._chunk:
                 # Do not keep a huge buffer around after one long line.
@@ -194,19 +237,24 @@ class FdReader:
         grows by doubling, but not past ``cap`` bytes (when given)."""
         if len(self._buf) - self._end >= need:
             return
-        pending = self._end - self._start
+        keep = self._start if self._mark is None else self._mark  # kept from here
+        pending = self._end - keep
         if pending + need <= len(self._buf):
             # Same-size slice assignment: never resizes, safe with live views.
-            self._buf[:pending] = self._buf[self._start:self._end]
+            self._buf[:pending] = self._buf[keep:self._end]
         else:
+            if cap is not None:
+                cap += self._start - keep
             grown = 2 * len(self._buf) if cap is None else min(2 * len(self._buf), cap)
             new = bytearray(max(grown, pending + need))
             # numpy copies buffer to buffer; a bytearray slice assignment
             # would first copy the source (a third buffer of that size).
             _np.frombuffer(new, _np.uint8, pending)[:] = _np.frombuffer(
-                self._buf, _np.uint8, pending, self._start)
+                self._buf, _np.uint8, pending, keep)
             self._buf = new
-        self._start, self._end = 0, pending
+        if self._mark is not None:
+            self._mark = 0
+        self._start, self._end = self._start - keep, pending
 
     def _fill(self, deadline, what, partial):
         with memoryview(self._buf) as mv:
@@ -225,6 +273,8 @@ class FdReader:
             try:
                 n = os.readv(self.fd, [view])
             except BlockingIOError:
+                if self.nonblocking:
+                    raise WouldBlock() from None
                 spinner = self.spinner
                 if spinner is not None:
                     now = time.monotonic()
@@ -245,6 +295,8 @@ class FdReader:
             if n == 0 and not self._poll.poll(0):
                 # A FIFO reads as EOF before its first writer connects, but
                 # polls as idle (no POLLHUP) until one has: keep waiting.
+                if self.nonblocking:
+                    raise WouldBlock()
                 if not self._wait(deadline, what):
                     raise PeerClosed("peer process exited" if partial == 0 else
                                      f"peer process exited after {partial} bytes of "
@@ -260,16 +312,7 @@ class FdReader:
         """True when readable; False when the peer process died."""
         alive = self.alive
         while True:
-            if deadline is None:
-                ms = -1
-            else:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError(f"deadline passed while waiting for {what}")
-                ms = max(1, math.ceil(remaining * 1000))
-            if alive is not None:
-                ms = _ALIVE_SLICE_MS if ms < 0 else min(ms, _ALIVE_SLICE_MS)
-            if self._poll.poll(ms):
+            if self._poll.poll(poll_ms(deadline, alive is not None, what)):
                 return True
             if alive is not None and not alive():
                 # Data written just before the exit is still readable; only

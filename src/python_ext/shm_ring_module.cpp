@@ -1,9 +1,9 @@
 //===- python_ext/shm_ring_module.cpp - native hot path of the shm model side -===//
 //
-// mlbridge_shm_native.Ring: the two steps of python/mlbridge/shm.py that a
+// mlbridge_shm_native.Ring: the two steps of python/mlbridge/shm/ that a
 // small request spends most of its time in, done without the interpreter.
 // Only the common case is handled; for anything else a method returns None
-// and shm.py does the step itself (same checks, same errors), so the
+// and mlbridge.shm does the step itself (same checks, same errors), so the
 // protocol has one definition: docs/shm.md and docs/protocol.md.
 //
 //   Ring(mapping, capacity, wake_peer)  # mapping: the session's writable mmap
@@ -11,10 +11,13 @@
 //       The request record at ring position `next` (or at the ring's start
 //       when a wrap marker is there) when it is published, well formed and
 //       exactly one bitstream observation line ({"observation":N}) followed
-//       by an `nbytes` payload and '\n'. `record`: its ring position.
+//       by an `nbytes` payload and '\n'. `record`: its ring position. The
+//       ring's indices are checked as the C++ reader checks them (one
+//       findRecord, src/transport/shm_layout.h): a corrupt ring is None,
+//       and mlbridge.shm reports it.
 //   .reply(head, data, session, request) -> None | new head
 //       Appends `data` as one reply record at ring position `head` (behind
-//       the reply frame when `session` is not 0), as shm.py's write() does,
+//       the reply frame when `session` is not 0), as mlbridge.shm's try_write() does,
 //       publishes it and wakes a sleeping compiler -- when it fits without
 //       waiting.
 //   .close()  # lets the mapping go (call before closing the mmap)
@@ -24,26 +27,28 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "mlbridge/stream_model_runner.h"
+#include "transport/shm_layout.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
+#include <utility>
+
 #include <unistd.h>
 
 namespace {
 
-// docs/shm.md §2: byte offsets into the control block (each word on its
-// own cache line).
-constexpr size_t kControlBytes = 4096;
-constexpr size_t kReqHead = 8 * 8, kRepHead = 24 * 8, kRepTail = 32 * 8,
-                 kCompilerSleeping = 48 * 8;
-constexpr uint64_t kWrapMarker = ~uint64_t{0};
+using namespace mlbridge::shm_layout;
+
 constexpr char kObservationPrefix[] = "{\"observation\":";
 constexpr size_t kPrefixLength = sizeof(kObservationPrefix) - 1;
-// Longer observation lines are not what mlbridge writes (shm.py looks as far).
+// Longer observation lines are not what mlbridge writes (mlbridge.shm looks as far).
 constexpr size_t kMaxLineLook = 40;
 constexpr size_t kMaxIndexDigits = 18;
-constexpr size_t kFrameBytes = 24; // protocol §5.1: session, request, length
+constexpr size_t kFrameBytes = mlbridge::ReplyFrame::Bytes; // protocol §5.1
 
 struct RingObject {
   PyObject_HEAD
@@ -53,16 +58,8 @@ struct RingObject {
   int WakePeer;
 };
 
-uint64_t pad8(uint64_t N) { return (N + 7) & ~uint64_t{7}; }
-
 uint8_t *bytesAt(RingObject *Self, size_t Offset) {
   return static_cast<uint8_t *>(Self->Mapping.buf) + Offset;
-}
-
-uint64_t loadWord(const uint8_t *At) {
-  uint64_t Value;
-  std::memcpy(&Value, At, sizeof Value);
-  return Value;
 }
 
 uint64_t acquireControl(RingObject *Self, size_t Offset) {
@@ -120,7 +117,7 @@ PyObject *ringClose(RingObject *Self, PyObject *) {
 }
 
 /// N when [Line, Line+Length) is exactly {"observation":N} with N written as
-/// shm.py's observation_index accepts it; -1 otherwise.
+/// mlbridge.serdes.bitstream's observation_index accepts it; -1 otherwise.
 long long observationIndex(const uint8_t *Line, size_t Length) {
   if (Length < kPrefixLength + 2 || std::memcmp(Line, kObservationPrefix, kPrefixLength) ||
       Line[Length - 1] != '}')
@@ -138,35 +135,33 @@ long long observationIndex(const uint8_t *Line, size_t Length) {
   return Index;
 }
 
+/// Reads Count unsigned 64-bit arguments into Out, after the method's
+/// argument count and its ring are checked; false with a Python error set.
+bool unsignedArgs(RingObject *Self, PyObject *const *Args, Py_ssize_t NArgs,
+                  Py_ssize_t Expected, const char *Usage,
+                  std::initializer_list<std::pair<Py_ssize_t, uint64_t *>> Out) {
+  if (NArgs != Expected) {
+    PyErr_SetString(PyExc_TypeError, Usage);
+    return false;
+  }
+  for (const auto &[Index, Value] : Out)
+    *Value = PyLong_AsUnsignedLongLong(Args[Index]);
+  return !PyErr_Occurred() && checkOpen(Self);
+}
+
 PyObject *ringTake(RingObject *Self, PyObject *const *Args, Py_ssize_t NArgs) {
-  if (NArgs != 2) {
-    PyErr_SetString(PyExc_TypeError, "take(next, nbytes)");
+  uint64_t Next, NBytes;
+  if (!unsignedArgs(Self, Args, NArgs, 2, "take(next, nbytes)",
+                    {{0, &Next}, {1, &NBytes}}))
     return nullptr;
-  }
-  uint64_t Next = PyLong_AsUnsignedLongLong(Args[0]);
-  uint64_t NBytes = PyLong_AsUnsignedLongLong(Args[1]);
-  if (PyErr_Occurred() || !checkOpen(Self))
-    return nullptr;
-  uint64_t Cap = Self->Capacity;
-  uint64_t Head = acquireControl(Self, kReqHead);
-  if (Head == Next)
-    Py_RETURN_NONE;
-  uint64_t Off = Next % Cap;
-  uint64_t Length = loadWord(bytesAt(Self, kControlBytes + Off));
-  if (Length == kWrapMarker && Head - Next >= Cap - Off) {
-    Next += Cap - Off;
-    Off = 0;
-    if (Head == Next)
-      Py_RETURN_NONE;
-    Length = loadWord(bytesAt(Self, kControlBytes));
-  }
-  uint64_t Avail = Head - Next;
-  if (Length == kWrapMarker || Avail > Cap || Length > Cap - Off - 8 ||
-      8 + pad8(Length) > Avail)
-    Py_RETURN_NONE;
-  const uint8_t *Pos = bytesAt(Self, kControlBytes + Off + 8);
-  const uint8_t *End = Pos + Length;
-  size_t Look = static_cast<size_t>(std::min<uint64_t>(Length, kMaxLineLook));
+  const uint64_t Cap = Self->Capacity;
+  const RingRecord R = findRecord(bytesAt(Self, kControlBytes), Cap, Next,
+                                  acquireControl(Self, kRequestHead));
+  if (R.State != RingRecord::Kind::Record)
+    Py_RETURN_NONE; // nothing yet, or a corrupt ring mlbridge.shm reports
+  const uint8_t *Pos = bytesAt(Self, kControlBytes + R.Start % Cap + kLengthBytes);
+  const uint8_t *End = Pos + R.Length;
+  size_t Look = static_cast<size_t>(std::min<uint64_t>(R.Length, kMaxLineLook));
   const uint8_t *Newline = static_cast<const uint8_t *>(std::memchr(Pos, '\n', Look));
   if (!Newline || static_cast<uint64_t>(End - Newline) != NBytes + 2 || End[-1] != '\n')
     Py_RETURN_NONE;
@@ -175,19 +170,15 @@ PyObject *ringTake(RingObject *Self, PyObject *const *Args, Py_ssize_t NArgs) {
     Py_RETURN_NONE;
   size_t Payload = static_cast<size_t>(Newline + 1 - bytesAt(Self, 0));
   return Py_BuildValue("(LnKK)", Index, static_cast<Py_ssize_t>(Payload),
-                       static_cast<unsigned long long>(Next),
-                       static_cast<unsigned long long>(Next + 8 + pad8(Length)));
+                       static_cast<unsigned long long>(R.Start),
+                       static_cast<unsigned long long>(R.Start + kLengthBytes +
+                                                       padTo8(R.Length)));
 }
 
 PyObject *ringReply(RingObject *Self, PyObject *const *Args, Py_ssize_t NArgs) {
-  if (NArgs != 4) {
-    PyErr_SetString(PyExc_TypeError, "reply(head, data, session, request)");
-    return nullptr;
-  }
-  uint64_t Head = PyLong_AsUnsignedLongLong(Args[0]);
-  uint64_t Session = PyLong_AsUnsignedLongLong(Args[2]);
-  uint64_t Request = PyLong_AsUnsignedLongLong(Args[3]);
-  if (PyErr_Occurred() || !checkOpen(Self))
+  uint64_t Head, Session, Request;
+  if (!unsignedArgs(Self, Args, NArgs, 4, "reply(head, data, session, request)",
+                    {{0, &Head}, {2, &Session}, {3, &Request}}))
     return nullptr;
   char *Data;
   Py_ssize_t DataLength;
@@ -196,30 +187,31 @@ PyObject *ringReply(RingObject *Self, PyObject *const *Args, Py_ssize_t NArgs) {
   uint64_t Cap = Self->Capacity;
   uint64_t Frame = Session ? kFrameBytes : 0;
   uint64_t N = Frame + static_cast<uint64_t>(DataLength);
-  uint64_t Need = 8 + pad8(N);
+  uint64_t Need = kLengthBytes + padTo8(N);
   uint64_t Off = Head % Cap;
-  uint64_t Tail = acquireControl(Self, kRepTail);
+  uint64_t Tail = acquireControl(Self, kReplyTail);
   // Wrap when the record does not fit before the end, and also when the
   // compiler has read everything and it fits before the marker: replies
-  // reuse the same pages. Waiting for room is shm.py's to do.
+  // reuse the same pages. Waiting for room is mlbridge.shm's to do.
   bool Empty = Tail == Head;
   uint64_t Skip = Off + Need > Cap || (Empty && Need <= Off) ? Cap - Off : 0;
-  if (N > Cap - 8 || (!Empty && Head + Skip + Need - Tail > Cap))
+  if (N > Cap - kLengthBytes || (!Empty && Head + Skip + Need - Tail > Cap))
     Py_RETURN_NONE;
   if (Skip) {
-    std::memcpy(bytesAt(Self, kControlBytes + Cap + Off), &kWrapMarker, 8);
+    std::memcpy(bytesAt(Self, kControlBytes + Cap + Off), &kWrapMarker, kLengthBytes);
     Head += Skip;
     Off = 0;
   }
   uint8_t *At = bytesAt(Self, kControlBytes + Cap + Off);
-  std::memcpy(At, &N, 8);
+  std::memcpy(At, &N, kLengthBytes);
   if (Frame) {
     uint64_t Fields[3] = {Session, Request, static_cast<uint64_t>(DataLength)};
-    std::memcpy(At + 8, Fields, sizeof Fields);
+    static_assert(sizeof Fields == kFrameBytes, "session, request, length");
+    std::memcpy(At + kLengthBytes, Fields, sizeof Fields);
   }
-  std::memcpy(At + 8 + Frame, Data, static_cast<size_t>(DataLength));
+  std::memcpy(At + kLengthBytes + Frame, Data, static_cast<size_t>(DataLength));
   Head += Need;
-  __atomic_store_n(reinterpret_cast<uint64_t *>(bytesAt(Self, kRepHead)), Head,
+  __atomic_store_n(reinterpret_cast<uint64_t *>(bytesAt(Self, kReplyHead)), Head,
                    __ATOMIC_RELEASE);
   // The compiler sets its flag, then looks at the head: one of the two
   // sees the other.

@@ -20,18 +20,8 @@ PipeModelRunner::PipeModelRunner(CreateTag, std::string Base,
                                  std::optional<TensorSpec> Advice,
                                  PipeOptions Options)
     : StreamModelRunner(std::move(FeatureSpecs), std::move(Advice), Options,
-                        Options.Format, Options.ReplyTimeout, Options.Limits),
-      Base(std::move(Base)), Opts(std::move(Options)) {
-  if (this->Base.empty())
-    setConstructionError(
-        Status(ErrorCode::InvalidArgument, "empty pipe base path"));
-  else if (Opts.OpenTimeout.count() <= 0)
-    setConstructionError(
-        Status(ErrorCode::InvalidArgument, "pipe timeouts must be positive"));
-  else if (Opts.Spin.count() < 0)
-    setConstructionError(
-        Status(ErrorCode::InvalidArgument, "the spin time must not be negative"));
-}
+                        Base, "pipe base path"),
+      Base(std::move(Base)), Opts(std::move(Options)) {}
 
 PipeModelRunner::~PipeModelRunner() {
   disconnect();
@@ -41,15 +31,10 @@ PipeModelRunner::~PipeModelRunner() {
   }
 }
 
-Status PipeModelRunner::openChannel(std::unique_ptr<MessageChannel> &Out) {
-  Expected<std::unique_ptr<FifoChannel>> F =
-      FifoChannel::open(Base + ".in", Base + ".out",
-                        Clock::now() + Opts.OpenTimeout, Opts.CreateFifos,
-                        Opts.Spin);
-  if (!F)
-    return F.takeStatus();
-  Out = std::move(*F);
-  return Status::ok();
+Expected<std::unique_ptr<MessageChannel>> PipeModelRunner::openChannel() {
+  return FifoChannel::open(Base + ".in", Base + ".out",
+                           Clock::now() + Opts.OpenTimeout, Opts.CreateFifos,
+                           Opts.Spin);
 }
 
 std::string PipeModelRunner::channelName() const {

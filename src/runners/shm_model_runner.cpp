@@ -18,29 +18,11 @@ ShmModelRunner::ShmModelRunner(CreateTag, std::string SocketPath,
                                std::optional<TensorSpec> Advice,
                                ShmOptions Options)
     : StreamModelRunner(std::move(FeatureSpecs), std::move(Advice), Options,
-                        Options.Format, Options.ReplyTimeout, Options.Limits),
-      Path(std::move(SocketPath)), Opts(std::move(Options)) {
-  if (Path.empty())
-    setConstructionError(
-        Status(ErrorCode::InvalidArgument, "empty shared-memory socket path"));
-  else if (Opts.OpenTimeout.count() <= 0)
-    setConstructionError(
-        Status(ErrorCode::InvalidArgument, "the open timeout must be positive"));
-  else if (Opts.Spin.count() < 0)
-    setConstructionError(
-        Status(ErrorCode::InvalidArgument, "the spin time must not be negative"));
-}
+                        SocketPath, "shared-memory socket path"),
+      Path(std::move(SocketPath)), Opts(std::move(Options)) {}
 
-ShmModelRunner::~ShmModelRunner() { disconnect(); }
-
-Status ShmModelRunner::openChannel(std::unique_ptr<MessageChannel> &Out) {
-  std::unique_ptr<ShmChannel> C;
-  if (Status S = ShmChannel::connect(Path, Clock::now() + Opts.OpenTimeout,
-                                     Opts.Spin, C);
-      !S.isOk())
-    return S;
-  Out = std::move(C);
-  return Status::ok();
+Expected<std::unique_ptr<MessageChannel>> ShmModelRunner::openChannel() {
+  return ShmChannel::connect(Path, Clock::now() + Opts.OpenTimeout, Opts.Spin);
 }
 
 std::string ShmModelRunner::channelName() const {

@@ -71,22 +71,31 @@ ReplyFrame ReplyFrame::decode(const char (&In)[Bytes]) {
 
 StreamModelRunner::StreamModelRunner(std::vector<TensorSpec> FeatureSpecs,
                                      std::optional<TensorSpec> Advice,
-                                     const RunnerOptions &Options,
-                                     SerDesKind Format,
-                                     std::chrono::milliseconds ReplyTimeout,
-                                     SerDesLimits Limits)
+                                     const StreamOptions &Options,
+                                     const std::string &Endpoint,
+                                     const char *EndpointKind)
     : ModelRunner(std::move(FeatureSpecs), std::move(Advice), Options),
-      ReplyTimeout(ReplyTimeout), Limits(Limits), Codec(createSerDes(Format)) {
+      ReplyTimeout(Options.ReplyTimeout), Limits(Options.Limits),
+      Codec(createSerDes(Options.Format)) {
   detectConcurrentUse(); // free next to a round trip
-  if (!Codec)
+  if (Endpoint.empty())
+    setConstructionError(Status(ErrorCode::InvalidArgument,
+                                std::string("empty ") + EndpointKind));
+  else if (!Codec)
     setConstructionError(Status(
         ErrorCode::InvalidArgument,
-        std::string("SerDes \"") + serdesKindName(Format) +
+        std::string("SerDes \"") + serdesKindName(Options.Format) +
             "\" is not available in this program (protobuf: link "
             "MLBridge::grpc and call mlbridge::enableProtobufSerDes())"));
+  else if (Options.OpenTimeout.count() <= 0)
+    setConstructionError(
+        Status(ErrorCode::InvalidArgument, "the open timeout must be positive"));
   else if (ReplyTimeout.count() <= 0)
     setConstructionError(
         Status(ErrorCode::InvalidArgument, "the reply timeout must be positive"));
+  else if (Options.Spin.count() < 0)
+    setConstructionError(
+        Status(ErrorCode::InvalidArgument, "the spin time must not be negative"));
 }
 
 StreamModelRunner::~StreamModelRunner() = default;
@@ -96,13 +105,14 @@ Status StreamModelRunner::connect() {
     return Status::ok();
   if (!constructionStatus().isOk())
     return constructionStatus();
-  std::unique_ptr<MessageChannel> C;
-  if (Status S = openChannel(C); !S.isOk()) {
+  Expected<std::unique_ptr<MessageChannel>> C = openChannel();
+  if (!C) {
+    Status S = C.takeStatus();
     S.addContext("opening " + channelName());
     markUnavailable(S);
     return S;
   }
-  Channel = std::move(C);
+  Channel = std::move(*C);
   SessionId = offersSessionIds() ? newSessionId() : 0;
   Requests = 0;
   NextIndex.clear();

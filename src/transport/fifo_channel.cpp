@@ -6,7 +6,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -23,30 +22,11 @@ namespace {
 constexpr size_t kReadBufferBytes = 64 * 1024;
 constexpr int kPipeBytes = 1 << 20; // fewer wake-ups for large tensors
 
-std::string errnoText(int E) { return std::strerror(E); }
-
-int millisUntil(Deadline Until) {
-  auto Left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  Until - Clock::now())
-                  .count();
-  if (Left <= 0)
-    return 0;
-  // Round up so a wait never returns just before its deadline.
-  return static_cast<int>(std::min<long long>(Left + 1, INT_MAX));
-}
-
-/// Sleeps for the next step of a 1 ms .. 20 ms backoff, never past Until.
-void backoff(std::chrono::microseconds &Step, Deadline Until) {
-  auto Left = std::chrono::duration_cast<std::chrono::microseconds>(
-      Until - Clock::now());
-  std::this_thread::sleep_for(std::min(Step, std::max(Left, {})));
-  Step = std::min(Step * 2, std::chrono::microseconds(20000));
-}
-
-/// A FIFO someone else could read or write would let them see the advice
-/// or answer in the model's place: only a FIFO of our own, with no group or
-/// other permissions, is used.
-Status checkPrivateFifo(const struct stat &St, const std::string &Path) {
+/// Whoever can write a FIFO can answer in the model's place: only a FIFO
+/// of our own that neither group nor others may write is used. Read
+/// permission is left alone: LLVM's interactive_host.py makes its FIFOs
+/// with mode 0666, 0644 under the usual umask.
+Status checkOwnFifo(const struct stat &St, const std::string &Path) {
   if (S_ISLNK(St.st_mode))
     return Status(ErrorCode::InvalidArgument,
                   "'" + Path + "' is a symbolic link; refusing to follow it "
@@ -61,15 +41,29 @@ Status checkPrivateFifo(const struct stat &St, const std::string &Path) {
                       ", not to this process; refusing it (another user "
                       "could read the features or answer in the model's "
                       "place)");
-  if (St.st_mode & 077) {
+  if (St.st_mode & (S_IWGRP | S_IWOTH)) {
     char Mode[8];
     std::snprintf(Mode, sizeof Mode, "%04o",
                   static_cast<unsigned>(St.st_mode & 07777));
     return Status(ErrorCode::InvalidArgument,
                   "FIFO '" + Path + "' has mode " + Mode +
-                      "; refusing it (other users could read or write it): "
-                      "it must be mode 0600");
+                      "; refusing it (other users could write to it and "
+                      "answer in the model's place): remove the group and "
+                      "other write permissions (chmod go-w)");
   }
+  return Status::ok();
+}
+
+/// Sleeps in poll() until Fd has Events or Until passes: then Late() is
+/// the error.
+template <typename TimeoutError>
+Status pollUntil(int Fd, short Events, Deadline Until, TimeoutError Late) {
+  const int Ms = millisUntil(Until);
+  if (Ms == 0)
+    return Late();
+  struct pollfd P = {Fd, Events, 0};
+  if (::poll(&P, 1, Ms) < 0 && errno != EINTR)
+    return Status(ErrorCode::IOError, "poll: " + errnoText(errno));
   return Status::ok();
 }
 
@@ -79,7 +73,7 @@ Status waitForFifo(const std::string &Path, Deadline Until, bool Create,
   for (;;) {
     struct stat St;
     if (::lstat(Path.c_str(), &St) == 0)
-      return checkPrivateFifo(St, Path);
+      return checkOwnFifo(St, Path);
     int E = errno;
     if (E != ENOENT)
       return Status(ErrorCode::IOError,
@@ -91,11 +85,9 @@ Status waitForFifo(const std::string &Path, Deadline Until, bool Create,
     if (Create)
       continue; // lstat sees the new FIFO, or what replaced it
     if (Clock::now() >= Until) {
-      auto Waited = std::chrono::duration_cast<std::chrono::milliseconds>(
-          Clock::now() - Start);
       return Status(ErrorCode::NotFound,
                     "FIFO '" + Path + "' does not exist (waited " +
-                        std::to_string(Waited.count()) +
+                        std::to_string(millisSince(Start)) +
                         " ms); start the model side first");
     }
     backoff(Step, Until);
@@ -107,7 +99,7 @@ Status checkOpened(int Fd, const std::string &Path) {
   if (::fstat(Fd, &St) != 0)
     return Status(ErrorCode::IOError,
                   "cannot stat '" + Path + "': " + errnoText(errno));
-  return checkPrivateFifo(St, Path);
+  return checkOwnFifo(St, Path);
 }
 
 /// Blocks SIGPIPE in this thread for its lifetime and swallows a SIGPIPE
@@ -152,7 +144,7 @@ private:
 
 } // namespace
 
-Expected<std::unique_ptr<FifoChannel>>
+Expected<std::unique_ptr<MessageChannel>>
 FifoChannel::open(const std::string &InPath, const std::string &OutPath,
                   Deadline Until, bool Create, std::chrono::microseconds Spin) {
   const auto Start = Clock::now();
@@ -223,18 +215,16 @@ FifoChannel::open(const std::string &InPath, const std::string &OutPath,
     }
     if (Clock::now() >= Until) {
       ::close(In);
-      auto Waited = std::chrono::duration_cast<std::chrono::milliseconds>(
-          Clock::now() - Start);
       return Status(ErrorCode::Timeout,
                     "no model opened '" + OutPath + "' for reading within " +
-                        std::to_string(Waited.count()) + " ms");
+                        std::to_string(millisSince(Start)) + " ms");
     }
     backoff(Step, Until);
   }
   // Best effort: larger pipes move big tensors with fewer context switches.
   (void)::fcntl(Out, F_SETPIPE_SZ, kPipeBytes);
   (void)::fcntl(In, F_SETPIPE_SZ, kPipeBytes);
-  return std::unique_ptr<FifoChannel>(
+  return std::unique_ptr<MessageChannel>(
       new FifoChannel(In, Out, InPath, OutPath, Spin));
 }
 
@@ -272,14 +262,13 @@ Status FifoChannel::write(const WireMessage &Msg, Deadline Until) {
       if (E != EAGAIN)
         return Status(ErrorCode::IOError,
                       "writing '" + OutPath + "': " + errnoText(E));
-      struct pollfd P = {OutFd, POLLOUT, 0};
-      int Ms = millisUntil(Until);
-      if (Ms == 0)
-        return Status(ErrorCode::Timeout,
-                      "the model stopped reading '" + OutPath +
-                          "' (write deadline passed)");
-      if (::poll(&P, 1, Ms) < 0 && errno != EINTR)
-        return Status(ErrorCode::IOError, "poll: " + errnoText(errno));
+      if (Status S = pollUntil(OutFd, POLLOUT, Until, [&] {
+            return Status(ErrorCode::Timeout,
+                          "the model stopped reading '" + OutPath +
+                              "' (write deadline passed)");
+          });
+          !S.isOk())
+        return S;
       continue; // POLLERR/POLLHUP surface as EPIPE on the next writev
     }
     // Advance past what was written, possibly mid-iovec.
@@ -331,15 +320,12 @@ Status FifoChannel::fill() {
     }
     if (Pacer.pause()) // spinning: read again
       continue;
-    struct pollfd P = {InFd, POLLIN, 0};
-    int Ms = millisUntil(ReadDeadline);
-    if (Ms == 0)
-      return Status(ErrorCode::Timeout,
-                    "no reply from the model on '" + InPath +
-                        "' before the deadline");
-    int R = ::poll(&P, 1, Ms);
-    if (R < 0 && errno != EINTR)
-      return Status(ErrorCode::IOError, "poll: " + errnoText(errno));
+    if (Status S = pollUntil(InFd, POLLIN, ReadDeadline, [&] {
+          return Status(ErrorCode::Timeout, "no reply from the model on '" +
+                                                InPath + "' before the deadline");
+        });
+        !S.isOk())
+      return S;
   }
 }
 

@@ -24,12 +24,12 @@ public:
   /// Opens InPath for reading, then OutPath for writing (LLVM's order),
   /// waiting until Until for the FIFOs to exist and the peer to open its
   /// ends. With Create, missing FIFOs are made with mode 0600. Refuses
-  /// symbolic links and FIFOs of another user or with group/other
-  /// permissions, and a channel another compiler holds (InPath is locked
-  /// while the channel is open). A read that finds the pipe empty polls it
+  /// symbolic links, FIFOs of another user or that group or others may
+  /// write, and a channel another compiler holds (InPath is locked while
+  /// the channel is open). A read that finds the pipe empty polls it
   /// for up to Spin before sleeping, where that measurably pays
   /// (SpinBudget).
-  static Expected<std::unique_ptr<FifoChannel>>
+  static Expected<std::unique_ptr<MessageChannel>>
   open(const std::string &InPath, const std::string &OutPath, Deadline Until,
        bool Create, std::chrono::microseconds Spin = {});
   ~FifoChannel() override;
@@ -37,7 +37,6 @@ public:
   /// Writes the whole message (one writev when the pipe has room).
   Status write(const WireMessage &Msg, Deadline Until) override;
 
-  void setReadDeadline(Deadline Until) override { ReadDeadline = Until; }
   Status readExact(void *Dst, size_t N) override;
   Status readLine(std::string &Line, size_t MaxBytes) override;
 
@@ -56,7 +55,6 @@ private:
   int InFd;
   int OutFd;
   std::string InPath, OutPath;
-  Deadline ReadDeadline;
   SpinBudget Spinner;
   std::vector<char> Buffer;
   size_t Begin = 0, End = 0;

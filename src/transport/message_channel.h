@@ -12,20 +12,16 @@
 
 #include "mlbridge/byte_stream.h"
 #include "mlbridge/status.h"
-
-#include <chrono>
+#include "transport/deadline.h"
 
 namespace mlbridge {
-
-using Clock = std::chrono::steady_clock;
-using Deadline = Clock::time_point;
 
 class MessageChannel : public ByteSource {
 public:
   /// Writes the whole message, or fails by Until.
   virtual Status write(const WireMessage &Msg, Deadline Until) = 0;
   /// Deadline for the following reads.
-  virtual void setReadDeadline(Deadline Until) = 0;
+  void setReadDeadline(Deadline Until) { ReadDeadline = Until; }
   /// Called after a reply was decoded. Transports that frame messages
   /// report a reply with bytes the decoder did not consume.
   virtual Status endReply() { return Status::ok(); }
@@ -33,6 +29,9 @@ public:
   /// a transport that can see input nobody asked for (a second reply to
   /// the previous request) reports it.
   virtual Status checkIdle() { return Status::ok(); }
+
+protected:
+  Deadline ReadDeadline;
 };
 
 } // namespace mlbridge

@@ -1,10 +1,10 @@
 #include "transport/shm_channel.h"
 
+#include "transport/shm_layout.h"
+
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <cstring>
-#include <thread>
 
 #include <poll.h>
 #include <sys/mman.h>
@@ -15,24 +15,13 @@
 
 namespace mlbridge {
 
+using namespace shm_layout;
+
 namespace {
 
-// The layout of docs/shm.md §2: a 4 KiB control block, then the request
-// ring (compiler -> model), then the reply ring (model -> compiler).
-constexpr uint64_t kMagic = 0x31304d4853424c4dULL; // "MLBSHM01"
-constexpr uint32_t kVersion = 1;
-constexpr size_t kControlBytes = 4096;
-constexpr size_t kRequestHead = 64, kRequestTail = 128;
-constexpr size_t kReplyHead = 192, kReplyTail = 256;
-// Set by a side while it sleeps (or is about to) on its eventfd; the other
-// side writes the eventfd only then.
-constexpr size_t kModelSleeping = 320, kCompilerSleeping = 384;
 // A sleeping wait rechecks the ring this often even without a wake-up: a
 // safety net should a wake-up ever be lost (it costs no measurable CPU).
 constexpr int kSleepSliceMs = 50;
-constexpr uint64_t kWrapMarker = UINT64_MAX;
-constexpr uint64_t kMinCapacity = 4096;
-constexpr uint64_t kMaxCapacity = uint64_t(1) << 40;
 
 /// The hello datagram the model sends with its three descriptors.
 struct Hello {
@@ -41,8 +30,7 @@ struct Hello {
   uint32_t Flags;
   uint64_t Capacity;
 };
-
-std::string errnoText(int E) { return std::strerror(E); }
+static_assert(sizeof(Hello) == kHelloBytes, "the hello of docs/shm.md");
 
 uint64_t *word(char *Region, size_t Offset) {
   return reinterpret_cast<uint64_t *>(Region + Offset);
@@ -60,17 +48,6 @@ void storeFenced(char *Region, size_t Offset, uint64_t V) {
 }
 uint64_t loadFenced(char *Region, size_t Offset) {
   return __atomic_load_n(word(Region, Offset), __ATOMIC_SEQ_CST);
-}
-
-uint64_t roundUp8(uint64_t N) { return (N + 7) & ~uint64_t(7); }
-
-int millisUntil(Deadline Until) {
-  auto Left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  Until - Clock::now())
-                  .count();
-  if (Left <= 0)
-    return 0;
-  return static_cast<int>(std::min<long long>(Left + 1, INT_MAX));
 }
 
 void closeAll(const int *Fds, size_t N) {
@@ -136,9 +113,9 @@ Status receiveHello(int Sock, const std::string &Path, Deadline Until,
 
 } // namespace
 
-Status ShmChannel::connect(const std::string &Path, Deadline Until,
-                           std::chrono::microseconds Spin,
-                           std::unique_ptr<ShmChannel> &Out) {
+Expected<std::unique_ptr<MessageChannel>>
+ShmChannel::connect(const std::string &Path, Deadline Until,
+                    std::chrono::microseconds Spin) {
   struct sockaddr_un Addr = {};
   Addr.sun_family = AF_UNIX;
   if (Path.empty() || Path.size() >= sizeof Addr.sun_path)
@@ -148,11 +125,15 @@ Status ShmChannel::connect(const std::string &Path, Deadline Until,
                       Path + "'");
   std::memcpy(Addr.sun_path, Path.c_str(), Path.size());
 
+  // Non-blocking: a blocking connect() to a listener whose queue is full
+  // waits in the kernel until the model accepts, whatever the deadline.
+  // Here a full queue (EAGAIN), like a missing listener, is retried until
+  // Until.
   const auto Start = Clock::now();
   std::chrono::microseconds Step(1000);
   int Sock = -1;
   for (;;) {
-    Sock = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    Sock = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (Sock < 0)
       return Status(ErrorCode::IOError, "socket: " + errnoText(errno));
     if (::connect(Sock, reinterpret_cast<struct sockaddr *>(&Addr),
@@ -164,17 +145,18 @@ Status ShmChannel::connect(const std::string &Path, Deadline Until,
       return Status(ErrorCode::IOError,
                     "cannot connect to '" + Path + "': " + errnoText(E));
     if (Clock::now() >= Until) {
-      auto Waited = std::chrono::duration_cast<std::chrono::milliseconds>(
-          Clock::now() - Start);
+      const std::string Waited = std::to_string(millisSince(Start));
+      if (E == EAGAIN)
+        return Status(ErrorCode::Timeout,
+                      "the model at '" + Path +
+                          "' accepted no connection within " + Waited +
+                          " ms (its listen queue is full: busy with other "
+                          "compilers, stopped or stuck)");
       return Status(ErrorCode::NotFound,
-                    "no model listening at '" + Path + "' (waited " +
-                        std::to_string(Waited.count()) +
+                    "no model listening at '" + Path + "' (waited " + Waited +
                         " ms); start the model side first");
     }
-    auto Left = std::chrono::duration_cast<std::chrono::microseconds>(
-        Until - Clock::now());
-    std::this_thread::sleep_for(std::min(Step, std::max(Left, {})));
-    Step = std::min(Step * 2, std::chrono::microseconds(20000));
+    backoff(Step, Until);
   }
 
   // Only a process of our own user may serve us.
@@ -217,8 +199,8 @@ Status ShmChannel::connect(const std::string &Path, Deadline Until,
     return Fail(ErrorCode::IOError, "mmap: " + errnoText(errno));
   ::close(Fds[0]);
   char *Region = static_cast<char *>(P);
-  if (loadAcquire(Region, 0) != kMagic ||
-      loadAcquire(Region, 16) != H.Capacity ||
+  if (loadAcquire(Region, kMagicOffset) != kMagic ||
+      loadAcquire(Region, kCapacityOffset) != H.Capacity ||
       loadAcquire(Region, kRequestHead) || loadAcquire(Region, kRequestTail) ||
       loadAcquire(Region, kReplyHead) || loadAcquire(Region, kReplyTail) ||
       loadAcquire(Region, kCompilerSleeping)) {
@@ -227,9 +209,8 @@ Status ShmChannel::connect(const std::string &Path, Deadline Until,
     return Fail(ErrorCode::Malformed,
                 "the control block is not a fresh one matching the hello");
   }
-  Out.reset(new ShmChannel(Path, Sock, Fds[1], Fds[2], Region, RegionBytes,
-                           H.Capacity, Spin));
-  return Status::ok();
+  return std::unique_ptr<MessageChannel>(new ShmChannel(
+      Path, Sock, Fds[1], Fds[2], Region, RegionBytes, H.Capacity, Spin));
 }
 
 ShmChannel::ShmChannel(std::string Path, int Socket, int WakeModel,
@@ -260,7 +241,7 @@ Status ShmChannel::write(const WireMessage &Msg, Deadline Until) {
                       " bytes exceeds the shared-memory ring of '" + Path +
                       "' (" + std::to_string(maxMessageBytes()) +
                       " bytes); give the model side a larger capacity");
-  const uint64_t Need = 8 + roundUp8(Bytes);
+  const uint64_t Need = kLengthBytes + padTo8(Bytes);
   uint64_t Head = loadAcquire(Region, kRequestHead);
   uint64_t Offset = Head % Capacity;
   // Wrap when the record does not fit before the end -- and when the model
@@ -286,7 +267,7 @@ Status ShmChannel::write(const WireMessage &Msg, Deadline Until) {
   }
   char *Ring = Region + kControlBytes;
   if (Skip) {
-    std::memcpy(Ring + Offset, &kWrapMarker, 8);
+    std::memcpy(Ring + Offset, &kWrapMarker, kLengthBytes);
     Head += Skip;
     Offset = 0;
   }
@@ -355,26 +336,29 @@ Status ShmChannel::awaitReply() {
 }
 
 Status ShmChannel::nextRecord() {
-  const char *Ring = Region + kControlBytes + Capacity;
+  const auto *Ring =
+      reinterpret_cast<const unsigned char *>(Region + kControlBytes + Capacity);
+  // Each round waits (against the deadline) unless the model published
+  // past Read; a published wrap marker moves Read past it. So the loop
+  // never turns without looking at the clock or making progress.
   for (;;) {
     if (Status S = awaitReply(); !S.isOk())
       return S;
-    const uint64_t Head = loadAcquire(Region, kReplyHead);
-    const uint64_t Offset = Read % Capacity;
-    uint64_t Length;
-    std::memcpy(&Length, Ring + Offset, 8);
-    if (Length == kWrapMarker && Head - Read >= Capacity - Offset) {
-      Read += Capacity - Offset;
+    const RingRecord R =
+        findRecord(Ring, Capacity, Read, loadAcquire(Region, kReplyHead));
+    if (R.State == RingRecord::Kind::Empty) {
+      Read = R.Start;
       continue;
     }
-    if (Head - Read > Capacity || Length > Capacity - Offset - 8 ||
-        8 + roundUp8(Length) > Head - Read)
+    if (R.State == RingRecord::Kind::Corrupt)
       return Status(ErrorCode::Malformed,
-                    "corrupt record in the reply ring of '" + Path + "'");
+                    "corrupt reply ring of '" + Path + "' at position " +
+                        std::to_string(Read) + ": " + R.Problem);
+    Read = R.Start;
     InRecord = true;
-    RecordBytes = Length;
-    Pos = Ring + Offset + 8;
-    End = Pos + Length;
+    RecordBytes = R.Length;
+    Pos = reinterpret_cast<const char *>(Ring) + Read % Capacity + kLengthBytes;
+    End = Pos + R.Length;
     return Status::ok();
   }
 }
@@ -416,7 +400,7 @@ Status ShmChannel::endReply() {
     return Status::ok();
   const uint64_t Unread = uint64_t(End - Pos);
   InRecord = false;
-  Read += 8 + roundUp8(RecordBytes);
+  Read += kLengthBytes + padTo8(RecordBytes);
   storeRelease(Region, kReplyTail, Read);
   if (Unread)
     return Status(ErrorCode::Malformed,

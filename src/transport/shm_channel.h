@@ -27,20 +27,19 @@ public:
   /// Connects to the model listening at SocketPath, waiting until Until for
   /// the socket to exist and the model to accept. Spin bounds each busy
   /// wait for a reply before sleeping (adapted to how quickly replies come).
-  static Status connect(const std::string &SocketPath, Deadline Until,
-                        std::chrono::microseconds Spin,
-                        std::unique_ptr<ShmChannel> &Out);
+  static Expected<std::unique_ptr<MessageChannel>>
+  connect(const std::string &SocketPath, Deadline Until,
+          std::chrono::microseconds Spin);
   ~ShmChannel() override;
 
   Status write(const WireMessage &Msg, Deadline Until) override;
-  void setReadDeadline(Deadline Until) override { ReadDeadline = Until; }
   /// Reads within the current reply record (a reply never spans two).
   Status readExact(void *Dst, size_t N) override;
   Status readLine(std::string &Line, size_t MaxBytes) override;
   Status endReply() override;
 
   /// Bytes one message may have at most (the ring's capacity less framing).
-  uint64_t maxMessageBytes() const { return Capacity - 8; }
+  uint64_t maxMessageBytes() const { return Capacity - sizeof(uint64_t); }
 
 private:
   struct Ring;
@@ -59,7 +58,6 @@ private:
   size_t RegionBytes;
   uint64_t Capacity;
   SpinBudget Spinner;
-  Deadline ReadDeadline;
   // Reply ring: Read is the start of the current record (or of the next
   // one when none is current); [Pos, End) are its unread bytes.
   uint64_t Read = 0;

@@ -4,6 +4,8 @@
 #include "mlbridge/c/mlbridge.h"
 #include "mlbridge/pipe_model_runner.h"
 
+#include "stream_test_util.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -20,6 +22,9 @@
 
 using namespace mlbridge;
 using namespace std::chrono_literals;
+using mlbridge::test::PythonProcess;
+using mlbridge::test::secondsSince;
+using mlbridge::test::Watchdog;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -149,21 +154,40 @@ bool writeAll(int Fd, const std::string &Bytes) {
          static_cast<ssize_t>(Bytes.size());
 }
 
-/// Reads messages until an observation arrives.
-Status readObservation(SerDes &Codec, FdSource &In, CompilerMessage &Msg,
-                       std::vector<TensorSpec> &Specs, TensorSpec &Advice,
-                       PeerSession *Session = nullptr) {
-  SerDesLimits Limits;
-  for (;;) {
-    if (Status S = Codec.decodeMessage(In, Limits, Specs, Advice, Msg);
-        !S.isOk())
-      return S;
-    if (Session)
-      Session->note(Msg);
-    if (Msg.Type == CompilerMessage::Kind::Observation)
-      return Status::ok();
+/// The model's end of one stream in a fake peer: decodes what the runner
+/// sends, and frames replies as the session asked (protocol §5.1).
+struct PeerStream {
+  PeerStream(int Out, int In, SerDesKind Kind = SerDesKind::Bitstream)
+      : Out(Out), Src(In), Codec(createSerDes(Kind)) {}
+
+  /// Reads messages until an observation arrives.
+  bool nextObservation() {
+    SerDesLimits Limits;
+    while (Codec->decodeMessage(Src, Limits, Specs, Advice, Msg).isOk()) {
+      Session.note(Msg);
+      if (Msg.Type == CompilerMessage::Kind::Observation)
+        return true;
+    }
+    return false;
   }
-}
+  int64_t feature() const { return *Msg.Features[0].dataAs<int64_t>(); }
+  /// Sends Reply, framed when the session asked for it.
+  bool reply(const std::string &Reply) {
+    return writeAll(Out, Session.frame(Reply));
+  }
+  bool replyInt(int64_t V) { return reply(intBytes(V)); }
+  static std::string intBytes(int64_t V) {
+    return std::string(reinterpret_cast<const char *>(&V), sizeof V);
+  }
+
+  int Out;
+  FdSource Src;
+  std::unique_ptr<SerDes> Codec;
+  CompilerMessage Msg;
+  std::vector<TensorSpec> Specs;
+  TensorSpec Advice;
+  PeerSession Session;
+};
 
 PipeOptions fastOptions(SerDesKind Kind = SerDesKind::Bitstream) {
   PipeOptions O;
@@ -173,16 +197,9 @@ PipeOptions fastOptions(SerDesKind Kind = SerDesKind::Bitstream) {
   return O;
 }
 
-double secondsSince(Clock::time_point T) {
-  return std::chrono::duration<double>(Clock::now() - T).count();
-}
-
 std::unique_ptr<PipeModelRunner> makeRunner(const std::string &Base,
                                             PipeOptions O) {
-  auto R = PipeModelRunner::create(Base, {TensorSpec::create<int64_t>("i")},
-                                   TensorSpec::create<int64_t>("twice"), O);
-  EXPECT_TRUE(R) << R.status().toString();
-  return R ? std::move(*R) : nullptr;
+  return test::makeRunner<PipeModelRunner>(Base, O);
 }
 
 } // namespace
@@ -196,30 +213,26 @@ TEST_P(PipeRunnerBothFormats, ServesRequestsContextsAndSessions) {
   int Headers = 0;
   const SerDesKind Kind = GetParam();
   Peer.run([&](int Out, int In) {
-    auto Codec = createSerDes(Kind);
-    FdSource Src(In);
-    std::vector<TensorSpec> Specs;
-    TensorSpec Advice;
-    CompilerMessage Msg;
+    PeerStream S(Out, In, Kind);
     SerDesLimits Limits;
     WireMessage Reply;
-    PeerSession Session;
-    while (Codec->decodeMessage(Src, Limits, Specs, Advice, Msg).isOk()) {
-      Session.note(Msg);
-      if (Msg.Type == CompilerMessage::Kind::Header) {
+    while (S.Codec->decodeMessage(S.Src, Limits, S.Specs, S.Advice, S.Msg)
+               .isOk()) {
+      S.Session.note(S.Msg);
+      if (S.Msg.Type == CompilerMessage::Kind::Header) {
         ++Headers;
         continue;
       }
-      if (Msg.Type == CompilerMessage::Kind::Context) {
-        SeenContexts.push_back(Msg.Context);
+      if (S.Msg.Type == CompilerMessage::Kind::Context) {
+        SeenContexts.push_back(S.Msg.Context);
         continue;
       }
-      SeenIndices.push_back(Msg.ObservationIndex);
-      TensorValue A(Advice);
-      *A.dataAs<int64_t>() = 2 * *Msg.Features[0].dataAs<int64_t>();
+      SeenIndices.push_back(S.Msg.ObservationIndex);
+      TensorValue A(S.Advice);
+      *A.dataAs<int64_t>() = 2 * S.feature();
       Reply.clear();
-      ASSERT_TRUE(Codec->encodeAdvice(Advice, A, Reply).isOk());
-      ASSERT_TRUE(writeAll(Out, Session.frame(Reply.flatten())));
+      ASSERT_TRUE(S.Codec->encodeAdvice(S.Advice, A, Reply).isOk());
+      ASSERT_TRUE(S.reply(Reply.flatten()));
     }
   });
   auto R = makeRunner(Peer.Base, fastOptions(Kind));
@@ -274,13 +287,8 @@ TEST(PipeRunner, PeerThatNeverOpensTimesOut) {
 
 TEST(PipeRunner, PeerClosingMidRequestIsPeerClosed) {
   FakeModelPeer Peer;
-  Peer.run([](int, int In) {
-    auto Codec = createSerDes(SerDesKind::Bitstream);
-    FdSource Src(In);
-    CompilerMessage Msg;
-    std::vector<TensorSpec> Specs;
-    TensorSpec Advice;
-    (void)readObservation(*Codec, Src, Msg, Specs, Advice);
+  Peer.run([](int Out, int In) {
+    (void)PeerStream(Out, In).nextObservation();
     // ...and exit without answering (fds closed by the harness).
   });
   PipeOptions O = fastOptions();
@@ -296,13 +304,8 @@ TEST(PipeRunner, PeerClosingMidRequestIsPeerClosed) {
 TEST(PipeRunner, SilentPeerTimesOutAndRunnerFailsFastAfter) {
   FakeModelPeer Peer;
   std::atomic<bool> Done{false};
-  Peer.run([&](int, int In) {
-    auto Codec = createSerDes(SerDesKind::Bitstream);
-    FdSource Src(In);
-    CompilerMessage Msg;
-    std::vector<TensorSpec> Specs;
-    TensorSpec Advice;
-    (void)readObservation(*Codec, Src, Msg, Specs, Advice);
+  Peer.run([&](int Out, int In) {
+    (void)PeerStream(Out, In).nextObservation();
     while (!Done)
       std::this_thread::sleep_for(5ms);
   });
@@ -319,16 +322,22 @@ TEST(PipeRunner, SilentPeerTimesOutAndRunnerFailsFastAfter) {
   Done = true;
 }
 
-TEST(PipeRunner, ReaderGoneIsEpipeNotSigpipe) {
+/// An 8 MiB request to a peer that opens both ends and closes them at once.
+/// The open may succeed or not depending on timing; in both cases the
+/// process must survive and get an error value.
+Expected<int64_t> bigRequestToAPeerThatLeft() {
   FakeModelPeer Peer;
-  Peer.run([](int, int) {}); // opens both ends and closes them at once
-  // The open may succeed or not depending on timing; in both cases the
-  // process must survive and get an error value.
+  Peer.run([](int, int) {});
   std::vector<int64_t> Big(1 << 20, 1);
   auto V = PipeModelRunner::create(Peer.Base, {}, std::nullopt, fastOptions());
-  ASSERT_TRUE(V);
+  if (!V)
+    return V.status();
   (*V)->setFeature("big", Big);
-  Expected<int64_t> A = (*V)->evaluate<int64_t>();
+  return (*V)->evaluate<int64_t>();
+}
+
+TEST(PipeRunner, ReaderGoneIsEpipeNotSigpipe) {
+  Expected<int64_t> A = bigRequestToAPeerThatLeft();
   ASSERT_FALSE(A);
   EXPECT_TRUE(A.status().code() == ErrorCode::PeerClosed ||
               A.status().code() == ErrorCode::Timeout)
@@ -348,13 +357,7 @@ TEST(PipeRunner, SigpipeMaskAndPendingSigpipeAreLeftAsFound) {
       ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &Pipe, nullptr), 0);
       ASSERT_EQ(pthread_kill(pthread_self(), SIGPIPE), 0);
     }
-    FakeModelPeer Peer;
-    Peer.run([](int, int) {}); // opens both ends and closes them at once
-    std::vector<int64_t> Big(1 << 20, 1);
-    auto V = PipeModelRunner::create(Peer.Base, {}, std::nullopt, fastOptions());
-    ASSERT_TRUE(V);
-    (*V)->setFeature("big", Big);
-    EXPECT_FALSE((*V)->evaluate<int64_t>());
+    EXPECT_FALSE(bigRequestToAPeerThatLeft());
 
     sigset_t Mask, Pending;
     ASSERT_EQ(pthread_sigmask(SIG_SETMASK, nullptr, &Mask), 0);
@@ -369,19 +372,22 @@ TEST(PipeRunner, SigpipeMaskAndPendingSigpipeAreLeftAsFound) {
   }
 }
 
+/// A JSON runner whose peer answers its observations with Replies, in
+/// order.
+std::unique_ptr<PipeModelRunner>
+jsonRunnerAnsweredWith(FakeModelPeer &Peer, std::vector<std::string> Replies) {
+  Peer.run([Replies](int Out, int In) {
+    PeerStream S(Out, In, SerDesKind::Json);
+    for (const std::string &Reply : Replies)
+      if (!S.nextObservation() || !S.reply(Reply))
+        return;
+  });
+  return makeRunner(Peer.Base, fastOptions(SerDesKind::Json));
+}
+
 TEST(PipeRunner, GarbageJsonReplyIsMalformed) {
   FakeModelPeer Peer;
-  Peer.run([](int Out, int In) {
-    auto Codec = createSerDes(SerDesKind::Json);
-    FdSource Src(In);
-    CompilerMessage Msg;
-    std::vector<TensorSpec> Specs;
-    TensorSpec Advice;
-    PeerSession Session;
-    if (readObservation(*Codec, Src, Msg, Specs, Advice, &Session).isOk())
-      (void)writeAll(Out, Session.frame("this is not json\n"));
-  });
-  auto R = makeRunner(Peer.Base, fastOptions(SerDesKind::Json));
+  auto R = jsonRunnerAnsweredWith(Peer, {"this is not json\n"});
   Expected<int64_t> A = R->evaluate<int64_t>();
   ASSERT_FALSE(A);
   EXPECT_EQ(A.status().code(), ErrorCode::Malformed) << A.status().toString();
@@ -389,19 +395,8 @@ TEST(PipeRunner, GarbageJsonReplyIsMalformed) {
 
 TEST(PipeRunner, ModelReportedErrorKeepsTheRunnerUsable) {
   FakeModelPeer Peer;
-  Peer.run([](int Out, int In) {
-    auto Codec = createSerDes(SerDesKind::Json);
-    FdSource Src(In);
-    CompilerMessage Msg;
-    std::vector<TensorSpec> Specs;
-    TensorSpec Advice;
-    PeerSession Session;
-    if (readObservation(*Codec, Src, Msg, Specs, Advice, &Session).isOk())
-      (void)writeAll(Out, Session.frame("{\"error\":\"cannot decide\"}\n"));
-    if (readObservation(*Codec, Src, Msg, Specs, Advice, &Session).isOk())
-      (void)writeAll(Out, Session.frame("{\"advice\":4}\n"));
-  });
-  auto R = makeRunner(Peer.Base, fastOptions(SerDesKind::Json));
+  auto R = jsonRunnerAnsweredWith(
+      Peer, {"{\"error\":\"cannot decide\"}\n", "{\"advice\":4}\n"});
   Expected<int64_t> A = R->evaluate<int64_t>();
   ASSERT_FALSE(A);
   EXPECT_NE(A.status().message().find("cannot decide"), std::string::npos);
@@ -442,35 +437,8 @@ TEST(PipeRunner, InvalidArgumentsAreRejectedAtCreate) {
   EXPECT_NE(Dup.status().message().find("declared twice"), std::string::npos);
 }
 
-// ---- reliability: no answer reaches the wrong request (issue 16) ----------
-
-namespace {
-
-/// Fails the whole test program if a call hangs (a spinning loop cannot be
-/// interrupted from inside the test).
-class Watchdog {
-public:
-  explicit Watchdog(std::chrono::seconds Limit)
-      : Thread([this, Limit] {
-          auto Until = Clock::now() + Limit;
-          while (!Done && Clock::now() < Until)
-            std::this_thread::sleep_for(10ms);
-          if (!Done) {
-            std::fprintf(stderr, "watchdog: the call did not return\n");
-            std::_Exit(1);
-          }
-        }) {}
-  ~Watchdog() {
-    Done = true;
-    Thread.join();
-  }
-
-private:
-  std::atomic<bool> Done{false};
-  std::thread Thread;
-};
-
-} // namespace
+// ---- reliability: no answer reaches the wrong request (issue 16), FIFOs
+// ---- the runner takes (issue 23) ------------------------------------------
 
 TEST(PipeReliability, LateReplyOfAnEarlierSessionIsSkipped) {
   FakeModelPeer Peer;
@@ -479,24 +447,16 @@ TEST(PipeReliability, LateReplyOfAnEarlierSessionIsSkipped) {
     // Keep B.out open for writing, as a host that survives sessions does,
     // so the second compiler's bytes continue this stream.
     int Keep = ::open((Peer.Base + ".out").c_str(), O_WRONLY | O_NONBLOCK);
-    auto Codec = createSerDes(SerDesKind::Bitstream);
-    FdSource Src(In);
-    CompilerMessage Msg;
-    std::vector<TensorSpec> Specs;
-    TensorSpec Advice;
-    PeerSession First, Second;
-    ASSERT_TRUE(readObservation(*Codec, Src, Msg, Specs, Advice, &First).isOk());
+    PeerStream S(Out, In);
+    ASSERT_TRUE(S.nextObservation());
+    PeerSession First = S.Session;
     while (!FirstGaveUp)
       std::this_thread::sleep_for(1ms);
-    ASSERT_TRUE(
-        readObservation(*Codec, Src, Msg, Specs, Advice, &Second).isOk());
-    ASSERT_NE(First.Id, Second.Id);
-    const int64_t Late = 111, Right = 2 * *Msg.Features[0].dataAs<int64_t>();
+    ASSERT_TRUE(S.nextObservation());
+    ASSERT_NE(First.Id, S.Session.Id);
     // The first compiler's answer arrives late, then the second's.
-    (void)writeAll(Out, First.frame(std::string(
-                            reinterpret_cast<const char *>(&Late), 8)));
-    (void)writeAll(Out, Second.frame(std::string(
-                            reinterpret_cast<const char *>(&Right), 8)));
+    (void)writeAll(Out, First.frame(PeerStream::intBytes(111)));
+    (void)S.replyInt(2 * S.feature());
     ::close(Keep);
   });
   PipeOptions Quick = fastOptions();
@@ -518,19 +478,14 @@ TEST(PipeReliability, LateReplyOfAnEarlierSessionIsSkipped) {
 TEST(PipeReliability, ASecondReplyToOneRequestIsAnErrorNotTheNextAnswer) {
   FakeModelPeer Peer;
   Peer.run([](int Out, int In) {
-    auto Codec = createSerDes(SerDesKind::Json);
-    FdSource Src(In);
-    CompilerMessage Msg;
-    std::vector<TensorSpec> Specs;
-    TensorSpec Advice;
-    PeerSession Session;
-    if (!readObservation(*Codec, Src, Msg, Specs, Advice, &Session).isOk())
+    PeerStream S(Out, In, SerDesKind::Json);
+    if (!S.nextObservation())
       return;
     const std::string Reply = "{\"advice\":2}\n";
-    (void)writeAll(Out, PeerSession::frameFor(Session.Id, 0, Reply));
-    (void)writeAll(Out, PeerSession::frameFor(Session.Id, 0, Reply));
-    if (readObservation(*Codec, Src, Msg, Specs, Advice, &Session).isOk())
-      (void)writeAll(Out, PeerSession::frameFor(Session.Id, 1,
+    (void)writeAll(Out, PeerSession::frameFor(S.Session.Id, 0, Reply));
+    (void)writeAll(Out, PeerSession::frameFor(S.Session.Id, 0, Reply));
+    if (S.nextObservation())
+      (void)writeAll(Out, PeerSession::frameFor(S.Session.Id, 1,
                                                 "{\"advice\":4}\n"));
   });
   auto R = makeRunner(Peer.Base, fastOptions(SerDesKind::Json));
@@ -555,19 +510,15 @@ TEST(PipeReliability, ASecondReplyToOneRequestIsAnErrorNotTheNextAnswer) {
 TEST(PipeReliability, ExtraReplyLinesAreRefusedWithoutSessionIds) {
   FakeModelPeer Peer;
   Peer.run([](int Out, int In) {
-    auto Codec = createSerDes(SerDesKind::Json);
-    FdSource Src(In);
-    CompilerMessage Msg;
-    std::vector<TensorSpec> Specs;
-    TensorSpec Advice;
-    if (!readObservation(*Codec, Src, Msg, Specs, Advice).isOk())
+    PeerStream S(Out, In, SerDesKind::Json);
+    if (!S.nextObservation())
       return;
-    EXPECT_EQ(Msg.SessionId, 0u);
-    (void)writeAll(Out, "{\"advice\":2}\n");
+    EXPECT_EQ(S.Session.Id, 0u);
+    (void)S.reply("{\"advice\":2}\n");
     std::this_thread::sleep_for(50ms); // arrives after the first answer
-    (void)writeAll(Out, "{\"advice\":2}\n");
-    if (readObservation(*Codec, Src, Msg, Specs, Advice).isOk())
-      (void)writeAll(Out, "{\"advice\":4}\n");
+    (void)S.reply("{\"advice\":2}\n");
+    if (S.nextObservation())
+      (void)S.reply("{\"advice\":4}\n");
   });
   PipeOptions O = fastOptions(SerDesKind::Json);
   O.SessionIds = false;
@@ -583,55 +534,23 @@ TEST(PipeReliability, ExtraReplyLinesAreRefusedWithoutSessionIds) {
   EXPECT_EQ(Second.status().code(), ErrorCode::Malformed);
 }
 
-TEST(PipeReliability, HeaderCarriesASessionIdOnlyWhenAsked) {
-  for (bool Ids : {true, false}) {
-    FakeModelPeer Peer;
-    uint64_t Seen = 0;
-    Peer.run([&](int Out, int In) {
-      auto Codec = createSerDes(SerDesKind::Bitstream);
-      FdSource Src(In);
-      CompilerMessage Msg;
-      std::vector<TensorSpec> Specs;
-      TensorSpec Advice;
-      PeerSession Session;
-      if (!readObservation(*Codec, Src, Msg, Specs, Advice, &Session).isOk())
-        return;
-      Seen = Session.Id;
-      const int64_t V = 5;
-      (void)writeAll(Out, Session.frame(std::string(
-                              reinterpret_cast<const char *>(&V), 8)));
-    });
-    PipeOptions O = fastOptions();
-    O.SessionIds = Ids;
-    auto R = makeRunner(Peer.Base, O);
-    Expected<int64_t> A = R->evaluate<int64_t>();
-    ASSERT_TRUE(A) << A.status().toString();
-    EXPECT_EQ(*A, 5);
-    R.reset();
-    Peer.Thread.join();
-    EXPECT_EQ(Seen != 0, Ids);
-  }
-}
+// Session ids are offered only when asked, through PipeOptions::SessionIds
+// or the C API's mlb_pipe_runner_set_session_ids.
+class PipeSessionIds
+    : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
 
-// The C API's switch for the same option (mlb_pipe_runner_set_session_ids).
-TEST(PipeReliability, CApiTurnsSessionIdsOff) {
-  for (int Ids : {1, 0}) {
-    FakeModelPeer Peer;
-    uint64_t Seen = 0;
-    Peer.run([&](int Out, int In) {
-      auto Codec = createSerDes(SerDesKind::Bitstream);
-      FdSource Src(In);
-      CompilerMessage Msg;
-      std::vector<TensorSpec> Specs;
-      TensorSpec Advice;
-      PeerSession Session;
-      if (!readObservation(*Codec, Src, Msg, Specs, Advice, &Session).isOk())
-        return;
-      Seen = Session.Id;
-      const int64_t V = 6;
-      (void)writeAll(Out, Session.frame(std::string(
-                              reinterpret_cast<const char *>(&V), 8)));
-    });
+TEST_P(PipeSessionIds, HeaderCarriesASessionIdOnlyWhenAsked) {
+  const auto [Ids, ThroughCApi] = GetParam();
+  FakeModelPeer Peer;
+  uint64_t Seen = 0;
+  Peer.run([&](int Out, int In) {
+    PeerStream S(Out, In);
+    if (!S.nextObservation())
+      return;
+    Seen = S.Session.Id;
+    (void)S.replyInt(5);
+  });
+  if (ThroughCApi) {
     mlb_pipe_options O;
     mlb_pipe_options_init(&O);
     O.open_timeout_ms = O.reply_timeout_ms = 500;
@@ -643,12 +562,30 @@ TEST(PipeReliability, CApiTurnsSessionIdsOff) {
     ASSERT_EQ(mlb_pipe_runner_set_session_ids(R, Ids), MLB_OK);
     ASSERT_EQ(mlb_set_int64(R, "i", 3), MLB_OK);
     int64_t A = 0;
-    ASSERT_EQ(mlb_evaluate_int64(R, &A), MLB_OK) << mlb_last_error();
-    EXPECT_EQ(A, 6);
+    EXPECT_EQ(mlb_evaluate_int64(R, &A), MLB_OK) << mlb_last_error();
+    EXPECT_EQ(A, 5);
     mlb_runner_destroy(R);
-    Peer.Thread.join();
-    EXPECT_EQ(Seen != 0, Ids != 0);
+  } else {
+    PipeOptions O = fastOptions();
+    O.SessionIds = Ids;
+    auto R = makeRunner(Peer.Base, O);
+    Expected<int64_t> A = R->evaluate<int64_t>();
+    ASSERT_TRUE(A) << A.status().toString();
+    EXPECT_EQ(*A, 5);
   }
+  Peer.Thread.join();
+  EXPECT_EQ(Seen != 0, Ids);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    OnOff, PipeSessionIds,
+    ::testing::Combine(::testing::Bool(), ::testing::Bool()),
+    [](const auto &Info) {
+      return std::string(std::get<0>(Info.param) ? "On" : "Off") +
+             (std::get<1>(Info.param) ? "ThroughCApi" : "ThroughOptions");
+    });
+
+TEST(PipeReliability, CApiRefusesNoRunner) {
   EXPECT_EQ(mlb_pipe_runner_set_session_ids(nullptr, 0),
             MLB_ERR_INVALID_ARGUMENT);
 }
@@ -690,14 +627,62 @@ TEST(PipeReliability, DanglingSymlinkWithCreateFifosFailsAtOnce) {
   ::unlink((Peer.Dir + "/nowhere").c_str());
 }
 
-TEST(PipeReliability, FifosOthersCanOpenAreRefused) {
-  FakeModelPeer Peer;
-  Peer.makeFifos();
-  ASSERT_EQ(::chmod((Peer.Base + ".in").c_str(), 0666), 0);
-  auto R = makeRunner(Peer.Base, fastOptions());
-  Status S = R->connect();
-  EXPECT_EQ(S.code(), ErrorCode::InvalidArgument) << S.toString();
-  EXPECT_NE(S.message().find("mode 0666"), std::string::npos) << S.toString();
+// Whoever can write a FIFO can answer in the model's place.
+TEST(PipeReliability, FifosOthersCanWriteAreRefused) {
+  for (mode_t Mode : {0666, 0620, 0602}) {
+    FakeModelPeer Peer;
+    Peer.makeFifos();
+    ASSERT_EQ(::chmod((Peer.Base + ".in").c_str(), Mode), 0);
+    auto R = makeRunner(Peer.Base, fastOptions());
+    Status S = R->connect();
+    char Expected[16];
+    std::snprintf(Expected, sizeof Expected, "mode %04o", unsigned(Mode));
+    EXPECT_EQ(S.code(), ErrorCode::InvalidArgument) << S.toString();
+    EXPECT_NE(S.message().find(Expected), std::string::npos) << S.toString();
+    EXPECT_NE(S.message().find("could write to it"), std::string::npos)
+        << S.toString();
+  }
+}
+
+// LLVM's own model host (llvm/lib/Analysis/models/interactive_host.py),
+// played in Python as it does it: os.mkfifo with the default mode (0644
+// under umask 022), unframed replies. docs/pipes.md tells its users to
+// turn SessionIds off; the runner must then take its FIFOs.
+const char *const kLlvmLikeHost = R"(
+import json, os, struct, sys
+os.umask(0o022)
+to_compiler, from_compiler = sys.argv[1] + ".in", sys.argv[1] + ".out"
+os.mkfifo(to_compiler)
+os.mkfifo(from_compiler)
+print("ready", flush=True)
+with open(to_compiler, "wb") as tc, open(from_compiler, "rb") as fc:
+    json.loads(fc.readline())  # the header
+    while line := fc.readline():
+        if "observation" not in json.loads(line):
+            continue
+        (value,) = struct.unpack("<q", fc.read(8))
+        assert fc.read(1) == b"\n"
+        tc.write(struct.pack("<q", 2 * value))
+        tc.flush()
+)";
+
+TEST(PipeReliability, FifosOfLlvmsOwnHostAreAccepted) {
+  FakeModelPeer Peer; // for its directory
+  PythonProcess Host(kLlvmLikeHost, {Peer.Base});
+  ASSERT_EQ(Host.readLine(), "ready");
+  struct stat St;
+  ASSERT_EQ(::stat((Peer.Base + ".in").c_str(), &St), 0);
+  ASSERT_EQ(St.st_mode & 0777, 0644u) << "the host must make what LLVM's makes";
+  PipeOptions O = fastOptions();
+  O.SessionIds = false;
+  O.OpenTimeout = O.ReplyTimeout = 10s;
+  auto R = makeRunner(Peer.Base, O);
+  for (int64_t K = 1; K <= 3; ++K) {
+    *R->getTensor<int64_t>(0) = K;
+    Expected<int64_t> A = R->evaluate<int64_t>();
+    ASSERT_TRUE(A) << A.status().toString();
+    EXPECT_EQ(*A, 2 * K);
+  }
 }
 
 TEST(PipeReliability, FifosOfAnotherUserAreRefused) {
@@ -720,20 +705,13 @@ TEST(PipeReliability, TwoThreadsInOneRunnerAtOnceIsAnError) {
   FakeModelPeer Peer;
   std::atomic<bool> Asked{false}, SecondDone{false};
   Peer.run([&](int Out, int In) {
-    auto Codec = createSerDes(SerDesKind::Bitstream);
-    FdSource Src(In);
-    CompilerMessage Msg;
-    std::vector<TensorSpec> Specs;
-    TensorSpec Advice;
-    PeerSession Session;
-    if (!readObservation(*Codec, Src, Msg, Specs, Advice, &Session).isOk())
+    PeerStream S(Out, In);
+    if (!S.nextObservation())
       return;
     Asked = true;
     while (!SecondDone) // hold the first request until the second is refused
       std::this_thread::sleep_for(1ms);
-    const int64_t V = 2 * *Msg.Features[0].dataAs<int64_t>();
-    (void)writeAll(Out, Session.frame(std::string(
-                            reinterpret_cast<const char *>(&V), 8)));
+    (void)S.replyInt(2 * S.feature());
   });
   auto R = makeRunner(Peer.Base, fastOptions());
   *R->getTensor<int64_t>(0) = 21;

@@ -33,28 +33,35 @@ int spinsAfter(SpinBudget &B, int Waits, long SpinUs, long SleepUs) {
   return Spun;
 }
 
-TEST(SpinBudget, SpinsWhileSpinningIsClearlyFaster) {
-  SpinBudget B(Micros(50), idle);
-  // Every 16th wait tries the other mode: 30 of the last 32 spin.
-  EXPECT_EQ(spinsAfter(B, 200, /*SpinUs=*/5, /*SleepUs=*/40), 30);
+// How many of the last 32 of 200 waits spin, given how long spinning and
+// sleeping waits take. Every 16th wait tries the other mode.
+struct SpinCase {
+  const char *Name;
+  long SpinUs, SleepUs;
+  bool (*Crowded)();
+  int Spun;
+};
+
+class SpinBudgetChoice : public ::testing::TestWithParam<SpinCase> {};
+
+TEST_P(SpinBudgetChoice, SpinsOnlyWhereItPays) {
+  const SpinCase &C = GetParam();
+  SpinBudget B(Micros(50), C.Crowded);
+  EXPECT_EQ(spinsAfter(B, 200, C.SpinUs, C.SleepUs), C.Spun);
 }
 
-TEST(SpinBudget, SleepsWhenSpinningIsNotFaster) {
-  SpinBudget B(Micros(50), idle);
-  EXPECT_EQ(spinsAfter(B, 200, /*SpinUs=*/38, /*SleepUs=*/40), 2);
-}
-
-TEST(SpinBudget, StopsSpinningWhenMostSpinsRunOut) {
-  // Spinning waits average less than sleeping ones, but they end after
-  // the 50 µs budget: the spin is pure cost on top of a sleep, so no.
-  SpinBudget B(Micros(50), idle);
-  EXPECT_EQ(spinsAfter(B, 200, /*SpinUs=*/60, /*SleepUs=*/200), 2);
-}
-
-TEST(SpinBudget, NeverSpinsWhileTheCpusAreCrowded) {
-  SpinBudget B(Micros(50), crowded);
-  EXPECT_EQ(spinsAfter(B, 200, /*SpinUs=*/5, /*SleepUs=*/40), 0);
-}
+INSTANTIATE_TEST_SUITE_P(
+    SpinBudget, SpinBudgetChoice,
+    ::testing::Values(
+        // 30 of the last 32 spin (2 try sleeping).
+        SpinCase{"SpinsWhileSpinningIsClearlyFaster", 5, 40, idle, 30},
+        SpinCase{"SleepsWhenSpinningIsNotFaster", 38, 40, idle, 2},
+        // Spinning waits average less than sleeping ones, but they end
+        // after the 50 µs budget: the spin is pure cost on top of a
+        // sleep, so no.
+        SpinCase{"StopsSpinningWhenMostSpinsRunOut", 60, 200, idle, 2},
+        SpinCase{"NeverSpinsWhileTheCpusAreCrowded", 5, 40, crowded, 0}),
+    [](const auto &Info) { return std::string(Info.param.Name); });
 
 TEST(SpinBudget, ReadsTheRunnableCountOfLoadavg) {
   EXPECT_EQ(runnableFromLoadavg("0.52 0.41 0.30 3/241 1234\n"), 3);

@@ -2,6 +2,7 @@
 (7 units) and two csmith programs. Real downloads (cached), real clang-19.
 
 * fetch verifies the sha256 pins, and refuses a corrupted download;
+* check names a changed byte of an unpacked source, and fetch restores it;
 * the bitcode carries minsize/optsize on every defined function;
 * the baseline equals an independent ``clang-19 -Oz -c`` measured with
   ``llvm-size-19``, and the value recorded in the manifest;
@@ -128,6 +129,29 @@ def test_cli_list_and_check(corpus, tmp_path):
     bad = subprocess.run(base + ["list", "--libraries", "nosuchlib"], env=env,
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "no library 'nosuchlib'" in bad.stderr
+
+
+def test_a_changed_source_fails_check_and_is_restored_by_fetch(corpus, tmp_path):
+    lib = corpus.libraries[LIBRARY]
+    archive = f"{lib.crate}-{lib.version}.crate"
+    cache = tmp_path / "cache"
+    (cache / "crates").mkdir(parents=True)
+    shutil.copy(corpus.cache_dir / "crates" / archive, cache / "crates" / archive)
+    source = fetch_crate(lib.crate, lib.version, lib.sha256, cache) / "bzip2-1.0.8" / "bzlib.c"
+    pinned = source.read_bytes()
+    source.write_bytes(pinned.replace(b"BZ_MAX_UNUSED", b"BZ_MAX_UNUSEd", 1))
+    env = dict(os.environ, PYTHONPATH=str(PYTHON_DIR))
+    base = [sys.executable, "-m", "mlbridge.corpus", "--no-progress", "--cache-dir", str(cache),
+            "--build-dir", str(tmp_path / "build")]
+    check = subprocess.run(base + ["check", "--libraries", LIBRARY], env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert check.returncode == 1, check.stdout + check.stderr
+    assert f"FAILED {LIBRARY}: {lib.crate} {lib.version}: changed: bzip2-1.0.8/bzlib.c" \
+        in check.stderr
+    fetch = subprocess.run(base + ["fetch", "--libraries", LIBRARY], env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert fetch.returncode == 0 and "changed: bzip2-1.0.8/bzlib.c" in fetch.stderr
+    assert source.read_bytes() == pinned
 
 
 def test_attribute_check_tells_oz_ir_from_o2_ir(tmp_path):

@@ -1,6 +1,7 @@
 """mlbridge.EventLoop: many real compiler processes (tests/e2e/tools/
 e2e_compiler.cpp) served by one Python thread, over pipes and shared memory
 at once; replies never cross, and an idle loop uses no CPU."""
+import functools
 import subprocess
 import sys
 import threading
@@ -10,8 +11,14 @@ from pathlib import Path
 import pytest
 
 from mlbridge import EventLoop, PipeCompilerInterface, ShmCompilerInterface, TensorSpec
-from test_pipe_e2e import FORMATS, events, start_compiler
-from test_shm_e2e import start_compiler as start_shm_compiler
+import stream_e2e
+from stream_e2e import COMPILER, FORMATS, binary, events
+
+start_compiler = functools.partial(stream_e2e.start_compiler, "pipe")
+start_shm_compiler = functools.partial(stream_e2e.start_compiler, "shm")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "tools"))
+import fault_matrix as F  # noqa: E402
 
 REQUESTS = 40
 
@@ -189,7 +196,6 @@ def test_a_compiler_that_exits_after_its_session_ends_one_session():
     process exits only later (slow exit handlers, a sanitizer's report): the
     loop counts that session once, so run(sessions=2) still waits for the
     other compiler's whole session."""
-    from test_pipe_e2e import COMPILER, binary
     ifaces = [PipeCompilerInterface(serdes="bitstream", timeout=20) for _ in range(2)]
     seen = []
     try:
@@ -209,3 +215,15 @@ def test_a_compiler_that_exits_after_its_session_ends_one_session():
             iface.close()
     assert [(s.answered, s.ended) for s in stats] == [(3, 1), (8, 1)]
     assert all(lines[-1] == {"event": "done", "ok": True} for lines, _ in results), results
+
+
+def test_frozen_compilers_cost_only_their_own_sessions():
+    """A pipe compiler frozen (SIGSTOP) in the middle of an observation and
+    a shared-memory compiler that never reads its replies, under one loop
+    with two good compilers on each transport: the good ones are all served
+    within their 1 s reply deadline (the interfaces wait 30 s for a peer:
+    a loop that waited on a frozen one would make them all miss it)."""
+    stats = F.check_frozen_peers_cost_only_their_sessions(
+        [("pipe", "observation", "half-stop"), ("shm", "reply", "unread")])
+    # The unread compiler was answered until its reply ring was full.
+    assert stats["shm"].answered >= 2 * 20 + 100

@@ -8,7 +8,8 @@
 * Compiler faults: a fault-injecting fake compiler
   (tools/fault_injecting_compiler.py) against the real Python model side;
   afterwards a real compiler session on the same interface must be served
-  correctly (the model side is ready for the next session).
+  correctly (the model side is ready for the next session). A compiler
+  frozen mid-message under an EventLoop must cost only its own session.
 
 The shared-memory and gRPC matrices are test_fault_injection_shm.py and
 test_fault_injection_grpc.py; docs/reliability.md lists every case and its
@@ -36,3 +37,10 @@ def test_model_fault_gives_own_answer_or_clear_error(tmp_path, step, fault, serd
 def test_model_side_is_ready_after_a_compiler_fault(step, fault):
     with PipeCompilerInterface(serdes="bitstream", timeout=1.0) as iface:
         F.check_ready_after_compiler_fault("pipe", iface, iface.base, step, fault)
+
+
+@pytest.mark.parametrize("step,fault", F.FROZEN_PEER_FAULTS["pipe"])
+def test_a_frozen_compiler_under_the_event_loop_costs_only_its_session(step, fault):
+    """Frozen in the middle of a message, with good compilers on pipes and
+    shared memory in the same EventLoop: they are all served in time."""
+    F.check_frozen_peers_cost_only_their_sessions([("pipe", step, fault)], good_per_transport=1)

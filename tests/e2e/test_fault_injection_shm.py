@@ -10,7 +10,8 @@ ShmModelRunner and ShmCompilerInterface (docs/shm.md).
 * Compiler faults: the fault-injecting fake compiler
   (tools/fault_injecting_compiler.py shm: the rings written from Python)
   against the real ShmCompilerInterface; then a real compiler session must
-  be served correctly.
+  be served correctly. Also corrupt ring indices, and a compiler that
+  never reads its replies under an EventLoop with good compilers.
 
 docs/reliability.md lists every case and its outcome.
 """
@@ -74,3 +75,18 @@ def test_model_killed_while_the_compiler_waits_for_its_hello(tmp_path):
     first = next(e for e in lines if e["event"] == "error")
     assert first["code"] == "peer-closed", first
     assert time.monotonic() - killed < 2.0
+
+
+@pytest.mark.parametrize("step,fault", F.RING_CORRUPTION_FAULTS)
+def test_corrupt_ring_indices_end_only_that_session(step, fault):
+    """The fake compiler publishes a wrap marker at the ring's start with a
+    head far ahead instead of its message: the model side refuses it at
+    once (the fake sees the hang-up; before, the model walked the ring at
+    100 % CPU), then serves the next compiler."""
+    with ShmCompilerInterface(serdes="bitstream", timeout=1.0) as iface:
+        assert F.check_ready_after_compiler_fault("shm", iface, iface.path, step, fault) == 0
+
+
+@pytest.mark.parametrize("step,fault", F.FROZEN_PEER_FAULTS["shm"])
+def test_a_frozen_compiler_under_the_event_loop_costs_only_its_session(step, fault):
+    F.check_frozen_peers_cost_only_their_sessions([("shm", step, fault)], good_per_transport=1)

@@ -43,7 +43,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import pytest
@@ -516,11 +516,13 @@ def test_inline_pass_never_opens_the_channel(mlbridge_pkg, opt19, program_ir,
 # ---- (b) our C++ writer against LLVM's bytes --------------------------------
 
 
-def replay_through_cpp_runner(e2e, mlbridge, guard, capture: Path,
-                              decisions: Sequence[int], tmp: Path) -> bytes:
-    """Runs mlbridge-bitstream-replay on `capture` against a Python host that
-    answers `decisions` in order; returns the bytes the host received."""
+def assert_cpp_runner_writes_llvms_bytes(e2e, mlbridge, guard, llvm_run, capture: Path,
+                                         tmp: Path) -> None:
+    """Runs mlbridge-bitstream-replay on `capture` (the stream of `llvm_run`)
+    against a Python host that answers LLVM's decisions in order; the host
+    must receive exactly LLVM's bytes."""
     tool = e2e.require_built_program(REPLAY_TOOL)
+    decisions = llvm_run.decisions
     answers = list(decisions)
 
     def policy(_features):
@@ -536,7 +538,9 @@ def replay_through_cpp_runner(e2e, mlbridge, guard, capture: Path,
     got = [int(line.split()[2]) for line in run.stdout.splitlines()
            if line.startswith("advice ")]
     assert got == list(decisions)
-    return run.capture
+    assert run.capture == llvm_run.capture, (
+        first_difference(llvm_run.capture, run.capture) + "\nLLVM:\n" +
+        describe_stream(llvm_run.capture) + "\nours:\n" + describe_stream(run.capture))
 
 
 def test_cpp_runner_writes_llvm_bytes(e2e, mlbridge_pkg, opt19, program_ir, tmp_path,
@@ -547,12 +551,8 @@ def test_cpp_runner_writes_llvm_bytes(e2e, mlbridge_pkg, opt19, program_ir, tmp_
     run = serve_opt(mlbridge_pkg, procs, opt19, program_ir["strings"], tmp_path,
                     "llvm", lambda f: f[loc], include_default=True)
     assert len(parse_capture(run.capture)) == 1 and run.answered > 0
-    capture = tmp_path / "strings.llvm.capture"
-    ours = replay_through_cpp_runner(e2e, mlbridge_pkg, procs, capture, run.decisions,
-                                     tmp_path)
-    assert ours == run.capture, (
-        first_difference(run.capture, ours) + "\nLLVM:\n" +
-        describe_stream(run.capture) + "\nours:\n" + describe_stream(ours))
+    assert_cpp_runner_writes_llvms_bytes(e2e, mlbridge_pkg, procs, run,
+                                         tmp_path / "strings.llvm.capture", tmp_path)
 
 
 def test_cpp_runner_context_only_session(e2e, mlbridge_pkg, opt19, program_ir,
@@ -565,9 +565,5 @@ def test_cpp_runner_context_only_session(e2e, mlbridge_pkg, opt19, program_ir,
                     passes="scc-oz-module-inliner,scc-oz-module-inliner")
     sessions = parse_capture(run.capture)
     assert len(sessions) == 2 and sessions[1].events == [("context", "")]
-    capture = tmp_path / "sort.llvm2.capture"
-    ours = replay_through_cpp_runner(e2e, mlbridge_pkg, procs, capture, run.decisions,
-                                     tmp_path)
-    assert ours == run.capture, (
-        first_difference(run.capture, ours) + "\nLLVM:\n" +
-        describe_stream(run.capture) + "\nours:\n" + describe_stream(ours))
+    assert_cpp_runner_writes_llvms_bytes(e2e, mlbridge_pkg, procs, run,
+                                         tmp_path / "sort.llvm2.capture", tmp_path)

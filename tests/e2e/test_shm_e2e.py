@@ -1,32 +1,20 @@
-"""C++ and C compilers <-> the Python model interface over shared memory.
-
-The compiler side is tests/e2e/tools/e2e_compiler.cpp ``--shm`` (and the C
-program e2e_compiler_c.c with ``shm``), the model side
-mlbridge.ShmCompilerInterface; see docs/shm.md.
-"""
-import json
-import os
-import signal
+"""The shared-memory transport end to end, what only it does (the promises
+pipes and shared memory share are tested in test_stream_e2e.py): views of
+the shared memory, several compilers at once, the rings' limits and
+wrap-around, reply records that break the rules (docs/shm.md)."""
+import functools
 import struct
-import subprocess
-import sys
-import textwrap
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-import mlbridge
 from mlbridge import ShmCompilerInterface
-from test_pipe_e2e import C_COMPILER, COMPILER, FORMATS, SOURCE, binary, c_program_model, echo, events
+import stream_e2e
+from stream_e2e import events, twice
 
-
-def start_compiler(path, serdes, scenario, *extra):
-    cmd = [binary(COMPILER), "--shm", str(path), "--serdes", serdes,
-           "--scenario", scenario, *map(str, extra)]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+start_compiler = functools.partial(stream_e2e.start_compiler, "shm")
 
 
 class FaultInjectingShmInterface(ShmCompilerInterface):
@@ -42,36 +30,6 @@ class FaultInjectingShmInterface(ShmCompilerInterface):
         self._session.write(data, self.timeout)
 
 
-def start_model_process(path, serdes, body):
-    """A separate Python model process (so it can be killed) running body
-    with `iface` and `obs` bound for each observation."""
-    script = textwrap.dedent(f"""
-        import os, signal, sys, time
-        from mlbridge import ShmCompilerInterface
-        with ShmCompilerInterface({str(path)!r}, serdes={serdes!r}, timeout=30) as iface:
-            print("ready", flush=True)
-            while (obs := iface.evaluate()) is not None:
-        """) + textwrap.indent(textwrap.dedent(body), " " * 8)
-    env = dict(os.environ, PYTHONPATH=str(SOURCE / "python"))
-    proc = subprocess.Popen([sys.executable, "-c", script], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
-    return proc
-
-
-@pytest.mark.parametrize("serdes", FORMATS)
-def test_every_type_round_trips_exactly(serdes):
-    with ShmCompilerInterface(serdes=serdes, timeout=20) as iface:
-        proc = start_compiler(iface.path, serdes, "types")
-        iface.process = proc
-        served = iface.serve(echo, sessions=12, timeout=20)
-        lines, err = events(proc)
-    assert served == 12, err
-    echoes = [e for e in lines if e["event"] == "echo"]
-    assert len(echoes) == 12 and all(e["ok"] for e in echoes), lines
-    assert lines[-1] == {"event": "done", "ok": True}, err
-
-
 def test_observations_are_views_of_the_shared_memory():
     with ShmCompilerInterface(serdes="bitstream", timeout=20) as iface:
         proc = start_compiler(iface.path, "bitstream", "rtt", "--size", 1000, "--count", 1)
@@ -83,100 +41,6 @@ def test_observations_are_views_of_the_shared_memory():
         iface.serve(lambda o: 0.0, sessions=1, timeout=20)
         lines, err = events(proc)
     assert lines[-1] == {"event": "done", "ok": True}, err
-
-
-@pytest.mark.parametrize("serdes", FORMATS)
-def test_c_program_against_python(serdes):
-    with ShmCompilerInterface(serdes=serdes, timeout=20) as iface:
-        proc = subprocess.Popen([binary(C_COMPILER), iface.path, serdes, "shm"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        iface.process = proc
-        seen = []
-
-        def model(obs):
-            seen.append(obs.context)
-            return c_program_model(obs)
-
-        iface.serve(model, sessions=1, timeout=20)
-        lines, err = events(proc)
-    by_event = {e["event"]: e for e in lines}
-    assert by_event["done"]["ok"], err + json.dumps(lines)
-    assert by_event["int64_array"] == {"event": "int64_array", "n": 3, "v": [4, 5, 7]}
-    assert by_event["small_buffer"] == {"event": "small_buffer", "code": "too-large", "n": 3}
-    assert seen[0] == "c-main"
-
-
-def test_contexts_and_several_sessions_on_one_interface():
-    with ShmCompilerInterface(serdes="bitstream", timeout=20) as iface:
-        results, contexts = [], []
-
-        def compile_three_times():
-            for _ in range(3):
-                results.append(events(start_compiler(iface.path, "bitstream", "requests",
-                                                     "--count", 4)))
-
-        def model(obs):
-            contexts.append((obs.context, obs.index))
-            return 2 * int(obs["i"][0])
-
-        t = threading.Thread(target=compile_three_times)
-        t.start()
-        served = iface.serve(model, sessions=3, timeout=20)
-        t.join(30)
-    assert served == 12
-    for lines, err in results:
-        assert [e["value"] for e in lines if e["event"] == "advice"] == [0, 2, 4, 6], err
-    # Every request is in its own context, so every index restarts at 0.
-    assert contexts == [(f"request{k}", 0) for k in range(4)] * 3
-
-
-@pytest.mark.parametrize("serdes", FORMATS)
-def test_model_killed_mid_request_gives_error_within_deadline(tmp_path, serdes):
-    path = tmp_path / "model.sock"
-    model = start_model_process(path, serdes, "os.kill(os.getpid(), signal.SIGKILL)")
-    proc = start_compiler(path, serdes, "requests", "--count", 3, "--reply-timeout-ms", 10000)
-    lines, err = events(proc)
-    model.wait(10)
-    assert proc.returncode == 1
-    errors = [e for e in lines if e["event"] == "error"]
-    assert errors[0]["code"] == "peer-closed", errors
-    assert errors[0]["elapsed_ms"] < 2000, "must not wait for the 10 s deadline"
-    assert errors[1]["code"] == "unavailable" and errors[1]["elapsed_ms"] < 50
-
-
-def test_slow_model_hits_the_reply_deadline(tmp_path):
-    path = tmp_path / "model.sock"
-    model = start_model_process(path, "bitstream", "time.sleep(30)")
-    try:
-        lines, err = events(start_compiler(path, "bitstream", "requests",
-                                           "--reply-timeout-ms", 500))
-    finally:
-        model.kill()
-        model.wait()
-    error = next(e for e in lines if e["event"] == "error")
-    assert error["code"] == "timeout", error
-    assert 450 <= error["elapsed_ms"] < 2500
-
-
-def test_compiler_killed_python_side_returns():
-    with ShmCompilerInterface(serdes="bitstream", timeout=20) as iface:
-        proc = start_compiler(iface.path, "bitstream", "requests", "--count", 1000000)
-        try:
-            for _ in range(3):
-                obs = iface.evaluate()
-                iface.populate_buffer(2 * int(obs["i"][0]))
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(10)
-            start = time.monotonic()
-            obs = iface.evaluate(timeout=10)
-            if obs is not None:  # a request already in the ring when it died:
-                iface.populate_buffer(0)  # its answer goes to memory nobody reads
-                assert iface.evaluate(timeout=10) is None
-            assert not iface.session_open
-            assert time.monotonic() - start < 2.0
-        finally:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.mark.parametrize("reply, message", [
@@ -227,44 +91,6 @@ def test_message_larger_than_the_ring_is_an_error():
     assert error["code"] == "too-large" and "larger capacity" in error["message"], error
 
 
-def test_no_model_is_an_error_in_bounded_time(tmp_path):
-    start = time.monotonic()
-    lines, err = events(start_compiler(tmp_path / "absent.sock", "json", "requests",
-                                       "--open-timeout-ms", 500))
-    error = next(e for e in lines if e["event"] == "error")
-    assert error["code"] == "not-found" and "no model listening" in error["message"]
-    assert time.monotonic() - start < 3.0
-
-
-def cpu_seconds(pid):
-    """User + system CPU time of a live process (/proc/PID/stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def test_idle_channel_uses_no_cpu():
-    """Both sides wait a second each (the model for a request, the compiler
-    for a reply); neither may spin through it."""
-    with ShmCompilerInterface(serdes="bitstream", timeout=20) as iface:
-        proc = start_compiler(iface.path, "bitstream", "requests", "--count", 3,
-                              "--pause-ms", 1000)
-        iface.process = proc
-        obs = iface.evaluate()
-        iface.populate_buffer(0)
-        before = time.process_time()
-        obs = iface.evaluate()  # the compiler pauses 1 s first
-        model_cpu = time.process_time() - before
-        before = cpu_seconds(proc.pid)
-        time.sleep(1.0)  # now the compiler waits 1 s for its reply
-        compiler_cpu = cpu_seconds(proc.pid) - before
-        iface.populate_buffer(2 * int(obs["i"][0]))
-        iface.serve(lambda o: 2 * int(o["i"][0]), sessions=1, timeout=20)
-        lines, err = events(proc)
-    assert lines[-1] == {"event": "done", "ok": True}, err
-    assert model_cpu < 0.1, f"the waiting model used {model_cpu:.3f} s of CPU in 1 s"
-    assert compiler_cpu < 0.1, f"the waiting compiler used {compiler_cpu:.3f} s of CPU in 1 s"
-
-
 def test_records_wrap_around_a_small_ring():
     """4 KiB rings and 1.2 KB requests: records keep crossing the end of the
     ring (wrap markers) and restarting at its beginning."""
@@ -284,7 +110,7 @@ def test_one_event_loop_serves_eight_compilers_at_once():
         procs = [start_compiler(iface.path, "bitstream", "requests", "--count", 200,
                                 "--first", 1000 * p) for p in range(8)]
         threads_before = threading.active_count()
-        served = iface.serve(lambda obs: 2 * int(obs["i"][0]), sessions=8, timeout=30)
+        served = iface.serve(twice, sessions=8, timeout=30)
         assert threading.active_count() == threads_before
         results = [events(p) for p in procs]
     assert served == 8 * 200
@@ -299,10 +125,10 @@ def test_serve_leaves_other_sessions_to_the_next_call():
         first = start_compiler(iface.path, "bitstream", "requests", "--count", 2)
         second = start_compiler(iface.path, "bitstream", "requests", "--count", 2,
                                 "--pause-ms", 300, "--first", 100)
-        assert iface.serve(lambda obs: 2 * int(obs["i"][0]), sessions=1, timeout=30) >= 2
+        assert iface.serve(twice, sessions=1, timeout=30) >= 2
         obs = iface.evaluate()  # the second compiler, continued
         iface.populate_buffer(2 * int(obs["i"][0]))
-        iface.serve(lambda obs: 2 * int(obs["i"][0]), sessions=1, timeout=30)
+        iface.serve(twice, sessions=1, timeout=30)
         for proc in (first, second):
             lines, err = events(proc)
             assert lines[-1] == {"event": "done", "ok": True}, err
@@ -331,7 +157,7 @@ def test_a_second_reply_never_answers_the_next_request(when):
         iface._state.requests -= 1
         iface.send_raw(reply)
         iface.process = proc
-        iface.serve(lambda o: 2 * int(o["i"][0]), sessions=1, timeout=10)
+        iface.serve(twice, sessions=1, timeout=10)
         lines, err = events(proc)
     assert [e["value"] for e in lines if e["event"] == "advice"] == [0], lines
     errors = [e for e in lines if e["event"] == "error"]

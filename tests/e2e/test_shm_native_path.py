@@ -5,13 +5,12 @@ observations and the compiler gets the same replies as with the
 pure-Python path, also with several compilers and interfaces in one
 EventLoop."""
 
-import numpy as np
 import pytest
 
 from build_components import require_component
-from mlbridge import EventLoop, ShmCompilerInterface, shm
-from test_pipe_e2e import echo, events
-from test_shm_e2e import start_compiler
+from mlbridge import EventLoop, ShmCompilerInterface
+from mlbridge.shm import fast_path
+from stream_e2e import echo, events, start_compiler
 
 require_component("shm_python_fast_path")
 
@@ -20,12 +19,12 @@ require_component("shm_python_fast_path")
 def native_taken(monkeypatch):
     """The indices of the observations the native module found."""
     taken = []
-    native_observation = shm._Session._native_observation
+    native_observation = fast_path.native_observation
 
     def counted(session, state, layout, index, *rest):
         taken.append(index)
         return native_observation(session, state, layout, index, *rest)
-    monkeypatch.setattr(shm._Session, "_native_observation", counted)
+    monkeypatch.setattr(fast_path, "native_observation", counted)
     return taken
 
 
@@ -46,7 +45,7 @@ def serve_one_compiler(fast_path, scenario, model, sessions, *extra):
 
     with ShmCompilerInterface(serdes="bitstream", timeout=20, fast_path=fast_path) as iface:
         assert iface.fast_path is fast_path
-        proc = start_compiler(iface.path, "bitstream", scenario, *extra)
+        proc = start_compiler("shm", iface.path, "bitstream", scenario, *extra)
         iface.process = proc
         served = iface.serve(recording, sessions=sessions, timeout=20)
         lines, err = events(proc)
@@ -78,7 +77,7 @@ def test_several_compilers_on_both_paths_in_one_event_loop(native_taken):
          EventLoop() as loop:
         loop.add(fast, double)
         loop.add(slow, double)
-        procs = [start_compiler(iface.path, "bitstream", "requests", "--count", count,
+        procs = [start_compiler("shm", iface.path, "bitstream", "requests", "--count", count,
                                 "--first", 1000 * p, "--contexts", 0)
                  for p, iface in enumerate([fast, slow, fast, slow, fast, slow])]
         loop.run(sessions=len(procs), timeout=30)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import mlbridge
-from compiler_peer import ADVICE, SPECS, CompilerPeer
+from compiler_peer import ADVICE, SPECS, CompilerPeer, PeerThread
 from mlbridge import (MLBridgeError, PeerClosed, PipeCompilerInterface, ProtocolError,
                       TensorSpec)
 
@@ -21,36 +21,6 @@ PEER_SCRIPT = os.path.join(HERE, "compiler_peer.py")
 PYTHON_DIR = os.path.abspath(os.path.join(HERE, "..", "..", "python"))
 MATRIX = [[1, 2, 3], [4, 5, 6]]
 SERDES = ["bitstream", "json"]
-
-
-class PeerThread(threading.Thread):
-    """Runs fn(peer) in a thread; join() re-raises the peer's exception."""
-
-    def __init__(self, base, serdes, fn, open_peer=True):
-        super().__init__(daemon=True)
-        self.peer = CompilerPeer(base, serdes, timeout=5)
-        self.fn = fn
-        self.open_peer = open_peer
-        self.result = None
-        self.error = None
-        self.start()
-
-    def run(self):
-        try:
-            if self.open_peer:
-                self.peer.open()
-            self.result = self.fn(self.peer)
-        except BaseException as e:  # reported by join()
-            self.error = e
-        finally:
-            self.peer.close()
-
-    def join(self, timeout=10):
-        super().join(timeout)
-        assert not self.is_alive(), "peer thread hung"
-        if self.error is not None:
-            raise self.error
-        return self.result
 
 
 def spawn_peer(base, serdes, scenario):

@@ -5,91 +5,21 @@ the native module mlbridge_shm_native doing the common case (docs/shm.md,
 "The native fast path"), which must behave the same, errors included.
 
 The compiler is played here over a real channel (socket, memory file,
-eventfds) the way ShmChannel writes it (docs/shm.md): each request is one
-record, restarting at the ring's start once the model has read everything,
-so consecutive requests land at the same place."""
+eventfds) by compiler_peer.RingCompiler."""
 
-import array
-import mmap
-import os
-import select
-import socket
 import struct
 import threading
-import time
 
 import numpy as np
 import pytest
 
 from build_components import require_component
-from mlbridge import ProtocolError, ShmCompilerInterface, TensorSpec
-from mlbridge import shm
+from compiler_peer import RingCompiler
+from mlbridge import ProtocolError, ShmCompilerInterface, TensorSpec, _native
 from mlbridge.serdes import bitstream as bs
+from mlbridge.shm import fast_path
 
-_CONTROL = 4096
-_REQ_HEAD, _REQ_TAIL, _REP_HEAD, _REP_TAIL = 64, 128, 192, 256
-_Q = struct.Struct("<Q")
-_WRAP = (1 << 64) - 1
 SESSION = 0x5EED
-
-
-class RingCompiler:
-    """The compiler's end of a shared-memory channel, in Python."""
-
-    def __init__(self, path):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.sock.connect(path)
-        self.sock.settimeout(10)
-        hello, anc, _, _ = self.sock.recvmsg(24, socket.CMSG_SPACE(3 * 4))
-        fds = array.array("i")
-        fds.frombytes(anc[0][2])
-        self.memfd, self.wake_model, self.wake_self = fds
-        self.cap = struct.unpack_from("<Q", hello, 16)[0]
-        self.mm = mmap.mmap(self.memfd, _CONTROL + 2 * self.cap)
-        self.head = self.read = 0
-
-    def close(self):
-        self.mm.close()
-        for fd in (self.memfd, self.wake_model, self.wake_self):
-            os.close(fd)
-        self.sock.close()
-
-    def _word(self, at):
-        return _Q.unpack_from(self.mm, at)[0]
-
-    def send(self, data, length=None):
-        """One request record (mlbridge's placement rule); ``length``: a
-        record length field that lies."""
-        need = 8 + ((len(data) + 7) & ~7)
-        off = self.head % self.cap
-        empty = self._word(_REQ_TAIL) == self.head
-        if off + need > self.cap or (empty and need <= off):
-            _Q.pack_into(self.mm, _CONTROL + off, _WRAP)
-            self.head += self.cap - off
-            off = 0
-        _Q.pack_into(self.mm, _CONTROL + off, len(data) if length is None else length)
-        self.mm[_CONTROL + off + 8:_CONTROL + off + 8 + len(data)] = data
-        self.head += need
-        _Q.pack_into(self.mm, _REQ_HEAD, self.head)
-        os.eventfd_write(self.wake_model, 1)  # harmless when the model is not asleep
-
-    def reply(self, timeout=10.0):
-        """The next reply record's bytes (frame included)."""
-        end = time.monotonic() + timeout
-        while self._word(_REP_HEAD) == self.read:
-            assert time.monotonic() < end, "no reply"
-            select.select([self.wake_self], [], [], 0.01)
-        base = _CONTROL + self.cap
-        while True:
-            off = self.read % self.cap
-            n = self._word(base + off)
-            if n != _WRAP:
-                break
-            self.read += self.cap - off
-        data = bytes(self.mm[base + off + 8:base + off + 8 + n])
-        self.read += 8 + ((n + 7) & ~7)
-        _Q.pack_into(self.mm, _REP_TAIL, self.read)
-        return data
 
 
 @pytest.fixture(autouse=True, params=["python", "native"])
@@ -98,16 +28,16 @@ def native_taken(request, monkeypatch):
     native module found (always empty on the Python path)."""
     taken = []
     if request.param == "python":
-        monkeypatch.setattr(shm._native, "load", lambda name: (None, "turned off by the test"))
+        monkeypatch.setattr(_native, "load", lambda name: (None, "turned off by the test"))
     else:
         require_component("shm_python_fast_path")
         assert ShmCompilerInterface(capacity=1 << 16).fast_path  # (closed when collected)
-        native_observation = shm._Session._native_observation
+        native_observation = fast_path.native_observation
 
         def counted(session, state, layout, index, *rest):
             taken.append(index)
             return native_observation(session, state, layout, index, *rest)
-        monkeypatch.setattr(shm._Session, "_native_observation", counted)
+        monkeypatch.setattr(fast_path, "native_observation", counted)
     return taken if request.param == "native" else None
 
 
@@ -242,7 +172,7 @@ def test_several_sessions_each_get_their_own_arrays():
      r"observation 1: expected '\\n' after the 16-byte payload, got byte 0x58"),
     (b'{"observation":01}\n' + b"\0" * 16 + b"\n", None,
      r"malformed message \(Expecting ',' delimiter at column 17\)"),
-    (b'{"observation":1}\n' + b"\0" * 16 + b"\n", 4096, "corrupt record in the request ring"),
+    (b'{"observation":1}\n' + b"\0" * 16 + b"\n", 4096, "corrupt request ring: a record of 4096 bytes"),
 ], ids=["no newline after the payload", "index with a leading zero", "record length too large"])
 def test_malformed_records_are_the_same_errors_on_both_paths(native_taken, record, length,
                                                              message):

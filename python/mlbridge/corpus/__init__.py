@@ -7,7 +7,7 @@ described by the committed ``corpus/manifest.json``::
     from mlbridge.corpus import Corpus
 
     corpus = Corpus.load()                 # corpus/manifest.json
-    corpus.fetch()                         # download + sha256 check (idempotent)
+    corpus.fetch()                         # download, verify every source file (idempotent)
     for m in corpus.modules(split="train"):
         bc = m.ir()                        # clang-19 -Oz -Xclang -disable-llvm-passes -emit-llvm -c
         size = m.baseline_text()           # .text of clang-19 -Oz -c <source> <flags>

@@ -5,10 +5,12 @@ r"""Command line of the corpus.
     python -m mlbridge.corpus baseline [--output baseline.json]
     python -m mlbridge.corpus check [-j 2]
     python -m mlbridge.corpus list [--split heldout] [--units]
-    python -m mlbridge.corpus manifest [--libraries zlib]   # regenerate from recipes.py
+    python -m mlbridge.corpus manifest [--libraries zlib]   # regenerate from corpus/recipes.toml
 
 Exit status: 0 on success, 1 when a check fails or a unit does not build,
-2 for bad arguments or a broken manifest / download.
+2 for bad arguments or a broken manifest / download. ``fetch``, ``build`` and
+``baseline`` restore a source that differs from its pin (a warning names
+it); ``check`` reports it and does not measure that library.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import logging
 import sys
 import time
 from collections import defaultdict
@@ -23,7 +26,7 @@ from pathlib import Path
 
 from . import SPLITS, Corpus, CorpusError, FetchError
 from .compile import CompileError
-from .fetch import sha256_of
+from .fetch import SourceMismatch
 from .jobs import DEFAULT_JOBS, baseline, build_ir, measure, run_parallel
 
 
@@ -56,8 +59,8 @@ def build_parser():
     common(q)
     q.add_argument("--output", type=Path, help="per-library table (.json or .csv)")
     q.add_argument("--units-output", type=Path, help="per-unit table (.json or .csv)")
-    common(sub.add_parser("check", help="verify hashes, -Oz attributes, IR-vs-source .text "
-                                        "and the recorded baselines"))
+    common(sub.add_parser("check", help="verify the sources, -Oz attributes, IR-vs-source "
+                                        ".text and the recorded baselines"))
     q = sub.add_parser("list", help="libraries (or units) with split and counts")
     common(q, jobs=False)
     q.add_argument("--units", action="store_true", help="one line per unit")
@@ -98,26 +101,29 @@ def cmd_fetch(corpus, args):
     return 0
 
 
-def cmd_build(corpus, args):
-    mods = _modules(corpus, args)
+def _run_units(corpus, args, fn, desc, leave_out=()):
+    """``fn`` run on every selected unit (but those of the ``leave_out``
+    libraries), their libraries fetched and verified first: (units,
+    results, seconds)."""
+    mods = [m for m in _modules(corpus, args) if m.library not in leave_out]
     corpus.fetch(sorted({m.library for m in mods}))
     started = time.monotonic()
-    results = run_parallel(build_ir, mods, jobs=args.jobs, desc="IR",
-                           progress=not args.no_progress)
+    results = run_parallel(fn, mods, jobs=args.jobs, desc=desc, progress=not args.no_progress)
+    return mods, results, time.monotonic() - started
+
+
+def cmd_build(corpus, args):
+    mods, results, seconds = _run_units(corpus, args, build_ir, "IR")
     failed = [(name, err) for name, _, err in results if err]
     for name, err in failed:
         print(f"FAILED {name}: {err}", file=sys.stderr)
     print(f"built {len(mods) - len(failed)} of {len(mods)} units into {corpus.build_dir} "
-          f"in {time.monotonic() - started:.1f} s")
+          f"in {seconds:.1f} s")
     return 1 if failed else 0
 
 
 def cmd_baseline(corpus, args):
-    mods = _modules(corpus, args)
-    corpus.fetch(sorted({m.library for m in mods}))
-    started = time.monotonic()
-    results = run_parallel(baseline, mods, jobs=args.jobs, desc="baseline",
-                           progress=not args.no_progress)
+    mods, results, seconds = _run_units(corpus, args, baseline, "baseline")
     per_lib = defaultdict(lambda: {"units": 0, "text": 0, "failed": 0})
     unit_rows = []
     for m, (name, text, err) in zip(mods, results):
@@ -139,7 +145,7 @@ def cmd_baseline(corpus, args):
     for r in table + [total]:
         print(f"{r['library']:<16} {r['split']:<10} {r['lang']:<4} {r['units']:>6} "
               f"{r['text']:>12}")
-    print(f"measured in {time.monotonic() - started:.1f} s (cached units are not recompiled)")
+    print(f"measured in {seconds:.1f} s (cached units are not recompiled)")
     if args.output:
         _write_table(args.output, table + [total])
     if args.units_output and unit_rows:
@@ -148,22 +154,16 @@ def cmd_baseline(corpus, args):
 
 
 def cmd_check(corpus, args):
-    problems = []
+    problems, unverified = [], set()
     libs = _selected(corpus, args)
-    try:
-        corpus.fetch([lib.name for lib in libs])
-    except FetchError as e:
-        print(f"FAILED {e}", file=sys.stderr)
-        return 1
-    for lib in libs:  # the unpacked sources still match their archives' pinned hashes
-        if lib.crate:
-            archive = corpus.cache_dir / "crates" / f"{lib.crate}-{lib.version}.crate"
-            if archive.is_file() and sha256_of(archive) != lib.sha256:
-                problems.append(f"{lib.name}: cached archive does not match its sha256")
-    mods = _modules(corpus, args)
-    started = time.monotonic()
-    results = run_parallel(measure, mods, jobs=args.jobs, desc="check",
-                           progress=not args.no_progress)
+    for lib in libs:  # every source file its units read, as pinned (not restored here)
+        try:
+            corpus.fetch([lib.name], repair=False)
+        except FetchError as e:
+            hint = "; `fetch` restores it" if isinstance(e, SourceMismatch) else ""
+            problems.append(f"{lib.name}: {e}{hint}")
+            unverified.add(lib.name)
+    mods, results, seconds = _run_units(corpus, args, measure, "check", leave_out=unverified)
     mismatched = 0
     for m, res in zip(mods, results):
         if "error" in res:
@@ -182,8 +182,10 @@ def cmd_check(corpus, args):
                                 f"{res['text']} (not flagged in the manifest)")
     for p in problems:
         print(f"FAILED {p}", file=sys.stderr)
-    print(f"checked {len(mods)} units of {len(libs)} libraries in "
-          f"{time.monotonic() - started:.1f} s: {len(problems)} problems, "
+    if unverified:
+        print(f"not measured: {', '.join(sorted(unverified))}", file=sys.stderr)
+    print(f"checked {len(mods)} units of {len(libs) - len(unverified)} libraries in "
+          f"{seconds:.1f} s: {len(problems)} problems, "
           f"{mismatched} IR-vs-source mismatches (flagged in the manifest)")
     return 1 if problems else 0
 
@@ -225,6 +227,7 @@ def cmd_list(corpus, args):
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    logging.basicConfig(format="warning: %(message)s")  # e.g. a source restored by fetch
     try:
         if args.command == "manifest":
             from .generate import generate

@@ -19,7 +19,7 @@ from typing import Dict, Iterable, List, Optional, Sequence
 
 from ..errors import MLBridgeError
 from . import compile as cc
-from .fetch import fetch_crate, fetch_csmith
+from .fetch import SourceMismatch, fetch_crate, fetch_csmith, handle_mismatch
 
 SPLITS = ("train", "validation", "heldout")
 
@@ -173,24 +173,33 @@ class Corpus:
         return self.cache_dir / "src" / f"{lib.crate}-{lib.version}"
 
     def fetch(self, libraries: Optional[Iterable[str]] = None, *, mirror=None,
-              progress: bool = False) -> None:
-        """Downloads and verifies the selected libraries (all by default);
-        does nothing for those already unpacked with the pinned hash."""
+              progress: bool = False, repair: bool = True) -> None:
+        """Downloads and verifies the selected libraries (all by default) and
+        those whose headers they use. Every file their builds read is checked
+        against its pin each time (the unpacked tree against the hashes
+        recorded when the verified archive was unpacked, a csmith program
+        against its sha256, a generated header against the manifest); what
+        differs is restored with a warning naming it, or, with
+        ``repair=False``, raises :class:`SourceMismatch`."""
         libs = self.select(libraries)
         bar = _progress(progress, total=len(libs), desc="fetch", unit="lib")
         for lib in libs:
             if lib.csmith is not None:
                 for unit in lib.units:
                     fetch_csmith(unit["seed"], lib.csmith["max_funcs"], unit["sha256"],
-                                 self.cache_dir)
-            else:
-                root = fetch_crate(lib.crate, lib.version, lib.sha256, self.cache_dir, mirror)
-                write_generated(root, lib.generated)
-                for dep in lib.deps:
-                    d = self.select([dep])[0]
-                    fetch_crate(d.crate, d.version, d.sha256, self.cache_dir, mirror)
+                                 self.cache_dir, repair=repair)
+            for one in ([] if lib.csmith is not None else [lib] + self.select(lib.deps)):
+                root = fetch_crate(one.crate, one.version, one.sha256, self.cache_dir, mirror,
+                                   generated=self._generated_in(one), repair=repair)
+                write_generated(root, one.generated, repair=repair)
             bar.update(1)
         bar.close()
+
+    def _generated_in(self, lib: Library):
+        """The generated headers of every library unpacked where ``lib`` is."""
+        return {rel for other in self.libraries.values()
+                if (other.crate, other.version) == (lib.crate, lib.version)
+                for rel in other.generated}
 
     # -- modules --------------------------------------------------------
     def resolve_flags(self, lib: Library, flags: Sequence[str]) -> List[str]:
@@ -244,10 +253,13 @@ class Corpus:
 _PLACEHOLDER = re.compile(r"\{(csmith_include|src(?::([\w.+-]+))?)\}")
 
 
-def write_generated(root: Path, files: Dict[str, dict]) -> None:
+def write_generated(root: Path, files: Dict[str, dict], *, repair: bool = True) -> None:
     """Writes the configuration headers a crate's build script would generate
     under ``root``: ``{"text": ...}``, or ``{"from": path, "replace": {...}}``
-    (a file of the crate with placeholders filled in)."""
+    (a file of the crate with placeholders filled in). One that exists with
+    other content is written again with a warning or, with ``repair=False``,
+    raises :class:`SourceMismatch`."""
+    changed = []
     for rel, spec in files.items():
         if "text" in spec:
             text = spec["text"]
@@ -256,9 +268,18 @@ def write_generated(root: Path, files: Dict[str, dict]) -> None:
             for old, new in spec.get("replace", {}).items():
                 text = text.replace(old, new)
         path = root / rel
-        if not path.is_file() or path.read_text() != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+        if path.is_file() and path.read_text() == text:
+            continue
+        if os.path.lexists(path):
+            changed.append(f"changed: {rel} (a generated header)")
+            if not repair:
+                continue
+            path.unlink()  # (it may be a link)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    if changed:
+        handle_mismatch(SourceMismatch(root.name, root, changed), repair,
+                        "written again from the manifest")
 
 
 def _progress(enabled: bool, **kwargs):

@@ -208,16 +208,20 @@ class Advisor:
     ``name``: "inline", "evict" or "priority"; ``advice_name``/
     ``advice_dtype``: what LLVM's header must declare; ``tools``: which
     tools run it; ``flags(base, include_default)``: the LLVM options that
-    put it in interactive mode on channel ``base`` (without ``-mllvm``).
+    put it in interactive mode on channel ``base`` (without ``-mllvm``):
+    ``enable`` and ``channel_option=base``.
     """
 
-    name = None
-    advice_name = None
-    advice_dtype = None
-    tools = ()
+    def __init__(self, name, advice_name, advice_dtype, tools, enable, channel_option):
+        self.name = name
+        self.advice_name = advice_name
+        self.advice_dtype = advice_dtype
+        self.tools = tools
+        self._enable = enable
+        self._channel_option = channel_option
 
     def flags(self, base, include_default=False):
-        raise NotImplementedError
+        return [self._enable, f"{self._channel_option}={base}"]
 
     def check_header(self, layout):
         """Raise ProtocolError if the header is not this advisor's."""
@@ -244,10 +248,6 @@ class Advisor:
 
 
 class _Inline(Advisor):
-    name = "inline"
-    advice_name = "inlining_decision"
-    advice_dtype = "int64_t"
-    tools = ("opt", "clang")
     #: The feature LLVM declares for the default decision (include-default).
     DEFAULT_FEATURE = "inlining_default"
     #: Where LLVM 17-20 write the default decision instead (the index
@@ -257,7 +257,7 @@ class _Inline(Advisor):
     BUGGY_VERSIONS = range(17, 21)
 
     def flags(self, base, include_default=False):
-        f = ["-enable-ml-inliner=release", f"-inliner-interactive-channel-base={base}"]
+        f = super().flags(base)
         if include_default:
             f.append("-inliner-interactive-include-default")
         return f
@@ -303,15 +303,6 @@ class _Inline(Advisor):
 
 
 class _Evict(Advisor):
-    name = "evict"
-    advice_name = "index_to_evict"
-    advice_dtype = "int64_t"
-    tools = ("llc", "clang")
-
-    def flags(self, base, include_default=False):
-        return ["-regalloc-enable-advisor=release",
-                f"-regalloc-evict-interactive-channel-base={base}"]
-
     def check_header(self, layout):
         super().check_header(layout)
         _mask_struct(layout)
@@ -346,15 +337,6 @@ class _Evict(Advisor):
 
 
 class _Priority(Advisor):
-    name = "priority"
-    advice_name = "priority"
-    advice_dtype = "float"
-    tools = ("llc", "clang")
-
-    def flags(self, base, include_default=False):
-        return ["-regalloc-enable-priority-advisor=release",
-                f"-regalloc-priority-interactive-channel-base={base}"]
-
     def make_checker(self, layout):
         pack, unpack = _F32.pack, _F32.unpack
 
@@ -383,8 +365,12 @@ def _where(obs):
     return f"context {obs.context!r}, observation {obs.index}"
 
 
-INLINE = _Inline()
-EVICT = _Evict()
-PRIORITY = _Priority()
+INLINE = _Inline("inline", "inlining_decision", "int64_t", ("opt", "clang"),
+                 "-enable-ml-inliner=release", "-inliner-interactive-channel-base")
+EVICT = _Evict("evict", "index_to_evict", "int64_t", ("llc", "clang"),
+               "-regalloc-enable-advisor=release", "-regalloc-evict-interactive-channel-base")
+PRIORITY = _Priority("priority", "priority", "float", ("llc", "clang"),
+                     "-regalloc-enable-priority-advisor=release",
+                     "-regalloc-priority-interactive-channel-base")
 #: name -> Advisor
 ADVISORS = {a.name: a for a in (INLINE, EVICT, PRIORITY)}

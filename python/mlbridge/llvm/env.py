@@ -73,10 +73,7 @@ class InliningEnv(gym.Env):
         self.workdir = tempfile.mkdtemp(prefix="mlbridge-env-") if workdir is None \
             else os.fspath(workdir)
         self._baselines = {}
-        self._comp = None
-        self._chan = None
-        self._obs = None
-        self._program = None
+        self._comp = self._chan = self._obs = self._program = None
         self._done = True
         self._steps = 0
         self.feature_names = self._probe_features()

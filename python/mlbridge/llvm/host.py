@@ -18,14 +18,18 @@ Rules the host keeps:
 * Everything is bounded by ``timeout``: a compiler that never opens the
   pipes, exits early, crashes or hangs never blocks the host. A policy
   error or a timeout kills the compiler's process group.
-* The compiler's exit status, stdout and stderr are returned.
+* The compiler's exit status, stdout and stderr are returned; of stderr the
+  host keeps only the end in memory (:data:`STDERR_TAIL_BYTES`), the whole
+  stream goes to a file when asked or once it outgrows that.
 """
 
+import contextlib
 import itertools
 import logging
 import os
 import struct
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -38,11 +42,15 @@ from .advisors import ADVISORS, INLINE, InvalidAdvice, Layout
 from .tools import elf_text_size, llvm_major_version, output_path, tool_kind
 from .trace import Tracer
 
-__all__ = ["run", "Compilation", "RunResult", "PolicyError", "RunError"]
+__all__ = ["run", "Compilation", "RunResult", "PolicyError", "RunError", "STDERR_TAIL_BYTES"]
 
 _log = logging.getLogger("mlbridge.llvm")
 
 DEFAULT_TIMEOUT = 600.0
+
+#: Bytes of a compiler's stderr a RunResult holds by default: the end of the
+#: stream, which is where compilers put their errors.
+STDERR_TAIL_BYTES = 1 << 20
 
 
 class PolicyError(MLBridgeError):
@@ -60,8 +68,12 @@ class RunError(MLBridgeError):
 class RunResult:
     """What a served compilation produced.
 
-    ``returncode`` (negative: killed by that signal), ``stdout``/``stderr``
-    (str, or bytes with ``text=False``; None when not captured),
+    ``returncode`` (negative: killed by that signal), ``stdout`` (str, or
+    bytes with ``text=False``; None when not captured), ``stderr`` (the same,
+    but only the last ``stderr_tail`` bytes of the stream, 1 MiB by
+    default), ``stderr_bytes`` (the length of the whole stream),
+    ``stderr_path`` (the file holding the whole stream, or None: see
+    :func:`run`),
     ``requests``/``sessions``/``fallbacks``: per advisor counts,
     ``error``: the host's error message or None, ``exception``: the
     exception behind it, ``timed_out``, ``killed`` (the host stopped the
@@ -75,6 +87,8 @@ class RunResult:
         self.returncode = kw.pop("returncode", None)
         self.stdout = kw.pop("stdout", None)
         self.stderr = kw.pop("stderr", None)
+        self.stderr_bytes = kw.pop("stderr_bytes", 0)
+        self.stderr_path = kw.pop("stderr_path", None)
         self.requests = kw.pop("requests", {})
         self.sessions = kw.pop("sessions", {})
         self.fallbacks = kw.pop("fallbacks", {})
@@ -108,6 +122,8 @@ class RunResult:
         if isinstance(err, bytes):
             err = err.decode(errors="replace")
         tail = f"\n{err[-2000:]}" if err else ""
+        if self.stderr_path is not None:
+            tail += f"\n(the whole stderr is in {self.stderr_path})"
         raise RunError(why + tail, self)
 
     def __repr__(self):
@@ -254,7 +270,7 @@ def _describe(policy):
     return repr(name) if name else repr(policy)
 
 
-class Compilation:
+class Compilation(contextlib.AbstractContextManager):
     """A compiler process with interactive advisor channels.
 
     ``cmd``: the command (``cmd[0]`` is clang, opt or llc, or give
@@ -266,8 +282,8 @@ class Compilation:
 
     def __init__(self, cmd, advisors, *, tool=None, timeout=DEFAULT_TIMEOUT,
                  include_default=None, default_bug=None, on_invalid="stop", trace=None,
-                 outcome=None, capture_output=True, text=True, stdin=None, cwd=None,
-                 env=None):
+                 outcome=None, capture_output=True, text=True, stderr_tail=STDERR_TAIL_BYTES,
+                 stderr_file=None, stdin=None, cwd=None, env=None):
         cmd = [os.fspath(c) for c in cmd]
         if not cmd:
             raise ValueError("empty command")
@@ -275,6 +291,8 @@ class Compilation:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
         if on_invalid not in ("stop", "fallback"):
             raise ValueError(f"on_invalid must be 'stop' or 'fallback', got {on_invalid!r}")
+        if stderr_file is not None and not capture_output:
+            raise ValueError("stderr_file needs capture_output=True")
         self.tool = tool or tool_kind(cmd[0])
         if self.tool not in ("clang", "opt", "llc"):
             raise ValueError(f"tool must be 'clang', 'opt' or 'llc', got {self.tool!r}")
@@ -309,32 +327,23 @@ class Compilation:
         else:
             self.trace_path, self.tracer = None, trace
         self.outcome_fn = outcome
-        self.capture_output = capture_output
         self.text = text
-        self.stdin = stdin
         self.cwd = cwd
-        self.env = env
+        self._popen = dict(stdin=subprocess.DEVNULL if stdin is None else stdin, cwd=cwd,
+                           env=env)
+        # What the compiler writes, while it runs (None: not captured).
+        self._out = [] if capture_output else None
+        self._err = _StderrSink(stderr_tail, stderr_file) if capture_output else None
         self.steps = itertools.count()
         self.channels = {}
-        self.proc = None
-        self.deadline = None
-        self.run_id = None
-        self.command = None
-        self._stop_reason = None
-        self._killed = False
-        self._timed_out = False
+        self.proc = self.deadline = self.run_id = self.command = None
+        self._stop_reason = self._t0 = self._result = None
+        self._killed = self._timed_out = False
         self._lock = threading.Lock()
         self._readers = []
-        self._out = []
-        self._err = []
-        self._t0 = None
-        self._result = None
         self._serve_cpu = 0.0
 
-    # -- lifecycle ----------------------------------------------------------------------
-    def __enter__(self):
-        return self
-
+    # -- lifecycle (``with`` gives the Compilation itself) ---------------------------------
     def __exit__(self, *exc):
         self.close()
         return False
@@ -369,18 +378,20 @@ class Compilation:
                 self.run_id = self.tracer.begin_run(self.user_cmd)
             self._t0 = time.monotonic()
             self.deadline = self._t0 + self.timeout
-            pipe = subprocess.PIPE if self.capture_output else None
-            self.proc = process.start(
-                self.command, stdin=subprocess.DEVNULL if self.stdin is None else self.stdin,
-                stdout=pipe, stderr=pipe, cwd=self.cwd, env=self.env)
+            pipe = None
+            if self._err is not None:
+                pipe = subprocess.PIPE
+                self._err.open()
+            self.proc = process.start(self.command, stdout=pipe, stderr=pipe, **self._popen)
         except BaseException:
             self.close()
             raise
         for ch in self.channels.values():
             ch.iface.process = self.proc
-        if self.capture_output:
-            for stream, sink in ((self.proc.stdout, self._out), (self.proc.stderr, self._err)):
-                t = threading.Thread(target=_drain, args=(stream, sink), daemon=True,
+        if self._err is not None:
+            for stream, write, end in ((self.proc.stdout, self._out.append, None),
+                                       (self.proc.stderr, self._err.write, self._err.close)):
+                t = threading.Thread(target=_drain, args=(stream, write, end), daemon=True,
                                      name="mlbridge-llvm-output")
                 t.start()
                 self._readers.append(t)
@@ -476,15 +487,23 @@ class Compilation:
         error = self._stop_reason
         if exception is not None:
             error = f"{_channel_of(self, exception)}: {exception}"
-        out = b"".join(self._out) if self.capture_output else None
-        err = b"".join(self._err) if self.capture_output else None
-        if self.text and self.capture_output:
-            out, err = out.decode(errors="replace"), err.decode(errors="replace")
+        out = err = None
+        sink = self._err
+        if sink is not None:
+            out, err = b"".join(self._out), bytes(sink.tail)
+            if self.text:
+                out, err = out.decode(errors="replace"), err.decode(errors="replace")
+            if sink.spilled:
+                _log.warning("%s wrote %d bytes to stderr: the result holds the last %d, "
+                             "the whole stream is in %s", self.user_cmd[0], sink.total,
+                             len(sink.tail), sink.path)
         outfile = output_path(self.user_cmd[1:])
         if outfile is not None and self.cwd is not None:
             outfile = os.path.join(self.cwd, outfile)
         res = RunResult(
             command=self.command, returncode=proc.returncode, stdout=out, stderr=err,
+            stderr_bytes=0 if sink is None else sink.total,
+            stderr_path=None if sink is None else sink.path,
             requests={n: c.requests for n, c in self.channels.items()},
             sessions={n: c.sessions for n, c in self.channels.items()},
             fallbacks={n: c.fallbacks for n, c in self.channels.items()},
@@ -530,6 +549,8 @@ class Compilation:
                 pass
         for t in self._readers:
             t.join(5)
+        if self._err is not None and not self._readers:  # never started: no drain closes it
+            self._err.close()
         for ch in self.channels.values():
             ch.close()
         for stream in (getattr(proc, "stdout", None), getattr(proc, "stderr", None)):
@@ -544,13 +565,15 @@ def _channel_of(comp, exc):
     return "host"
 
 
-def _drain(stream, sink):
+def _drain(stream, write, end=None):
+    """Read ``stream`` to its end, handing each chunk to ``write``; then
+    ``end()``."""
     try:
         while True:
             chunk = stream.read1(1 << 16) if hasattr(stream, "read1") else stream.read(1 << 16)
             if not chunk:
                 break
-            sink.append(chunk)
+            write(chunk)
     except (OSError, ValueError):
         pass
     finally:
@@ -558,13 +581,79 @@ def _drain(stream, sink):
             stream.close()
         except OSError:
             pass
+        if end is not None:
+            end()
 
 
-def run(cmd, *, inline=None, evict=None, priority=None, tool=None, timeout=DEFAULT_TIMEOUT,
-        include_default=None, default_bug=None, on_invalid="stop", trace=None, outcome=None,
-        capture_output=True, text=True, stdin=None, cwd=None, env=None):
+class _StderrSink:
+    """A compiler's stderr as it is drained: the last ``limit`` bytes in
+    memory (``tail``); the whole stream in ``path``: the caller's file, or,
+    once the stream outgrows the tail, a new ``mlbridge-stderr-*.log`` in the
+    temporary directory (``spilled``), left for the caller. Writing the file
+    never stops the draining: on an error the file ends there (a warning
+    says so)."""
+
+    def __init__(self, limit, path=None):
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ValueError(f"stderr_tail must be a number of bytes >= 0, got {limit!r}")
+        self.limit = limit
+        self.path = None if path is None else os.fspath(path)
+        self.spilled = False
+        self._may_spill = path is None
+        self.total = 0
+        self.tail = bytearray()
+        self._file = None
+
+    def open(self):
+        """Create the caller's file (before the compiler starts: a bad path
+        fails there)."""
+        if self.path is not None:
+            self._file = open(self.path, "wb")
+
+    def write(self, chunk):
+        self.total += len(chunk)
+        if self._may_spill and len(self.tail) + len(chunk) > self.limit:
+            self._may_spill = False
+            self._spill()
+        self._save(chunk)
+        self.tail += chunk
+        if len(self.tail) > self.limit:
+            del self.tail[:len(self.tail) - self.limit]
+
+    def _spill(self):
+        try:
+            fd, path = tempfile.mkstemp(prefix="mlbridge-stderr-", suffix=".log")
+        except OSError as e:
+            _log.warning("cannot create a file for the compiler's stderr (%s): only its last "
+                         "%d bytes are kept", e, self.limit)
+            return
+        self.path, self.spilled = path, True
+        self._file = os.fdopen(fd, "wb")
+        self._save(self.tail)
+
+    def _save(self, data):
+        if self._file is None:
+            return
+        try:
+            self._file.write(data)
+        except OSError as e:
+            _log.warning("cannot write the compiler's stderr to %s (%s): the file ends there",
+                         self.path, e)
+            self.close()
+
+    def close(self):
+        f, self._file = self._file, None
+        if f is not None:
+            try:
+                f.close()
+            except OSError:
+                pass
+
+
+def run(cmd, *, inline=None, evict=None, priority=None, **options):
     """Run ``cmd`` (an opt, llc or clang command line) with the given
     advisors served by Python policies; returns a :class:`RunResult`.
+    ``options`` are those of :class:`Compilation`, described here.
 
     ``inline`` / ``evict`` / ``priority``: a policy for that advisor (a
     built-in name, ``"module:function"``, a TorchScript path, a
@@ -583,17 +672,22 @@ def run(cmd, *, inline=None, evict=None, priority=None, tool=None, timeout=DEFAU
     number}`` recorded with the run. ``capture_output``/``text``/``stdin``/
     ``cwd``/``env``: as for :mod:`subprocess`.
 
+    ``stderr_tail``: how many bytes of the end of the compiler's stderr the
+    result holds in ``stderr`` (:data:`STDERR_TAIL_BYTES`, 1 MiB, by
+    default); the host never holds more of it. ``stderr_file``: a path that
+    receives the whole stream. Without it, a stream longer than the tail is
+    written whole to a new ``mlbridge-stderr-*.log`` in the temporary
+    directory (``$TMPDIR``, else ``/tmp``), named in ``stderr_path`` and in
+    a warning on the ``mlbridge.llvm`` logger; the caller removes it.
+    ``stdout`` is held whole: give the compiler ``-o`` for large output.
+
     Errors of the host (a policy that raises, invalid advice, a malformed
     stream, the timeout) do not raise: they stop the compiler and are
     reported in ``error``/``exception``; ``result.check()`` raises them.
     """
     advisors = {k: v for k, v in (("inline", inline), ("evict", evict),
                                   ("priority", priority)) if v is not None}
-    comp = Compilation(cmd, advisors, tool=tool, timeout=timeout,
-                       include_default=include_default, default_bug=default_bug,
-                       on_invalid=on_invalid, trace=trace, outcome=outcome,
-                       capture_output=capture_output, text=text, stdin=stdin, cwd=cwd,
-                       env=env)
+    comp = Compilation(cmd, advisors, **options)
     try:
         comp.start()
         return comp.serve()

@@ -7,23 +7,28 @@ one ring record per message), sends a header, a context and observations
   steps   open | header | context | observation | reply | close
   faults  kill (SIGKILL itself) | stop (SIGSTOP itself) | truncate (half
           the step's message, then exits) | duplicate (the step's message
-          twice, without waiting for a reply)
+          twice, without waiting for a reply) | half-stop (half the step's
+          message, then SIGSTOP: frozen mid-message) | unread (reply: keeps
+          sending observations and never reads a reply, until the model
+          stops taking them) | corrupt (shm: instead of the step's message,
+          request ring indices the model must refuse -- RingCompiler's
+          first corruption; exits 0 once the model hangs up, 5 if it does
+          not within FAKE_PATIENCE_S)
 
     python fault_injecting_compiler.py pipe|shm BASE SERDES STEP FAULT
 """
 
-import mmap
 import os
-import select
 import signal
-import socket
-import struct
 import sys
 import time
+from pathlib import Path
 
-from fault_matrix import FAKE_PATIENCE_S
-from mlbridge import BufferReader, FdReader, PeerClosed, TensorSpec, serdes
-from mlbridge._spin import full_fence
+from fault_matrix import FAKE_PATIENCE_S, inject_into_self
+from mlbridge import BufferReader, FdReader, TensorSpec, serdes
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+from compiler_peer import RingCompiler  # noqa: E402
 
 SPECS = [TensorSpec("i", "int64_t", [1])]
 ADVICE = TensorSpec("twice", "int64_t", [1])
@@ -52,59 +57,17 @@ class PipeChannel:
         return self.reader
 
 
-class ShmChannel:
-    """The compiler's end of docs/shm.md, for a few short messages (it
-    never wraps the request ring)."""
-
-    REQ_HEAD, REQ_TAIL, REP_HEAD, REP_TAIL = 64, 128, 192, 256
-    MODEL_SLEEPING = 320
-    WRAP = (1 << 64) - 1
-    CONTROL = 4096
-    U64 = struct.Struct("<Q")
+class ShmChannel(RingCompiler):
+    """The compiler's end of docs/shm.md (one ring record per message)."""
 
     def __init__(self, path):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.sock.connect(path)
-        self.sock.settimeout(FAKE_PATIENCE_S)
-        hello, fds, _, _ = socket.recv_fds(self.sock, 24, 3)
-        self.capacity = struct.unpack("<QIIQ", hello)[3]
-        self.mm = mmap.mmap(fds[0], self.CONTROL + 2 * self.capacity)
-        self.wake_model, self.wake_self = fds[1], fds[2]
-        self.req_head = self.rep_read = 0
-
-    def word(self, offset, value=None):
-        if value is None:
-            return self.U64.unpack_from(self.mm, offset)[0]
-        self.U64.pack_into(self.mm, offset, value)
+        super().__init__(path, timeout=FAKE_PATIENCE_S)
 
     def write(self, data):
-        at = self.CONTROL + self.req_head
-        self.word(at, len(data))
-        self.mm[at + 8:at + 8 + len(data)] = data
-        self.req_head += 8 + (len(data) + 7) // 8 * 8
-        assert self.req_head <= self.capacity, "the fake never wraps the ring"
-        self.word(self.REQ_HEAD, self.req_head)
-        full_fence()
-        if self.word(self.MODEL_SLEEPING):
-            os.eventfd_write(self.wake_model, 1)
+        self.send(data)
 
     def reply_reader(self):
-        deadline = time.monotonic() + FAKE_PATIENCE_S
-        while self.word(self.REP_HEAD) == self.rep_read:
-            if time.monotonic() > deadline:
-                sys.exit(4)
-            ready, _, _ = select.select([self.wake_self, self.sock], [], [], 0.01)
-            if self.sock in ready and self.word(self.REP_HEAD) == self.rep_read:
-                raise PeerClosed("the model closed the channel")
-        at = self.CONTROL + self.capacity + self.rep_read % self.capacity
-        n = self.word(at)
-        if n == self.WRAP:  # the model went back to the start of the ring
-            self.rep_read += self.capacity - self.rep_read % self.capacity
-            return self.reply_reader()
-        data = self.mm[at + 8:at + 8 + n]
-        self.rep_read += 8 + (n + 7) // 8 * 8
-        self.word(self.REP_TAIL, self.rep_read)
-        return BufferReader(data)
+        return BufferReader(self.reply(FAKE_PATIENCE_S))
 
 
 def main(transport, base, serdes_name, step, fault):
@@ -112,8 +75,13 @@ def main(transport, base, serdes_name, step, fault):
     channel = (PipeChannel if transport == "pipe" else ShmChannel)(base)
 
     def send(here, data):
-        if here == step and fault == "truncate":
+        if here == step and fault == "corrupt":
+            channel.corrupt(channel.CORRUPTIONS[0])
+            sys.exit(0 if channel.wait_hang_up(FAKE_PATIENCE_S) else 5)
+        if here == step and fault in ("truncate", "half-stop"):
             channel.write(data[:max(1, len(data) // 2)])
+            if fault == "half-stop":
+                inject_into_self("stop", 0)
             sys.exit(0)
         if data:
             channel.write(data)
@@ -127,6 +95,11 @@ def main(transport, base, serdes_name, step, fault):
     if step == "open":
         send("open", b"")
     send("header", codec.encode_header(SPECS, ADVICE))
+    if step == "reply" and fault == "unread":
+        k = 0
+        while True:  # until a write finds no room for FAKE_PATIENCE_S
+            channel.write(codec.encode_observation(k, [(SPECS[0], k)]))
+            k += 1
     for k in range(3):
         send("context", codec.encode_context(f"f{k}"))
         send("observation", codec.encode_observation(0, [(SPECS[0], k)]))

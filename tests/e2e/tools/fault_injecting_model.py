@@ -58,8 +58,7 @@ class ShmEnds:
         self.iface = ShmCompilerInterface(path, serdes=serdes_name, timeout=FAKE_PATIENCE_S)
 
     def open(self):
-        conn = self.iface._accept(time.monotonic() + FAKE_PATIENCE_S)
-        self.session = self.iface._new_session(conn, None)
+        self.session = self.iface._accept(time.monotonic() + FAKE_PATIENCE_S)
         self.session.deadline = time.monotonic() + FAKE_PATIENCE_S
         return self.session
 

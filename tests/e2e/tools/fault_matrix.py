@@ -187,7 +187,8 @@ def pipe_model_idle(iface):
 def check_ready_after_compiler_fault(transport, iface, channel, step, fault):
     """The fake compiler faults at one step against ``iface`` (a model-side
     interface with a 1 s timeout, served in the background); then the next,
-    well-behaved compiler on it must be served correctly."""
+    well-behaved compiler on it must be served correctly. Returns the
+    fake's exit status (None: it was stopped and killed)."""
     stop = threading.Event()
     server = serve_in_background(lambda: iface.serve(twice, timeout=0.5), stop)
     faulty = subprocess.Popen(
@@ -210,3 +211,72 @@ def check_ready_after_compiler_fault(transport, iface, channel, step, fault):
         server.join(5)
     assert [e["value"] for e in lines if e["event"] == "advice"] == [0, 2, 4], (lines, err)
     assert lines[-1] == {"event": "done", "ok": True}
+    return None if fault == "stop" else faulty.returncode
+
+
+# Shared memory: request ring indices the model must refuse (fault_injecting_compiler.py).
+RING_CORRUPTION_FAULTS = [(step, "corrupt") for step in ("header", "context", "observation")]
+
+
+# ---- a frozen peer under the event loop ----------------------------------------
+# A compiler frozen in the middle of a message (pipes: a message is bytes in
+# a FIFO) or one that never reads its replies (shared memory: the reply ring
+# fills) must cost only its own session.
+FROZEN_PEER_FAULTS = {"pipe": [(step, "half-stop") for step in ("header", "context",
+                                                                "observation")],
+                      "shm": [("reply", "unread")]}
+
+
+def check_frozen_peers_cost_only_their_sessions(frozen, good_per_transport=2, requests=20):
+    """The fakes ``frozen`` ([(transport, step, fault)]) and, once they are
+    frozen, ``good_per_transport`` real compilers on pipes and on shared
+    memory, all under one EventLoop whose interfaces wait 30 s for a peer:
+    every good compiler must get all its answers within its 1 s reply
+    deadline. Returns the frozen channels' ChannelStats."""
+    import mlbridge
+    timeout = 30.0
+    pipes = [mlbridge.PipeCompilerInterface(serdes="bitstream", timeout=timeout)
+             for _ in range(sum(t == "pipe" for t, _, _ in frozen) + good_per_transport)]
+    shm = mlbridge.ShmCompilerInterface(serdes="bitstream", timeout=timeout, capacity=4096)
+    fakes, good = [], []
+    loop = mlbridge.EventLoop()
+    try:
+        stats = {"shm": loop.add(shm, twice)}
+        stats["pipe"] = [loop.add(iface, twice) for iface in pipes]
+        free_pipes = list(pipes)
+        for transport, step, fault in frozen:
+            channel = free_pipes.pop(0).base if transport == "pipe" else shm.path
+            fakes.append(subprocess.Popen(
+                [sys.executable, str(TOOLS / "fault_injecting_compiler.py"), transport,
+                 channel, "bitstream", step, fault], env=ENV, stderr=subprocess.PIPE))
+        served = {}
+        server = threading.Thread(target=lambda: served.update(
+            answered=loop.run(sessions=2 * good_per_transport, timeout=timeout)))
+        server.start()
+        for fake, (_, _, fault) in zip(fakes, frozen):
+            if fault == "half-stop":
+                wait_until_stopped(fake)
+        time.sleep(0.5)  # the unread replies fill the ring meanwhile
+        started = time.monotonic()
+        for transport in ("pipe", "shm"):
+            for k in range(good_per_transport):
+                channel = free_pipes.pop(0).base if transport == "pipe" else shm.path
+                good.append(spawn([STREAM_COMPILER, "--base" if transport == "pipe" else "--shm",
+                                   channel, "--serdes", "bitstream", "--scenario", "requests",
+                                   "--count", requests, "--first", 1000 * len(good),
+                                   "--reply-timeout-ms", 1000, "--open-timeout-ms", 5000]))
+        results = [json_lines(p, timeout=20) for p in good]
+        took = time.monotonic() - started
+        server.join(timeout)
+    finally:
+        for p in fakes + good:
+            end(p)
+        loop.close()
+        for iface in pipes + [shm]:
+            iface.close()
+    for k, (lines, err) in enumerate(results):
+        assert lines[-1] == {"event": "done", "ok": True}, (k, lines, err)
+        assert [e["value"] for e in lines if e["event"] == "advice"] == \
+            [2 * (1000 * k + i) for i in range(requests)]
+    assert took < timeout / 3, f"the good compilers took {took:.1f} s"
+    return stats
