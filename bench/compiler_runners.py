@@ -37,11 +37,8 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -50,58 +47,27 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))
 
 from mlbridge.llvm.plugins import INLINER_FEATURES, compile_to_ir, find_llvm_tool, find_plugins, tool_env  # noqa: E402
+from mlbridge.toolchain import CompileError, ModelServer, compile  # noqa: E402
 
 INLINER_MODEL = REPO / "models" / "plugins" / "inliner_policy.onnx"
 UNROLL_MODEL = REPO / "models" / "mlir" / "unroll_policy.onnx"
 RUNNERS = ("pipe+bitstream", "pipe+json", "grpc", "onnx", "compiled")
 
 
-class PythonModel:
-    """An ONNX model evaluated by onnxruntime in a thread of this process,
-    serving a compiler over pipes or gRPC (what a trainer would run)."""
+def onnx_policy(model: Path, features, decide):
+    """The policy a Python model process runs: the ONNX model evaluated by
+    onnxruntime on the observation's ``features``, its output mapped to a
+    decision by ``decide`` (what a trainer would serve)."""
+    import onnxruntime as ort
+    sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    shapes = {i.name: [d if isinstance(d, int) else 1 for d in i.shape]
+              for i in sess.get_inputs()}
+    features = [n for n in features if n in shapes]
 
-    def __init__(self, model: Path, features, decide, transport: str, serdes: str):
-        import onnxruntime as ort
-        self.sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
-        self.features, self.decide = list(features), decide
-        self.shapes = {i.name: [d if isinstance(d, int) else 1 for d in i.shape]
-                       for i in self.sess.get_inputs()}
-        if transport == "pipe":
-            from mlbridge import PipeCompilerInterface
-            self.iface = PipeCompilerInterface(serdes=serdes, timeout=600)
-            self.endpoint = self.iface.base
-        else:
-            from mlbridge.grpc import GrpcCompilerInterface
-            self.iface = GrpcCompilerInterface("127.0.0.1:0", timeout=600)
-            self.endpoint = self.iface.address
-        self.stop = False
-        self.error = None
-        self.thread = threading.Thread(target=self.loop, daemon=True)
-        self.thread.start()
-
-    def loop(self):
-        from mlbridge import TimeoutError as MlbTimeout
-        while not self.stop:
-            try:
-                obs = self.iface.evaluate(timeout=0.5)
-            except MlbTimeout:
-                continue
-            except Exception as exc:  # reported by close()
-                if not self.stop:
-                    self.error = exc
-                return
-            if obs is None:
-                continue
-            feeds = {n: np.asarray(obs[n], dtype=np.float32).reshape(self.shapes[n])
-                     for n in self.features if n in self.shapes}
-            self.iface.populate_buffer(self.decide(self.sess.run(None, feeds)[0]))
-
-    def close(self):
-        self.stop = True
-        self.thread.join(timeout=5)
-        self.iface.close()
-        if self.error:
-            raise self.error
+    def policy(obs):
+        feeds = {n: np.asarray(obs[n], dtype=np.float32).reshape(shapes[n]) for n in features}
+        return decide(sess.run(None, feeds)[0])
+    return policy
 
 
 def argmax(scores) -> int:
@@ -305,33 +271,28 @@ def make_pragma_model(path: Path, ct):
 # ---- measuring ---------------------------------------------------------------------
 
 
-def _cpu(who):
-    r = resource.getrusage(who)
-    return r.ru_utime + r.ru_stime
-
-
 def run_once(comp: Compiler, runner: str):
-    """(CPU seconds, wall seconds, decisions) of one run of the tool."""
+    """(CPU seconds, wall seconds, decisions) of one run of the tool; CPU is
+    the tool's plus this process's (which hosts the Python model)."""
     server = None
     if runner in ("grpc",) or runner.startswith("pipe"):
         transport = "grpc" if runner == "grpc" else "pipe"
         serdes = runner.split("+")[1] if "+" in runner else "bitstream"
-        server = PythonModel(comp.model, comp.features, comp.decide, transport, serdes)
+        server = ModelServer(onnx_policy(comp.model, comp.features, comp.decide),
+                             transport=transport, serdes=serdes)
     comp.log.unlink(missing_ok=True)
     cmd, env = comp.command(runner, server.endpoint if server else None)
-    c0, s0 = _cpu(resource.RUSAGE_CHILDREN), _cpu(resource.RUSAGE_SELF)
-    t0 = time.perf_counter()
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     try:
-        res = subprocess.run(list(map(str, cmd)), env=env, capture_output=True, text=True,
-                             timeout=600, stdin=subprocess.DEVNULL)
+        res = compile(cmd, env=env, measure_text=False)
+    except CompileError as e:
+        raise SystemExit(f"{comp.name}, {runner}: {e}")
     finally:
-        wall = time.perf_counter() - t0
-        cpu = (_cpu(resource.RUSAGE_CHILDREN) - c0) + (_cpu(resource.RUSAGE_SELF) - s0)
+        after = resource.getrusage(resource.RUSAGE_SELF)
         if server:
             server.close()
-    if res.returncode != 0:
-        raise SystemExit(f"{comp.name}, {runner}: failed ({res.returncode}):\n{res.stderr[-3000:]}")
-    return cpu, wall, (comp.decisions() if runner != "default" else 0)
+    own = (after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime)
+    return res.cpu_seconds + own, res.wall_seconds, (comp.decisions() if runner != "default" else 0)
 
 
 def measure(comps, repeat: int):

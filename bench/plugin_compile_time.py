@@ -28,10 +28,8 @@ import argparse
 import json
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -40,8 +38,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))
 
-from mlbridge.llvm.plugins import INLINER_FEATURES, find_llvm_tool, find_plugins, tool_env  # noqa: E402
+from mlbridge.llvm.plugins import INLINER_FEATURES, find_plugins, tool_env  # noqa: E402
 from mlbridge.llvm.plugins.corpus import csmith_include_dir, csmith_program  # noqa: E402
+from mlbridge.toolchain import ModelServer, compile, toolchain  # noqa: E402
 
 MODEL = REPO / "models" / "plugins" / "inliner_policy.onnx"
 
@@ -55,67 +54,31 @@ def corpus(tmp: Path, n_csmith: int):
     return files
 
 
-class PythonModel:
-    """The inliner model in a Python process thread, serving over pipes or
+def python_model(transport: str) -> ModelServer:
+    """The inliner model in a thread of this process, serving over pipes or
     gRPC (what a trainer would run), evaluated with onnxruntime."""
+    import onnxruntime as ort
+    sess = ort.InferenceSession(str(MODEL), providers=["CPUExecutionProvider"])
 
-    def __init__(self, transport: str):
-        import onnxruntime as ort
-
-        self.sess = ort.InferenceSession(str(MODEL), providers=["CPUExecutionProvider"])
-        self.transport = transport
-        if transport == "pipe":
-            from mlbridge import PipeCompilerInterface
-            self.iface = PipeCompilerInterface(serdes="bitstream", timeout=600)
-            self.endpoint = self.iface.base
-        else:
-            from mlbridge.grpc import GrpcCompilerInterface
-            self.iface = GrpcCompilerInterface("127.0.0.1:0", timeout=600)
-            self.endpoint = self.iface.address
-        self.stop = False
-        self.thread = threading.Thread(target=self.loop, daemon=True)
-        self.thread.start()
-
-    def loop(self):
-        from mlbridge import TimeoutError as MlbTimeout
-        while not self.stop:
-            try:
-                obs = self.iface.evaluate(timeout=0.5)
-            except MlbTimeout:
-                continue
-            except Exception:
-                if self.stop:
-                    return
-                raise
-            if obs is None:
-                continue
-            feeds = {n: np.asarray(obs[n], dtype=np.float32).reshape(1, 1)
-                     for n in INLINER_FEATURES}
-            self.iface.populate_buffer(int(self.sess.run(None, feeds)[0].reshape(-1)[0]))
-
-    def close(self):
-        self.stop = True
-        self.thread.join(timeout=5)
-        self.iface.close()
-
-
-def _cpu(who):
-    r = resource.getrusage(who)
-    return r.ru_utime + r.ru_stime
+    def policy(obs):
+        feeds = {n: np.asarray(obs[n], dtype=np.float32).reshape(1, 1) for n in INLINER_FEATURES}
+        return int(sess.run(None, feeds)[0].reshape(-1)[0])
+    return ModelServer(policy, transport=transport)
 
 
 def compile_all(clang, files, flags, env, objdir, inc):
     """(wall seconds, CPU seconds of the compilers + of this process, which
     hosts the Python model in the pipe/gRPC configurations)."""
     start = time.perf_counter()
-    c0, s0 = _cpu(resource.RUSAGE_CHILDREN), _cpu(resource.RUSAGE_SELF)
+    s0 = resource.getrusage(resource.RUSAGE_SELF)
+    compilers = 0.0
     for f in files:
         extra = ["-w", f"-I{inc}"] if f.name.startswith("csmith") else []
-        subprocess.run([clang, *flags, *extra, "-c", str(f), "-o",
-                        str(objdir / (f.stem + ".o"))], check=True, env=env,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        compilers += compile([clang, *flags, *extra, "-c", str(f), "-o",
+                              str(objdir / (f.stem + ".o"))], env=env).cpu_seconds
     wall = time.perf_counter() - start
-    return wall, (_cpu(resource.RUSAGE_CHILDREN) - c0) + (_cpu(resource.RUSAGE_SELF) - s0)
+    s1 = resource.getrusage(resource.RUSAGE_SELF)
+    return wall, compilers + (s1.ru_utime - s0.ru_utime) + (s1.ru_stime - s0.ru_stime)
 
 
 def print_table(results, n_files, opt, repeat):
@@ -149,7 +112,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     info = find_plugins(args.build_dir)
-    clang = find_llvm_tool("clang-19")
+    clang = toolchain().clang
     inc = csmith_include_dir()
     results = []
     with tempfile.TemporaryDirectory(prefix="mlbridge-bench-") as tmpd:
@@ -186,7 +149,7 @@ def main(argv=None):
                     env["MLBRIDGE_INLINE_LOG"] = str(log)
                 server = None
                 if transport:
-                    server = PythonModel(transport)
+                    server = python_model(transport)
                     key = "MLBRIDGE_INLINE_CHANNEL" if transport == "pipe" else "MLBRIDGE_INLINE_SERVER"
                     env[key] = server.endpoint
                 try:

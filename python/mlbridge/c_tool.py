@@ -86,14 +86,14 @@ def serve_pragmas(info: CToolInfo, src, out, policy: Callable[..., int], *,
     numpy array; returns the action)
     answering every loop over a pipe or gRPC; returns the run
     (``features``, ``decisions``, ``contexts``, ``stderr``)."""
-    from .llvm.plugins.inliner import serve_inliner
+    from .toolchain import serve_compiler
 
     def cmd(endpoint):
         how = (["--channel", endpoint, "--format", serdes] if transport == "pipe"
                else ["--server", endpoint])
         return command(info, src, out, *how, *options)
 
-    run = serve_inliner(cmd, policy, timeout=timeout, serdes=serdes, transport=transport)
+    run = serve_compiler(cmd, policy, timeout=timeout, serdes=serdes, transport=transport)
     if run.returncode != 0:
         raise MLBridgeError(f"mlb-loop-pragmas failed ({run.returncode}):\n{run.stderr[-3000:]}")
     return run

@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO / "python"))
 
 from mlbridge.llvm.plugins.corpus import csmith_include_dir, csmith_program  # noqa: E402
 from mlbridge.train.cluster import TaskFailed, WorkerPool  # noqa: E402
-from mlbridge.train.compile import make_task  # noqa: E402
+from mlbridge.train.inliner import make_task  # noqa: E402
 
 RAY = str(Path(sys.executable).with_name("ray"))
 

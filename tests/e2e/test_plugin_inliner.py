@@ -107,8 +107,9 @@ def opt_plain(opt19, ll, out, passes):
 def serve(plugins, opt19, ll, out, policy, *, passes="default<Oz>", plugin=True,
           include_default=False, extra=(), transport="pipe"):
     """Runs opt-19 (with the plugin, or stock interactive mode) against a
-    Python policy; returns the InlinerRun."""
-    from mlbridge.llvm.plugins import serve_inliner, tool_env
+    Python policy; returns the ServedRun."""
+    from mlbridge.llvm.plugins import tool_env
+    from mlbridge.toolchain import serve_compiler
 
     def cmd(endpoint):
         c = [opt19]
@@ -123,8 +124,8 @@ def serve(plugins, opt19, ll, out, policy, *, passes="default<Oz>", plugin=True,
                 c.append("-inliner-interactive-include-default")
         return c + [*extra, f"-passes={passes}", str(ll), "-S", "-o", str(out)]
 
-    run = serve_inliner(cmd, policy, timeout=RUN_TIMEOUT, env=tool_env(plugins),
-                        transport=transport)
+    run = serve_compiler(cmd, policy, timeout=RUN_TIMEOUT, env=tool_env(plugins),
+                         transport=transport)
     assert run.returncode == 0, f"opt-19 failed ({run.returncode}):\n{run.stderr[-3000:]}"
     assert run.stdout == "", "nothing may be written to stdout"
     return run

@@ -22,8 +22,7 @@ from conftest import require_llvm_tool
 from mlbridge.llvm.tools import elf_text_size
 from mlbridge.llvm.plugins.corpus import csmith_program, csmith_include_dir
 from mlbridge.train.cluster import TaskFailed, WorkerPool
-from mlbridge.train.compile import make_task
-from mlbridge.train.policy import MODEL_FEATURES, InlinePolicy
+from mlbridge.train.inliner import MODEL_FEATURES, InlinePolicy, make_task
 
 SEEDS = (11, 12, 13)
 
@@ -94,6 +93,25 @@ def test_two_iterations_on_two_ray_workers_write_log_curve_and_model(modules, tm
     got = [int(sess.run(None, {n: np.array([[x[j]]], np.float32)
                                for j, n in enumerate(MODEL_FEATURES)})[0][0]) for x in X]
     assert got == policy.decide(X).tolist()
+
+
+def test_training_when_every_compile_fails_says_so_and_writes_nothing(modules, tmp_path):
+    """clang missing on the workers: a clear error naming the compiler and
+    the modules, and no labels.npz, policy or log that could be taken for a
+    result."""
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "mlbridge.train", "inliner", "--out", str(out),
+           "--workers", "1", "--iterations", "1", "--quiet",
+           "--train-ir", str(modules[0]["ir"]), "--validation-ir", str(modules[1]["ir"])]
+    env = dict(os.environ, MLBRIDGE_CLANG="/nonexistent/clang")
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == 1, res.stderr[-3000:]
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("mlbridge.train inliner: no training module compiled"), last
+    assert "1 of 1 compiles failed" in last and str(modules[0]["ir"]) in last
+    assert "/nonexistent/clang" in last, last
+    assert "Traceback" not in res.stderr
+    assert not out.exists() or list(out.iterdir()) == []
 
 
 def _signal_soon(pid, sig):

@@ -25,12 +25,12 @@ import torch  # noqa: E402  Debian's python3-torch, through the .venv
 import onnxruntime  # noqa: E402
 
 import nets  # noqa: E402
+from export import fmt_tensor as fmt  # noqa: E402
 from build_components import require_component  # noqa: E402
 
 TOL = 1e-5
 DTYPES = {"float": np.float32, "double": np.float64, "int32_t": np.int32,
           "int64_t": np.int64, "bool": np.bool_}
-NAMES = {np.dtype(v): k for k, v in DTYPES.items()}
 
 
 @pytest.fixture
@@ -39,19 +39,7 @@ def cpp_runner():
     require_component("onnx")
 
 
-# ---- the text format of models/reference.txt ---------------------------------
-
-def fmt(kind, name, arr):
-    arr = np.asarray(arr)
-    shape = ",".join(map(str, arr.shape)) if arr.ndim else "1"
-    if arr.dtype == np.bool_:
-        vals = " ".join("1" if v else "0" for v in arr.ravel())
-    elif arr.dtype.kind == "f":
-        vals = " ".join(repr(float(v)) for v in arr.ravel())
-    else:
-        vals = " ".join(str(int(v)) for v in arr.ravel())
-    return f"{kind} {name} {NAMES[arr.dtype]} {shape} {vals}"
-
+# ---- the text format of models/reference.txt (written by tools/models/export.py) ----
 
 def parse(text):
     """-> {model: [ {"input": {name: arr}, "output": {name: arr}} ]}"""

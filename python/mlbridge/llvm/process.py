@@ -8,7 +8,10 @@ Every compiler is started by :func:`start`:
 * with a parent-death signal (Linux ``PR_SET_PDEATHSIG``): if the Python
   host itself dies, the compiler is killed instead of spinning forever on a
   FIFO nobody serves;
-* with stdin from /dev/null unless the caller gives one.
+* with stdin from /dev/null unless the caller gives one;
+* reaped with ``wait4``, so ``proc.rusage`` holds the resources of exactly
+  this child (and its reaped descendants) once it has exited, whichever
+  thread waited (``RUSAGE_CHILDREN`` would mix in every other child).
 
 Callers bound every wait (a deadline or ``timeout``) and call :func:`kill`
 on any error, so no compiler outlives its host or its request.
@@ -19,7 +22,7 @@ import signal
 import subprocess
 import sys
 
-__all__ = ["start", "kill", "die_with_parent"]
+__all__ = ["start", "kill", "die_with_parent", "cpu_seconds"]
 
 
 def die_with_parent():
@@ -42,12 +45,43 @@ def die_with_parent():
     return child
 
 
+class _Child(subprocess.Popen):
+    """A Popen that reaps with ``os.wait4`` and keeps the child's rusage.
+
+    Popen's POSIX ``wait()`` goes through ``_try_wait`` and ``poll()``
+    through ``_internal_poll(_waitpid=...)``; both are routed here."""
+
+    rusage = None
+
+    def _wait4(self, pid, flags):
+        got, status, usage = os.wait4(pid, flags)
+        if got:
+            self.rusage = usage
+        return got, status
+
+    def _try_wait(self, wait_flags):
+        try:
+            return self._wait4(self.pid, wait_flags)
+        except ChildProcessError:  # reaped elsewhere (SIGCHLD ignored): no status
+            return self.pid, 0
+
+    def _internal_poll(self, _deadstate=None, _waitpid=None, **kwargs):
+        return super()._internal_poll(_deadstate=_deadstate, _waitpid=self._wait4, **kwargs)
+
+
 def start(cmd, **popen_kwargs):
     """``subprocess.Popen(cmd, ...)`` with the supervisor's settings (its own
     session, the parent-death signal, stdin /dev/null by default)."""
     popen_kwargs.setdefault("stdin", subprocess.DEVNULL)
-    return subprocess.Popen([os.fspath(c) for c in cmd], start_new_session=True,
-                            preexec_fn=die_with_parent(), **popen_kwargs)
+    return _Child([os.fspath(c) for c in cmd], start_new_session=True,
+                  preexec_fn=die_with_parent(), **popen_kwargs)
+
+
+def cpu_seconds(proc):
+    """User + system CPU seconds of an exited child started by :func:`start`
+    (None while it runs)."""
+    usage = getattr(proc, "rusage", None)
+    return None if usage is None else usage.ru_utime + usage.ru_stime
 
 
 def kill(proc, wait=None):

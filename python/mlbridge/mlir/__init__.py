@@ -174,14 +174,14 @@ def serve_unroll(info: MLIRPluginInfo, src: Path, out: Path,
     gRPC. Returns the run: ``features`` (one row per loop, columns
     ``feature_names``), ``decisions``, ``contexts`` (the function of each
     loop), ``stderr``; raises if mlir-opt-19 fails."""
-    from ..llvm.plugins.inliner import serve_inliner
+    from ..toolchain import serve_compiler
 
     opts = dict(options or {})
     if transport == "pipe":
         opts["format"] = serdes
     key = "channel" if transport == "pipe" else "server"
-    run = serve_inliner(lambda endpoint: unroll_command(info, src, out, **opts, **{key: endpoint}),
-                        policy, timeout=timeout, serdes=serdes, transport=transport)
+    run = serve_compiler(lambda endpoint: unroll_command(info, src, out, **opts, **{key: endpoint}),
+                         policy, timeout=timeout, serdes=serdes, transport=transport)
     if run.returncode != 0:
         raise MLBridgeError(f"mlir-opt-19 failed ({run.returncode}):\n{run.stderr[-3000:]}")
     return run

@@ -1,11 +1,14 @@
-"""Command line of mlbridge.train.
+"""Command line of mlbridge.train: one subcommand per training problem of
+the registry (:mod:`mlbridge.train.registry`), and the measuring tools.
 
     python -m mlbridge.train inliner --out runs/inliner            # train on the corpus
     python -m mlbridge.train inliner --address auto ...            # on a running Ray cluster
+    python -m mlbridge.train phase-order --out runs/phase-order    # phase ordering on .text
+    python -m mlbridge.train mlir-unroll                           # the MLIR unroll policy
     python -m mlbridge.train throughput --workers 1 2              # compiles/s by worker count
     python -m mlbridge.train evaluate --split heldout --out r.json # deployed plugin vs clang -Oz
-    python -m mlbridge.train phase-order --out runs/phase-order    # phase ordering on .text
     python -m mlbridge.train evaluate --pass phase-order ...       # its deployed plugin vs -Oz
+    python -m mlbridge.train oracle --split heldout                # inlining search bound
 
 Guide: docs/training.md.
 """
@@ -17,95 +20,35 @@ import os
 import sys
 import tempfile
 import time
-from pathlib import Path
+
+from .registry import PROBLEMS
 
 
-class _IRModule:
-    """A module given as an IR file on the command line (no corpus)."""
-
-    def __init__(self, path, library=None):
-        self.path = Path(path)
-        self.name = str(self.path)
-        self.library = library or self.path.stem
-
-    def ir(self, build_dir=None):
-        return self.path
-
-
-def _corpus_modules(split, args):
-    from ..corpus import Corpus
-    corpus = Corpus.load(args.manifest) if args.manifest else Corpus.load()
-    mods = corpus.modules(split=split)
-    if args.libraries:
-        mods = [m for m in mods if m.library in args.libraries]
-    return mods
-
-
-def _select(mods, args, limit):
-    """Modules small enough to train on (bitcode size cap), at most limit."""
-    out = []
-    for m in mods:
-        if not getattr(m, "ir_matches", True):
-            continue  # its IR does not compile to the -Oz object: no valid reward
-        try:
-            ir = Path(m.ir(args.build_dir))
-        except Exception as e:  # a TU the corpus cannot build: leave it out, say so
-            logging.getLogger("mlbridge.train").warning("%s: %s", m.name, e)
-            continue
-        if args.max_ir_kb and ir.stat().st_size > args.max_ir_kb * 1024:
-            continue
-        out.append(m)
-    if limit:
-        import random
-        random.Random(0).shuffle(out)
-        out = sorted(out[:limit], key=lambda m: m.name)
-    return out
-
-
-def cmd_inliner(args):
-    from .inliner import TrainConfig, train
-    if args.train_ir:
-        train_mods = [_IRModule(p) for p in args.train_ir]
-        val_mods = [_IRModule(p) for p in (args.validation_ir or [])]
-    else:
-        train_mods = _select(_corpus_modules("train", args), args, args.max_train)
-        val_mods = _select(_corpus_modules("validation", args), args, args.max_validation)
-    if not train_mods or not val_mods:
-        sys.exit("mlbridge.train: no training or validation modules")
-    cfg = TrainConfig(iterations=args.iterations, flips_per_module=args.flips,
-                      later_flips=args.later_flips,
-                      rates=args.rates, hidden=args.hidden, seed=args.seed)
-    summary = train(train_mods, val_mods, args.out, workers=args.workers,
-                    address=args.address, config=cfg, build_dir=args.build_dir,
-                    progress=not args.quiet, cache_dir=args.cache,
-                    labels_from=args.labels_from or ())
+def cmd_problem(args):
+    from ..toolchain import CompileError
+    from .results import TrainingError
+    try:
+        summary = PROBLEMS[args.command].load().main(args)
+    except (TrainingError, CompileError) as e:
+        sys.exit(f"mlbridge.train {args.command}: {e}")
     print(json.dumps(summary, indent=2))
 
 
-def cmd_phase_order(args):
-    from ..llvm.plugins import find_plugins
-    from .phase_order import train
-    train_mods = _select(_corpus_modules("train", args), args, args.max_train)
-    val_mods = _select(_corpus_modules("validation", args), args, args.max_validation)
-    if not train_mods or not val_mods:
-        sys.exit("mlbridge.train: no training or validation modules")
-    plugin = args.plugin or find_plugins(args.plugin_build_dir)
-    summary = train(train_mods, val_mods, plugin=plugin, out_dir=args.out,
-                    workers=args.workers, address=args.address, max_steps=args.max_steps,
-                    data_from=args.data_from, thresholds=args.thresholds,
-                    hidden=args.hidden, seed=args.seed, progress_bars=not args.quiet)
-    print(json.dumps(summary, indent=2))
+def cmd_reserved(args):
+    sys.exit(f"mlbridge.train: {args.command} is a reserved problem slot, not implemented yet "
+             f"(docs/training.md, 'Add a problem')")
 
 
 def cmd_throughput(args):
     """Compiles per second of the -Oz rollout of the same modules with each
     worker count (Ray started once per count)."""
     from .cluster import TaskFailed, WorkerPool
+    from .inliner import make_task
+    from .modules import IRModule, corpus_modules, select_modules
     if args.train_ir:
-        mods = [_IRModule(p) for p in args.train_ir]
+        mods = [IRModule(p) for p in args.train_ir]
     else:
-        mods = _select(_corpus_modules("train", args), args, args.max_train)
-    from .compile import make_task
+        mods = select_modules(corpus_modules("train", args), args, args.max_train)
     tasks = [make_task(m.ir(args.build_dir), key=m.name, timeout=900.0) for m in mods]
     tasks = tasks * args.repeat
     rows = []
@@ -130,7 +73,8 @@ def cmd_throughput(args):
 def cmd_evaluate(args):
     from ..llvm.plugins import find_plugins
     from . import evaluate
-    mods = _corpus_modules(args.split, args)
+    from .modules import corpus_modules
+    mods = corpus_modules(args.split, args)
     if args.max_modules:
         mods = mods[: args.max_modules]
     plugins = find_plugins(args.plugin_build_dir) if not args.plugin else None
@@ -164,7 +108,8 @@ def _fixed_action_model(action, folder):
     """An ONNX policy (written into ``folder``) that always takes ``action``
     (with one step: the trivial baselines, e.g. 15 = "-Oz twice")."""
     import numpy as np
-    from .phase_order import NUM_OBSERVATIONS, NUM_PASS_ACTIONS, PhasePolicy
+    from ..llvm.plugins import NUM_OBSERVATIONS
+    from .phase_order import NUM_PASS_ACTIONS, PhasePolicy
     hidden = 1
     b2 = np.full(NUM_PASS_ACTIONS, -1.0, dtype=np.float32)
     b2[action] = 1.0
@@ -176,10 +121,11 @@ def _fixed_action_model(action, folder):
 
 
 def cmd_oracle(args):
-    """Budgeted per-module search (evaluate.search_oracle) on a split."""
+    """Budgeted per-module search (inliner.oracle.search_oracle) on a split."""
     from .cluster import WorkerPool
-    from .evaluate import search_oracle
-    mods = [m for m in _corpus_modules(args.split, args) if m.library not in args.exclude]
+    from .inliner.oracle import search_oracle
+    from .modules import corpus_modules
+    mods = [m for m in corpus_modules(args.split, args) if m.library not in args.exclude]
     with WorkerPool(args.workers, address=args.address) as pool:
         rows = search_oracle(pool, mods, reversals=args.reversals)
     oz = sum(r["oz_text"] for r in rows)
@@ -193,47 +139,19 @@ def cmd_oracle(args):
 
 
 def build_parser():
+    from .modules import add_module_arguments
     p = argparse.ArgumentParser(prog="python -m mlbridge.train", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
 
-    def common(q):
-        q.add_argument("--address", default=None,
-                       help="Ray cluster address ('auto' or host:port); default: local Ray")
-        q.add_argument("--manifest", default=None, help="corpus manifest (default: the repo's)")
-        q.add_argument("--build-dir", default=None, help="where the corpus IR is built")
-        q.add_argument("--libraries", nargs="*", default=None, help="only these libraries")
-        q.add_argument("--max-ir-kb", type=int, default=600,
-                       help="leave out modules whose bitcode is larger (training speed)")
-        q.add_argument("--max-train", type=int, default=None)
-        q.add_argument("--train-ir", nargs="*", default=None,
-                       help="train on these IR files instead of the corpus")
+    for prob in PROBLEMS.values():
+        q = sub.add_parser(prob.name, help=prob.summary)
+        if prob.package is not None:
+            prob.load().add_arguments(q)
+        q.set_defaults(func=cmd_problem if prob.package else cmd_reserved)
 
-    q = sub.add_parser("inliner", help="train the inlining-for-size policy")
-    common(q)
-    q.add_argument("--out", required=True, help="output folder (log, curve, policy)")
-    q.add_argument("--workers", type=int, default=2)
-    q.add_argument("--iterations", type=int, default=3)
-    q.add_argument("--flips", type=int, default=6,
-                   help="reversed decisions per module in the first iteration")
-    q.add_argument("--later-flips", type=int, default=None,
-                   help="per module in later iterations (default: flips // 3, at least 2)")
-    q.add_argument("--rates", type=float, nargs="+", default=[0.0005, 0.001, 0.002, 0.005],
-                   help="validation candidates: the share of training requests reversed")
-    q.add_argument("--hidden", type=int, default=16)
-    q.add_argument("--seed", type=int, default=0)
-    q.add_argument("--max-validation", type=int, default=None)
-    q.add_argument("--validation-ir", nargs="*", default=None)
-    q.add_argument("--cache", default=None,
-                   help="folder caching -Oz rollouts and reversals of LLVM's decisions "
-                        "between runs (keyed by module content and clang version)")
-    q.add_argument("--labels-from", nargs="*", default=None,
-                   help="labels.npz of earlier runs to start from")
-    q.add_argument("--quiet", action="store_true")
-    q.set_defaults(func=cmd_inliner)
-
-    q = sub.add_parser("throughput", help="compiles/s by number of Ray workers")
-    common(q)
+    q = sub.add_parser("throughput", help="inliner compiles/s by number of Ray workers")
+    add_module_arguments(q)
     q.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     q.add_argument("--repeat", type=int, default=1)
     q.add_argument("--json", default=None, help="write the numbers here")
@@ -248,23 +166,6 @@ def build_parser():
     q.add_argument("--address", default=None)
     q.add_argument("--out", default=None)
     q.set_defaults(func=cmd_oracle)
-
-    q = sub.add_parser("phase-order", help="train the phase-ordering policy on .text")
-    common(q)
-    q.add_argument("--out", required=True, help="output folder (log, oracle data, policy)")
-    q.add_argument("--workers", type=int, default=2)
-    q.add_argument("--max-steps", type=int, default=3, help="actions per episode")
-    q.add_argument("--max-validation", type=int, default=None)
-    q.add_argument("--thresholds", type=float, nargs="+", default=[0.05, 0.1, 0.2, 0.4, 0.8],
-                   help="validation candidates: the predicted gain (percent of .text) an "
-                        "action needs before the policy takes it")
-    q.add_argument("--hidden", type=int, default=32)
-    q.add_argument("--seed", type=int, default=0)
-    q.add_argument("--data-from", default=None, help="oracle.npz of an earlier run")
-    q.add_argument("--plugin", default=None, help="MLBridgePhaseOrder.so (default: the build's)")
-    q.add_argument("--plugin-build-dir", default=None)
-    q.add_argument("--quiet", action="store_true")
-    q.set_defaults(func=cmd_phase_order)
 
     q = sub.add_parser("evaluate", help="deployed plugin vs clang-19 -Oz, per library")
     q.add_argument("--pass", dest="pass_name", default="inliner",

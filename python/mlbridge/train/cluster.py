@@ -2,11 +2,14 @@
 
 Each worker is a Ray actor (one CPU) that owns its compiler processes, its
 FIFOs and a private scratch folder; the learner sends it tasks (plain
-dicts, :mod:`mlbridge.train.compile`) and collects results. The same code
+dicts naming their problem, e.g. :func:`mlbridge.train.inliner.make_task`)
+and collects results; the worker runs a task with its problem's
+``run_task`` (:mod:`mlbridge.train.registry`). The same code
 runs on a laptop (Ray started in-process, the default) or on a cluster
 (``address="auto"`` or ``"host:port"`` of a ``ray start --head`` node);
 modules travel inside the tasks, so workers need no shared file system --
-only this Python package and ``clang-19`` on every node.
+only this Python package and the same compiler (``$MLBRIDGE_CLANG``,
+default ``clang-19``) on every node.
 
 Failures are the pool's business, not the learner's: a worker that dies
 (its process killed, its node lost) or exceeds ``task_timeout`` is killed
@@ -16,11 +19,13 @@ reported as an error result. :meth:`WorkerPool.map` therefore always
 returns, with one result per task.
 """
 
+import hashlib
 import logging
 import os
+import tempfile
 import time
 
-__all__ = ["WorkerPool", "TaskFailed", "CompileWorker"]
+__all__ = ["WorkerPool", "TaskFailed", "CompileWorker", "Workdir"]
 
 _log = logging.getLogger("mlbridge.train")
 
@@ -35,11 +40,38 @@ class TaskFailed:
         return f"TaskFailed({self.key!r}, {self.error!r}, attempts={self.attempts})"
 
 
+class Workdir:
+    """A private scratch folder of one worker: the modules it was sent
+    (content-addressed, written once) and its object files."""
+
+    def __init__(self, root=None):
+        self._tmp = tempfile.TemporaryDirectory(prefix="mlbridge-train-", dir=root)
+        self.path = self._tmp.name
+        self._files = {}
+
+    def file(self, data, suffix):
+        """The path of a file holding ``data`` (written on first use)."""
+        name = hashlib.sha256(data).hexdigest()[:24] + suffix
+        path = self._files.get(name)
+        if path is None:
+            path = os.path.join(self.path, name)
+            with open(path, "wb") as f:
+                f.write(data)
+            self._files[name] = path
+        return path
+
+    def module(self, data):
+        return self.file(data, ".bc")
+
+    def close(self):
+        self._tmp.cleanup()
+
+
 class CompileWorker:
-    """The body of a worker actor (wrapped by ``ray.remote`` in the pool)."""
+    """The body of a worker actor (wrapped by ``ray.remote`` in the pool):
+    runs each task with the ``run_task`` of the problem it names."""
 
     def __init__(self, scratch=None):
-        from .compile import Workdir
         self.workdir = Workdir(scratch)
 
     def pid(self):
@@ -50,8 +82,8 @@ class CompileWorker:
         return ray.get_runtime_context().get_node_id()
 
     def run(self, task):
-        from .compile import execute
-        return execute(task, self.workdir)
+        from .registry import problem
+        return problem(task["problem"]).load().run_task(task, self.workdir)
 
 
 def _ray():
@@ -72,7 +104,7 @@ class WorkerPool:
     """
 
     def __init__(self, workers, *, address=None, task_timeout=900.0, retries=2,
-                 scratch=None, worker_cls=CompileWorker):
+                 scratch=None):
         ray = _ray()
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
@@ -95,7 +127,8 @@ class WorkerPool:
             self.started_ray = True
         self.task_timeout = float(task_timeout)
         self.retries = int(retries)
-        self._remote_cls = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(worker_cls)
+        self._remote_cls = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(
+            CompileWorker)
         self._scratch = scratch
         self.actors = [self._spawn() for _ in range(workers)]
         self.replaced = 0
@@ -144,6 +177,16 @@ class WorkerPool:
             if progress is not None:
                 progress()
 
+        def lost(i, t, why, failure):
+            """Worker i is gone with task t: replace it, resend t or give up."""
+            self._replace(i, why)
+            if attempts[t] <= self.retries:
+                queue.append(t)
+            else:
+                finish(t, TaskFailed(tasks[t].get("key"), f"{failure} ({attempts[t]} attempts)",
+                                     attempts[t]))
+            idle.append(i)
+
         while queue or inflight:
             while queue and idle:
                 i, t = idle.pop(), queue.pop()
@@ -156,12 +199,8 @@ class WorkerPool:
                 try:
                     value = ray.get(ref)
                 except ray.exceptions.RayActorError as e:
-                    self._replace(i, f"died during {tasks[t].get('key')}: {type(e).__name__}")
-                    if attempts[t] <= self.retries:
-                        queue.append(t)
-                    else:
-                        finish(t, TaskFailed(tasks[t].get("key"), "worker died", attempts[t]))
-                    idle.append(i)
+                    lost(i, t, f"died during {tasks[t].get('key')}: {type(e).__name__}",
+                         "worker died")
                     continue
                 except ray.exceptions.RayTaskError as e:
                     finish(t, TaskFailed(tasks[t].get("key"), str(e.cause if hasattr(e, "cause")
@@ -174,12 +213,8 @@ class WorkerPool:
             for ref, (i, t, t0) in list(inflight.items()):
                 if now - t0 > self.task_timeout:
                     del inflight[ref]
-                    self._replace(i, f"{tasks[t].get('key')} exceeded {self.task_timeout:.0f} s")
-                    if attempts[t] <= self.retries:
-                        queue.append(t)
-                    else:
-                        finish(t, TaskFailed(tasks[t].get("key"), "timed out", attempts[t]))
-                    idle.append(i)
+                    lost(i, t, f"{tasks[t].get('key')} exceeded {self.task_timeout:.0f} s",
+                         f"timed out after {self.task_timeout:.0f} s")
         return results
 
     def close(self):

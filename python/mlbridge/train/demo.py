@@ -61,11 +61,10 @@ def main(argv=None):
     args = p.parse_args(argv)
 
     from ..corpus import Corpus
-    from ..llvm import run as llvm_run
-    from ..llvm.tools import elf_text_size
     from ..llvm.plugins import find_plugins
+    from ..toolchain import compile, toolchain
     from . import evaluate
-    from .policy import InlinePolicy
+    from .inliner import InlinePolicy
 
     plugins = find_plugins(args.build_dir)
     plugin = plugins.inline_advisor
@@ -105,14 +104,11 @@ def main(argv=None):
             state["reversed"] += a != int(obs["inlining_default"][0])
             return a
         serve.needs_default = True
-        out = os.path.join(tmp, "py.o")
-        t = time.monotonic()
-        res = llvm_run(["clang-19", "-Oz", "-c", str(ir), "-o", out], inline=serve,
-                       include_default=True)
-        res.check()
-        py_text = elf_text_size(out)
+        res = compile([toolchain().clang, "-Oz", "-c", str(ir), "-o", os.path.join(tmp, "py.o")],
+                      advisors={"inline": serve}, include_default=True)
+        py_text = res.text
         _say(f"   stock clang-19 asked {state['asked']} inlining questions over pipes in "
-             f"{time.monotonic() - t:.2f} s; the Python policy reversed LLVM's decision "
+             f"{res.wall_seconds:.2f} s; the Python policy reversed LLVM's decision "
              f"{state['reversed']} times")
         _say(f"   .text: Python policy over pipes {py_text:,} bytes, in-process compiled model "
              f"{pick['ml_text']:,} bytes, plain -Oz {pick['oz_text']:,} bytes")

@@ -3,54 +3,20 @@ unit from source with plain ``clang-19 -Oz -c <its flags>`` and with the same
 command plus ``-fpass-plugin=MLBridgeInlineAdvisor.so`` (its built-in
 compiled model, or an ONNX file through ONNX Runtime), and compare the
 objects' ``.text`` bytes and the compilers' CPU time (user + system of the
-child, from ``wait4``; the two commands run back to back per unit so they
-see the same machine load).
+child, measured by :func:`mlbridge.toolchain.compile`; the two commands run
+back to back per unit so they see the same machine load).
 
     python -m mlbridge.train evaluate --split heldout --out results/heldout.json
 """
 
 import json
 import os
-import subprocess
 import tempfile
-import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ..llvm.tools import elf_text_size
+from ..toolchain import CompileError, compile, toolchain
 
 __all__ = ["evaluate_modules", "summarize", "markdown_table", "write"]
-
-
-def _run_timed(cmd, timeout, env=None):
-    """Runs cmd, returns (returncode, cpu seconds, stderr bytes) using wait4
-    on this exact child (thread-safe, unlike RUSAGE_CHILDREN)."""
-    with tempfile.TemporaryFile() as errf:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errf, env=env)
-        deadline = time.monotonic() + timeout
-        while True:
-            pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                proc.kill()
-                _, status, ru = os.wait4(proc.pid, 0)
-                proc.returncode = -9
-                raise RuntimeError(f"timed out after {timeout:.0f} s: {' '.join(cmd)}")
-            time.sleep(0.005)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        errf.seek(0)
-        return proc.returncode, ru.ru_utime + ru.ru_stime, errf.read()
-
-
-def _measure(cmd, out, timeout, env=None):
-    rc, cpu, err = _run_timed(cmd, timeout, env)
-    if rc != 0:
-        raise RuntimeError(f"{' '.join(cmd[:4])} ... failed ({rc}): "
-                           f"{err.decode(errors='replace')[-1500:]}")
-    text = elf_text_size(out)
-    if text is None:
-        raise RuntimeError(f"no object written by {' '.join(cmd)}")
-    return text, cpu, err.decode(errors="replace")
 
 
 def _one(module, plugin, model, env, clang, tmp, timeout):
@@ -63,9 +29,9 @@ def _one(module, plugin, model, env, clang, tmp, timeout):
         ours[3:3] = ["-Xclang", "-load", "-Xclang", plugin, "-mllvm",
                      f"-mlbridge-inline-model={model}"]
     try:
-        oz_text, oz_cpu, _ = _measure(plain, base + ".oz.o", timeout)
-        ml_text, ml_cpu, err = _measure(ours, base + ".ml.o", timeout, env)
-    except RuntimeError as e:
+        oz = compile(plain, timeout=timeout)
+        ml = compile(ours, timeout=timeout, env=env)
+    except CompileError as e:
         return {"module": module.name, "library": module.library, "error": str(e)}
     finally:
         for suffix in (".oz.o", ".ml.o"):
@@ -73,19 +39,21 @@ def _one(module, plugin, model, env, clang, tmp, timeout):
                 os.unlink(base + suffix)
             except OSError:
                 pass
-    row = {"module": module.name, "library": module.library, "oz_text": oz_text,
-           "ml_text": ml_text, "oz_cpu": oz_cpu, "ml_cpu": ml_cpu}
-    if "warning" in err and "mlbridge-" in err:
-        row["plugin_warning"] = err.strip()[-500:]
+    row = {"module": module.name, "library": module.library, "oz_text": oz.text,
+           "ml_text": ml.text, "oz_cpu": oz.cpu_seconds, "ml_cpu": ml.cpu_seconds}
+    if "warning" in ml.stderr and "mlbridge-" in ml.stderr:
+        row["plugin_warning"] = ml.stderr.strip()[-500:]
     return row
 
 
-def evaluate_modules(modules, plugin, *, model=None, env=None, clang="clang-19", jobs=2,
-                     timeout=900.0, progress=None):
+def evaluate_modules(modules, plugin, *, model=None, env=None, jobs=2, timeout=900.0,
+                     progress=None):
     """Per-module rows (see :func:`_one`) for ``modules`` (corpus modules
-    with ``name``, ``library``, ``source``, ``flags``). ``model``: an ONNX
-    inliner policy; ``env``: the environment of the plugin's compiles (how
-    the phase-ordering plugin is configured)."""
+    with ``name``, ``library``, ``source``, ``flags``), compiled by the
+    toolchain's clang. ``model``: an ONNX inliner policy; ``env``: the
+    environment of the plugin's compiles (how the phase-ordering plugin is
+    configured)."""
+    clang = toolchain().clang
     with tempfile.TemporaryDirectory(prefix="mlbridge-eval-") as tmp, \
             ThreadPoolExecutor(max_workers=jobs) as pool:
         futs = [pool.submit(_one, m, plugin, model, env, clang, tmp, timeout) for m in modules]
@@ -139,50 +107,3 @@ def write(rows, path):
     with open(path, "w") as f:
         json.dump({"summary": summary, "rows": rows}, f, indent=1)
     return summary
-
-
-def search_oracle(pool, modules, *, reversals=6, seed=0, progress=None):
-    """A budgeted per-module search against the measured size: LLVM's
-    decisions, then up to ``reversals`` single reversals per module (all of
-    them when the module asks fewer questions), then all the helpful ones
-    together; the smallest ``.text`` seen is the module's oracle size (a
-    lower bound on what an exhaustive search would find). ``pool`` is a
-    :class:`~mlbridge.train.cluster.WorkerPool`; modules are corpus modules.
-    Returns per-module rows ``{module, library, oz_text, oracle_text}``."""
-    import numpy as np
-    from .cluster import TaskFailed
-    from .compile import make_task
-    rng = np.random.default_rng(seed)
-    irs = [m.ir() for m in modules]
-    base = pool.map([make_task(ir, record=True, key=m.name) for m, ir in zip(modules, irs)],
-                    progress=progress)
-    tasks, owner = [], []
-    for j, (m, ir, b) in enumerate(zip(modules, irs, base)):
-        if isinstance(b, TaskFailed) or b["requests"] == 0:
-            continue
-        n = b["requests"]
-        picks = rng.permutation(n)[:reversals].tolist()
-        for i in picks:
-            tasks.append(make_task(ir, flip=int(i), key=m.name))
-            owner.append((j, int(i)))
-    single = pool.map(tasks, progress=progress)
-    helpful = {}
-    best = {}
-    for (j, i), r in zip(owner, single):
-        if isinstance(r, TaskFailed):
-            continue
-        if r["text"] < base[j]["text"]:
-            helpful.setdefault(j, []).append(i)
-        best[j] = min(best.get(j, base[j]["text"]), r["text"])
-    combos = [(j, make_task(irs[j], flip=sorted(v), key=modules[j].name))
-              for j, v in helpful.items() if len(v) > 1]
-    for (j, _), r in zip(combos, pool.map([t for _, t in combos], progress=progress)):
-        if not isinstance(r, TaskFailed):
-            best[j] = min(best[j], r["text"])
-    rows = []
-    for j, (m, b) in enumerate(zip(modules, base)):
-        if isinstance(b, TaskFailed):
-            continue
-        rows.append({"module": m.name, "library": m.library, "oz_text": b["text"],
-                     "oracle_text": best.get(j, b["text"])})
-    return rows

@@ -10,8 +10,7 @@ Two plugins are built from ``integrations/llvm`` (docs/llvm-plugins.md):
 
 This package finds the built plugins (:func:`find_plugins`), runs
 ``opt-19``/``clang-19`` with them (:func:`tool_env` adds what a sanitizer
-build needs), serves the inliner from a Python policy
-(:func:`serve_inliner`) and wraps the phase-ordering pass as a
+build needs) and wraps the phase-ordering pass as a
 ``gymnasium.Env`` (:class:`PhaseOrderEnv`, imported lazily: gymnasium is only
 needed for it).
 """
@@ -19,7 +18,6 @@ needed for it).
 from ._plugins import (ACTIONS, INLINER_FEATURES, NUM_ACTIONS, NUM_OBSERVATIONS,
                        OBSERVATION_NAMES, STOP_ACTION, PluginInfo, PluginNotFound,
                        compile_to_ir, find_llvm_tool, find_plugins, tool_env)
-from .inliner import InlinerRun, serve_inliner
 
 __all__ = [
     "ACTIONS",
@@ -34,8 +32,6 @@ __all__ = [
     "find_llvm_tool",
     "find_plugins",
     "tool_env",
-    "InlinerRun",
-    "serve_inliner",
     "PhaseOrderEnv",
     "PolicyNet",
 ]

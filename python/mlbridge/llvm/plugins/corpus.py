@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ...errors import MLBridgeError
+from ...toolchain import run_tool
 from ._plugins import compile_to_ir, find_llvm_tool
 
 #: Where Debian's libcsmith-dev installs csmith.h (generated programs include it).
@@ -51,9 +52,6 @@ def linked_ir(sources: Sequence, output, *, clang: Optional[str] = None,
     output = Path(output)
     parts = [compile_to_ir(src, output.with_name(f"{output.stem}.{Path(src).stem}.ll"),
                            clang=clang, flags=flags) for src in sources]
-    link = find_llvm_tool("llvm-link-19")
-    res = subprocess.run([link, "-S", *map(str, parts), "-o", str(output)],
-                         capture_output=True, text=True, timeout=60)
-    if res.returncode != 0:
-        raise MLBridgeError(f"llvm-link-19 failed: {res.stderr[-2000:]}")
+    run_tool([find_llvm_tool("llvm-link-19"), "-S", *map(str, parts), "-o", str(output)],
+             timeout=60)
     return output

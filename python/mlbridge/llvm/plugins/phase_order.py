@@ -57,8 +57,9 @@ from gymnasium import spaces
 from ...errors import MLBridgeError, TimeoutError
 from ...pipe import PipeCompilerInterface
 from .. import process
+from ...toolchain import toolchain
 from ._plugins import (ACTIONS, NUM_ACTIONS, NUM_OBSERVATIONS, STOP_ACTION, PluginInfo,
-                       find_llvm_tool, find_plugins, tool_env)
+                       find_plugins, tool_env)
 
 
 #: Upper bound of every observation entry (counts of a module stay far below).
@@ -105,8 +106,8 @@ class PhaseOrderEnv(gym.Env):
         self.transport = transport
         self.plugins = plugins or find_plugins()
         self.compiler = compiler
-        self.opt = opt or find_llvm_tool("opt-19")
-        self.clang = clang or find_llvm_tool("clang-19")
+        self.clang = clang or toolchain().clang
+        self.opt = opt or toolchain(self.clang).tool("opt")
         self.compile_flags = list(compile_flags)
         self.size = size
         self.lookahead = bool(lookahead)

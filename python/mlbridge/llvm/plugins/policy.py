@@ -56,11 +56,22 @@ class PolicyNet(nn.Module):
         x = torch.as_tensor(np.asarray(observation, dtype=np.float32)).reshape(1, NUM_OBSERVATIONS)
         return int(torch.argmax(self.forward(x), dim=1)[0])
 
-    def export_onnx(self, path, opset: int = 13) -> None:
-        """Writes the ONNX model the plugin loads: input ``observation``
-        float32 [1, 25], output ``scores`` float32 [1, 18]."""
-        self.eval()
+    def export_onnx(self, path=None) -> bytes:
+        """The ONNX model the plugin loads: input ``observation`` float32
+        [1, 25], output ``scores`` float32 [1, 18], written from the weights
+        by the project's one small-network exporter
+        (:mod:`mlbridge.train.export`). Returns the serialized model and
+        writes ``path`` when given."""
+        from ...train.export import float32, node, onnx_model
+        nodes = [node("Div", ["observation", "scale"], ["x"]),
+                 node("Gemm", ["x", "W1", "b1"], ["h0"], transB=1),
+                 node("Tanh", ["h0"], ["h"]),
+                 node("Gemm", ["h", "W2", "b2"], ["scores"], transB=1)]
         with torch.no_grad():
-            torch.onnx.export(self, torch.zeros(1, NUM_OBSERVATIONS), str(path),
-                              input_names=["observation"], output_names=["scores"],
-                              opset_version=opset, do_constant_folding=True)
+            constants = {"scale": self.scale, "W1": self.hidden.weight, "b1": self.hidden.bias,
+                         "W2": self.out.weight, "b2": self.out.bias}
+            constants = {k: float32(v.numpy()) for k, v in constants.items()}
+        return onnx_model("mlbridge_phase_order_agent", nodes,
+                          [("observation", np.float32, [1, NUM_OBSERVATIONS])],
+                          [("scores", np.float32, [1, NUM_ACTIONS])], constants,
+                          producer="mlbridge.llvm.plugins.PolicyNet", path=path)

@@ -1,7 +1,7 @@
 """Trains the MLIR plugin's unroll policy (models/mlir/unroll_policy.onnx)
 and measures it on held-out kernels (docs/mlir.md).
 
-    MLBRIDGE_BUILD_DIR=build .venv/bin/python models/mlir/train_unroll_policy.py
+    MLBRIDGE_BUILD_DIR=build .venv/bin/python -m mlbridge.train mlir-unroll
 
 * Kernels: integrations/mlir/kernels, sorted by name; every third one
   (positions 2, 5, 8, ...) is held out, fixed before any measurement. The
@@ -14,38 +14,41 @@ and measures it on held-out kernels (docs/mlir.md).
 * Model: a small MLP over squashed features (tanh(x / scale)) -> 5 scores,
   trained with numpy. Its size and regularisation are selected by
   leave-one-kernel-out over the training kernels, scored by the measured
-  instructions of the whole kernel with the predicted factors.
-* Export: ONNX (opset 13; Concat/Reshape/Mul/Tanh/Gemm/Relu, which ONNX
-  Runtime and the compiled-model runner both run), inputs named like the
-  plugin's features, output ``unroll_action`` (one score per factor).
+  instructions of the whole kernel with the predicted factors (the shared
+  selection routine, :mod:`mlbridge.train.selection`).
+* Export: ONNX (:mod:`mlbridge.train.export`; Concat/Reshape/Mul/Tanh/
+  Gemm/Relu, which ONNX Runtime and the compiled-model runner both run),
+  inputs named like the plugin's features, output ``unroll_action`` (one
+  score per factor).
 * Report: held-out instructions with the model deployed through the
   plugin's ONNX runner, against the default (factor 4) and the best single
   factor chosen on the training kernels; written to unroll_policy.metrics.txt.
 
 Measurements are cached in unroll_measurements.json (exact counts, so a
-rerun only measures what is new).
+rerun only measures what is new). All four files live in ``models/mlir/``
+(``--out``).
 """
 
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1] / "python"))
+from ...mlir import (DEFAULT_ACTION, FEATURES, UNROLL_FACTORS, build_executable,
+                     count_instructions, find_plugin, kernel_names, run_output, unroll_command)
+from ...mlir.env import KernelLab
+from ...toolchain import compile
+from ..export import float32, input_spec, node, onnx_model
+from ..results import TrainingError
+from ..selection import best, sweep
+from . import SHIPPED
 
-from mlbridge.mlir import (DEFAULT_ACTION, FEATURES, UNROLL_FACTORS, build_executable,  # noqa: E402
-                           count_instructions, find_plugin, kernel_names, run_output,
-                           unroll_command)
-from mlbridge.mlir.env import KernelLab  # noqa: E402
-
-MEASUREMENTS = HERE / "unroll_measurements.json"
-MODEL = HERE / "unroll_policy.onnx"
-METRICS = HERE / "unroll_policy.metrics.txt"
+MEASUREMENTS = "unroll_measurements.json"
+MODEL = "unroll_policy.onnx"
+METRICS = "unroll_policy.metrics.txt"
 #: tanh(x / SCALE): trip counts and op counts to about [-1, 1).
 SCALE = np.array([64, 4, 4096, 32, 8, 4, 16, 16, 2, 2], np.float32)
 GRID = [(hidden, decay) for hidden in (8, 16) for decay in (1e-3, 1e-2, 1e-1)]
@@ -58,16 +61,19 @@ def split():
 
 
 class Cache:
-    def __init__(self, labs):
+    """Instruction counts by kernel and list of actions, kept in a JSON file."""
+
+    def __init__(self, labs, path):
         self.labs = labs
-        self.data = json.loads(MEASUREMENTS.read_text()) if MEASUREMENTS.exists() else {}
+        self.path = Path(path)
+        self.data = json.loads(self.path.read_text()) if self.path.exists() else {}
 
     def count(self, kernel, actions):
         key = "-".join(map(str, actions))
         k = self.data.setdefault(kernel, {})
         if key not in k:
             k[key] = self.labs(kernel).count(actions)
-            MEASUREMENTS.write_text(json.dumps(self.data, indent=1, sort_keys=True) + "\n")
+            self.path.write_text(json.dumps(self.data, indent=1, sort_keys=True) + "\n")
         return k[key]
 
 
@@ -105,32 +111,29 @@ def predict(params, x):
 
 
 def export_onnx(params, path):
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    """The policy as the plugin's ONNX model (written to ``path``)."""
     w1, b1, w2, b2 = params
-    inputs = [helper.make_tensor_value_info(f, TensorProto.FLOAT, [1]) for f in FEATURES]
-    inits = [numpy_helper.from_array(np.array([1, len(FEATURES)], np.int64), "shape"),
-             numpy_helper.from_array((1 / SCALE).reshape(1, -1).astype(np.float32), "inv_scale"),
-             numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(b1, "b1"),
-             numpy_helper.from_array(w2, "w2"), numpy_helper.from_array(b2, "b2")]
-    nodes = [helper.make_node("Concat", list(FEATURES), ["flat"], axis=0),
-             helper.make_node("Reshape", ["flat", "shape"], ["row"]),
-             helper.make_node("Mul", ["row", "inv_scale"], ["scaled"]),
-             helper.make_node("Tanh", ["scaled"], ["squashed"]),
-             helper.make_node("Gemm", ["squashed", "w1", "b1"], ["h"]),
-             helper.make_node("Relu", ["h"], ["hr"]),
-             helper.make_node("Gemm", ["hr", "w2", "b2"], ["unroll_action"])]
-    out = helper.make_tensor_value_info("unroll_action", TensorProto.FLOAT,
-                                        [1, len(UNROLL_FACTORS)])
-    graph = helper.make_graph(nodes, "mlbridge_unroll_policy", inputs, [out], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
-                              producer_name="mlbridge models/mlir/train_unroll_policy.py")
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, str(path))
+    nodes = [node("Concat", FEATURES, ["flat"], axis=0),
+             node("Reshape", ["flat", "shape"], ["row"]),
+             node("Mul", ["row", "inv_scale"], ["scaled"]),
+             node("Tanh", ["scaled"], ["squashed"]),
+             node("Gemm", ["squashed", "w1", "b1"], ["h"]),
+             node("Relu", ["h"], ["hr"]),
+             node("Gemm", ["hr", "w2", "b2"], ["unroll_action"])]
+    constants = {"shape": np.array([1, len(FEATURES)], np.int64),
+                 "inv_scale": float32((1 / SCALE).reshape(1, -1)),
+                 "w1": float32(w1), "b1": float32(b1), "w2": float32(w2), "b2": float32(b2)}
+    return onnx_model("mlbridge_unroll_policy", nodes, input_spec(FEATURES, [1]),
+                      [("unroll_action", np.float32, [1, len(UNROLL_FACTORS)])], constants,
+                      producer="mlbridge.train.mlir_unroll", path=path)
 
 
-def main():
+def main(out_dir=SHIPPED):
+    """The whole run; writes the model, the metrics and the measurements
+    into ``out_dir``."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model_path = out_dir / MODEL
     info = find_plugin()
     train, held = split()
     work = Path(tempfile.mkdtemp(prefix="mlbridge-unroll-train-"))
@@ -141,7 +144,7 @@ def main():
             labs[name] = KernelLab(name, info, work)
         return labs[name]
 
-    cache = Cache(lab)
+    cache = Cache(lab, out_dir / MEASUREMENTS)
     # ---- data: every loop x every factor, others at the default ----------------
     rows, labels, owner = [], [], []
     for name in train:
@@ -168,19 +171,23 @@ def main():
         return cache.count(name, acts), cache.count(name, [DEFAULT_ACTION] * len(acts))
 
     # ---- model selection: leave one training kernel out -----------------------------
-    best_cfg, best_gain = None, -np.inf
-    for hidden, decay in GRID:
+    def loko_ratio(cfg):
+        """Geometric mean over the training kernels of instructions with the
+        predicted factors / with the default, each kernel left out of its fit."""
         ratios = []
         for name in train:
-            params = train_mlp(x[owner != name], y[owner != name], hidden, decay)
+            params = train_mlp(x[owner != name], y[owner != name], *cfg)
             got, base = kernel_score(name, params)
             ratios.append(got / base)
-        gain = 1 - float(np.exp(np.mean(np.log(ratios))))
-        print(f"hidden={hidden} decay={decay}: leave-one-kernel-out gain {gain:+.2%}", flush=True)
-        if gain > best_gain:
-            best_cfg, best_gain = (hidden, decay), gain
+        ratio = float(np.exp(np.mean(np.log(ratios))))
+        print(f"hidden={cfg[0]} decay={cfg[1]}: leave-one-kernel-out gain {1 - ratio:+.2%}",
+              flush=True)
+        return ratio
+
+    chosen = best(sweep(((cfg, cfg) for cfg in GRID), loko_ratio))
+    best_cfg, best_gain = chosen.label, 1 - chosen.total
     params = train_mlp(x, y, *best_cfg)
-    export_onnx(params, MODEL)
+    export_onnx(params, model_path)
 
     # Best single factor on the training kernels (a baseline a user could pick).
     def geo_ratio(names, acts_of):
@@ -191,7 +198,7 @@ def main():
                 key=lambda a: geo_ratio(train, lambda n: [a] * len(lab(n).measured)))
 
     # ---- held-out: the model deployed through the plugin's ONNX runner ------------
-    lines = [f"MLIR unroll policy (models/mlir/train_unroll_policy.py)",
+    lines = ["MLIR unroll policy (python -m mlbridge.train mlir-unroll)",
              f"train kernels ({len(train)}): {' '.join(train)}",
              f"held-out kernels ({len(held)}): {' '.join(held)}",
              f"training loops: {len(y)}; labels (factor: loops): "
@@ -204,24 +211,23 @@ def main():
              f"{'kernel':<12} {'default(4)':>11} {'policy':>11} {'ratio':>7} "
              f"{'const(' + str(UNROLL_FACTORS[const]) + ')':>11} {'ratio':>7}  policy factors"]
     ratios, const_ratios = [], []
-    import subprocess
     for name in held:
         L = lab(name)
         out = work / f"{name}-onnx.mlir"
         log = work / f"{name}-onnx.log"
-        res = subprocess.run(unroll_command(info, L.src, out, runner="onnx", model=MODEL,
-                                            log=log), capture_output=True, text=True, timeout=120)
-        if res.returncode != 0 or "warning" in res.stderr:
-            raise SystemExit(f"{name}: mlir-opt-19 with the ONNX model failed:\n{res.stderr}")
+        res = compile(unroll_command(info, L.src, out, runner="onnx", model=model_path, log=log),
+                      output=out, measure_text=False, timeout=120)
+        if "warning" in res.stderr:
+            raise TrainingError(f"{name}: mlir-opt-19 with the ONNX model warned:\n{res.stderr}")
         entry = json.loads(log.read_text().splitlines()[0])
         factors = [f for f, c in zip(entry["factors"], L.contexts) if not c.startswith(("fill", "check"))]
         exe = build_executable(out, work / f"{name}-onnx")
         if run_output(exe) != L.reference:
-            raise SystemExit(f"{name}: the policy's unrolling changed the results")
+            raise TrainingError(f"{name}: the policy's unrolling changed the results")
         got = count_instructions(exe)
         acts = [UNROLL_FACTORS.index(f) for f in factors]
         if cache.count(name, acts) != got:
-            raise SystemExit(f"{name}: ONNX deployment and the pipe replay disagree")
+            raise TrainingError(f"{name}: ONNX deployment and the pipe replay disagree")
         base = cache.count(name, [DEFAULT_ACTION] * len(acts))
         c = cache.count(name, [const] * len(acts))
         ratios.append(got / base)
@@ -234,9 +240,7 @@ def main():
               f"({1 - cgeo:+.1%})",
               f"policy beats the default on {sum(r < 1 for r in ratios)} of {len(ratios)} "
               f"held-out kernels, loses on {sum(r > 1 for r in ratios)}"]
-    METRICS.write_text("\n".join(lines) + "\n")
+    (out_dir / METRICS).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
-
-
-if __name__ == "__main__":
-    main()
+    return {"model": str(model_path), "hidden": best_cfg[0], "weight_decay": best_cfg[1],
+            "heldout_ratio": geo, "best_single_factor_ratio": cgeo}

@@ -21,8 +21,10 @@ The search-then-imitate loop, iterated (each step on Ray workers):
    its scores are not calibrated probabilities), each compiled on the
    validation modules; the smallest total ``.text`` wins
    (LLVM's default, i.e. "never reverse", is always a candidate, so the
-   selected policy is never worse than ``-Oz`` on validation). Held-out
-   libraries are never touched.
+   selected policy is never worse than ``-Oz`` on validation). A candidate
+   with a failed compile on any validation module (timeout, crash, lost
+   worker) is rejected, and the log says why (:mod:`..selection`).
+   Held-out libraries are never touched.
 
 A module's requests follow from the decisions before them, so a policy
 that reverses nothing on the default trajectory produces exactly the
@@ -31,22 +33,27 @@ known), which makes validation sweeps cheap.
 
 Every iteration appends one JSON line to ``<out>/log.jsonl``; the learning
 curve is ``<out>/curve.png``; the selected policy is ``<out>/policy.json``
-and ``<out>/policy.onnx``.
+and ``<out>/policy.onnx``; the labels are ``<out>/labels.npz``. A run in
+which no module compiles stops with :class:`TrainingError` and writes none
+of them.
 """
 
 import hashlib
-import json
 import logging
 import os
 import time
 
 import numpy as np
 
-from .cluster import TaskFailed, WorkerPool
-from .compile import make_task
+from ...toolchain import toolchain
+from ..cache import RolloutCache
+from ..cluster import TaskFailed, WorkerPool
+from ..results import RunResults, TrainingError, write_atomically
+from ..selection import Rejected, best, sweep
 from .policy import MODEL_FEATURES, InlinePolicy
+from .task import make_task
 
-__all__ = ["TrainConfig", "train", "label_from_flip", "RolloutCache"]
+__all__ = ["TrainConfig", "train", "label_from_flip", "validation_sweep"]
 
 _log = logging.getLogger("mlbridge.train")
 _DEFAULT_COL = MODEL_FEATURES.index("inlining_default")
@@ -103,54 +110,47 @@ class _Module:
                          timeout=timeout)
 
 
-class RolloutCache:
-    """What compiling with LLVM's own decisions yields is a fact about the
-    module and the compiler alone: its ``-Oz`` size, its requests' features
-    and the size after reversing any single decision. Kept on disk (one
-    ``.npz`` per module, keyed by the IR's sha256 and the clang version) so
-    that a run on a grown corpus compiles only what is new."""
+class _DefaultRollouts:
+    """What compiling with LLVM's own decisions yields -- a module's ``-Oz``
+    size, its requests' features, the size after reversing any single
+    decision -- kept in a :class:`RolloutCache` under the IR's sha256 and
+    the compiler's tag, so that a run on a grown corpus compiles only what
+    is new."""
 
     def __init__(self, path):
-        self.path = path
-        os.makedirs(path, exist_ok=True)
-        self.tag = _clang_version_tag()
+        self.cache = RolloutCache(path)
+        self.tag = toolchain().tag
 
-    def _file(self, m):
-        return os.path.join(self.path, f"{m.digest()[:32]}-{self.tag}.npz")
+    def _key(self, m):
+        return f"{m.digest()[:32]}-{self.tag}"
 
     def load(self, m):
-        try:
-            with np.load(self._file(m)) as z:
-                m.default_text = int(z["text"])
-                m.X = z["X"]
-                m.default_flips = dict(zip(z["flip_index"].tolist(), z["flip_text"].tolist()))
-            return True
-        except (OSError, KeyError, ValueError):
+        z = self.cache.load(self._key(m))
+        if z is None:
             return False
+        X = z.get("X")
+        if not {"text", "X", "flip_index", "flip_text"} <= set(z) or X.ndim != 2 or \
+                X.shape[1] != len(MODEL_FEATURES) or len(z["flip_index"]) != len(z["flip_text"]):
+            _log.warning("rollout cache: %s has another layout; recomputing it",
+                         self.cache.file(self._key(m)))
+            return False
+        m.default_text = int(z["text"])
+        m.X = X
+        m.default_flips = dict(zip(z["flip_index"].tolist(), z["flip_text"].tolist()))
+        return True
 
     def save(self, m):
-        tmp = self._file(m) + ".tmp.npz"
         idx = np.array(sorted(m.default_flips), dtype=np.int64)
-        np.savez(tmp, text=np.int64(m.default_text), X=m.X, flip_index=idx,
-                 flip_text=np.array([m.default_flips[i] for i in idx.tolist()], dtype=np.int64))
-        os.replace(tmp, self._file(m))
-
-
-def _clang_version_tag():
-    import subprocess
-    from .compile import CLANG
-    try:
-        out = subprocess.run([CLANG, "--version"], capture_output=True, text=True,
-                             timeout=30).stdout
-    except OSError:
-        out = CLANG
-    return hashlib.sha256(out.encode()).hexdigest()[:8]
+        self.cache.save(self._key(m), text=np.int64(m.default_text), X=m.X, flip_index=idx,
+                        flip_text=np.array([m.default_flips[i] for i in idx.tolist()],
+                                           dtype=np.int64))
 
 
 class _Run:
-    """Bookkeeping of one training run: the pool, the log, compile counts."""
+    """Bookkeeping of one training run: the pool, compile counts, failures.
+    ``progress(total=, desc=)``: a progress bar (tqdm) per map, or None."""
 
-    def __init__(self, pool, progress):
+    def __init__(self, pool, progress=None):
         self.pool, self.progress = pool, progress
         self.compiles = 0
         self.compile_seconds = 0.0
@@ -159,11 +159,13 @@ class _Run:
     def map(self, tasks, what):
         if not tasks:
             return []
-        bar = self.progress(total=len(tasks), desc=what)
+        bar = self.progress(total=len(tasks), desc=what) if self.progress else None
         try:
-            results = self.pool.map(tasks, progress=lambda: bar.update(1))
+            results = self.pool.map(tasks, progress=None if bar is None
+                                    else (lambda: bar.update(1)))
         finally:
-            bar.close()
+            if bar is not None:
+                bar.close()
         self.compiles += len(tasks)
         for r in results:
             if isinstance(r, TaskFailed):
@@ -174,26 +176,32 @@ class _Run:
         return results
 
 
+def _failed_list(failed, total):
+    """``"2 of 5 compiles failed: key: error; ..."`` (first three named)."""
+    named = "; ".join(f"{f.key}: {str(f.error).strip()[-300:]}" for f in failed[:3])
+    more = f"; and {len(failed) - 3} more" if len(failed) > 3 else ""
+    return f"{len(failed)} of {total} compiles failed: {named}{more}"
+
+
 def _modules_of(corpus_modules, build_dir):
-    mods = []
-    for m in corpus_modules:
-        mods.append(_Module(m.name, m.ir(build_dir), m.library))
-    return mods
+    return [_Module(m.name, m.ir(build_dir), m.library) for m in corpus_modules]
 
 
 def _rollout_defaults(run, modules, what, cache=None):
-    """Default trajectory of every module: features and ``-Oz`` size."""
+    """Default trajectory of every module: features and ``-Oz`` size.
+    Returns the modules that compiled and the failures."""
     todo = [m for m in modules if cache is None or not cache.load(m)]
     res = run.map([m.task(record=True) for m in todo], what)
-    failed = set()
+    failed = []
     for m, r in zip(todo, res):
         if isinstance(r, TaskFailed):
-            failed.add(m.key)
+            failed.append(r)
             continue
         m.default_text, m.X = r["text"], r["X"]
         if cache is not None:
             cache.save(m)
-    return [m for m in modules if m.key not in failed]
+    keys = {f.key for f in failed}
+    return [m for m in modules if m.key not in keys], failed
 
 
 def _deviates(policy, m):
@@ -205,15 +213,31 @@ def _deviates(policy, m):
 
 
 def _evaluate(run, policy, modules, what):
-    """Total .text of ``policy`` on ``modules`` (compiling only the modules
-    where it deviates) and the number of modules it changed."""
+    """``(total .text, modules changed)`` of ``policy`` on ``modules``,
+    compiling only the modules where it deviates. Raises :class:`Rejected`
+    if any of those compiles failed: its size is unknown, and the module's
+    ``-Oz`` size must not stand in for it."""
     todo = [m for m in modules if _deviates(policy, m)]
     res = run.map([m.task(policy=policy.to_dict()) for m in todo], what)
+    failed = [r for r in res if isinstance(r, TaskFailed)]
+    if failed:
+        raise Rejected(_failed_list(failed, len(todo)))
     sizes = {m.key: m.default_text for m in modules}
     for m, r in zip(todo, res):
-        if not isinstance(r, TaskFailed):
-            sizes[m.key] = r["text"]
-    return sum(sizes.values()), len(todo), sizes
+        sizes[m.key] = r["text"]
+    return sum(sizes.values()), len(todo)
+
+
+def validation_sweep(run, net, thresholds, modules, iteration):
+    """Each threshold's shifted network measured on ``modules``; returns the
+    measured candidates (:class:`mlbridge.train.selection.Candidate`, label
+    = threshold, ``extra`` = modules changed) and the chosen one (None when
+    every candidate was rejected). Ties go to the higher threshold (fewer
+    reversals)."""
+    measured = sweep(((tau, net.shifted(tau)) for tau in thresholds),
+                     lambda cand: _evaluate(run, cand, modules,
+                                            f"it{iteration} validation t={cand.meta['threshold']}"))
+    return measured, best(measured, prefer=lambda c: -c.label)
 
 
 def _explore(run, policy, modules, cfg, rng, iteration, cache=None):
@@ -281,25 +305,22 @@ def _plot(log_rows, path):
     it = [r["iteration"] for r in log_rows]
     fig, ax = plt.subplots(figsize=(6, 3.6))
     ax.plot(it, [r["validation_ratio"] for r in log_rows], "o-", label="validation (selected)")
-    ax.plot(it, [r["train_ratio"] for r in log_rows], "s--", label="training modules")
+    ax.plot(it, [np.nan if r["train_ratio"] is None else r["train_ratio"] for r in log_rows],
+            "s--", label="training modules")
     ax.axhline(1.0, color="gray", lw=0.8, ls=":", label="clang-19 -Oz")
-    ax.set_xlabel("iteration")
-    ax.set_ylabel(".text / clang-19 -Oz")
-    ax.set_title("Inlining for size: learning curve")
+    ax.set(xlabel="iteration", ylabel=".text / clang-19 -Oz",
+           title="Inlining for size: learning curve")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def _no_bar(total, desc):
-    class _Bar:
-        def update(self, n):
-            pass
-
-        def close(self):
-            pass
-    return _Bar()
+def _save_labels(path, X, g):
+    def write(tmp):
+        with open(tmp, "wb") as f:
+            np.savez(f, X=np.array(X), gain=np.array(g, dtype=np.float64))
+    write_atomically(path, write)
 
 
 def train(train_modules, validation_modules, out_dir, *, workers=2, address=None,
@@ -307,30 +328,34 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
     """Trains the inlining policy; returns the summary dict (also written
     to ``<out_dir>/summary.json``). ``*_modules`` are corpus modules
     (:class:`mlbridge.corpus.Module`: ``name``, ``library``, ``ir()``).
-    ``cache_dir``: a :class:`RolloutCache` folder shared between runs;
+    ``cache_dir``: a rollout-cache folder shared between runs;
     ``labels_from``: ``labels.npz`` files of earlier runs, added to the
-    labels before the first fit."""
+    labels before the first fit. Raises :class:`TrainingError` when no
+    training or validation module compiles, no label could be measured or
+    every validation candidate of an iteration was rejected."""
     cfg = config or TrainConfig()
-    os.makedirs(out_dir, exist_ok=True)
+    bar = None
     if progress:
+        from functools import partial
         from tqdm import tqdm
-
-        def bar(total, desc):
-            return tqdm(total=total, desc=desc, unit="compile", leave=False)
-    else:
-        bar = _no_bar
+        bar = partial(tqdm, unit="compile", leave=False)
     rng = np.random.default_rng(cfg.seed)
     train_mods = _modules_of(train_modules, build_dir)
     val_mods = _modules_of(validation_modules, build_dir)
-    log_path = os.path.join(out_dir, "log.jsonl")
+    results = RunResults(out_dir)
     log_rows = []
     t_start = time.monotonic()
-    with WorkerPool(workers, address=address, task_timeout=cfg.task_timeout) as pool, \
-            open(log_path, "w") as log:
+    with WorkerPool(workers, address=address, task_timeout=cfg.task_timeout) as pool, results:
         run = _Run(pool, bar)
-        cache = RolloutCache(cache_dir) if cache_dir else None
-        train_mods = _rollout_defaults(run, train_mods, "train: -Oz rollout", cache)
-        val_mods = _rollout_defaults(run, val_mods, "validation: -Oz rollout", cache)
+        cache = _DefaultRollouts(cache_dir) if cache_dir else None
+        n_train, n_val = len(train_mods), len(val_mods)
+        train_mods, train_failed = _rollout_defaults(run, train_mods, "train: -Oz rollout", cache)
+        val_mods, val_failed = _rollout_defaults(run, val_mods, "validation: -Oz rollout", cache)
+        for mods, failed, n, split in ((train_mods, train_failed, n_train, "training"),
+                                       (val_mods, val_failed, n_val, "validation")):
+            if not mods:
+                raise TrainingError(f"no {split} module compiled with LLVM's own decisions: "
+                                    f"{_failed_list(failed, n)}")
         base_train = sum(m.default_text for m in train_mods)
         base_val = sum(m.default_text for m in val_mods)
         X_all, g_all = [], []
@@ -339,16 +364,18 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
                 X_all += list(z["X"])
                 g_all += z["gain"].tolist()
         policy = None
-        best = {"policy": InlinePolicy.never_deviate(), "total": base_val,
-                "iteration": 0, "threshold": None}
+        chosen = {"policy": InlinePolicy.never_deviate(), "total": base_val,
+                  "iteration": 0, "threshold": None}
         for it in range(1, cfg.iterations + 1):
             t_it = time.monotonic()
-            c0 = run.compiles
+            c0, f0 = run.compiles, run.failures
             rows, gains = _explore(run, policy, train_mods, cfg, rng, it, cache)
-            np.savez(os.path.join(out_dir, "labels.npz"), X=np.array(X_all + rows),
-                     gain=np.array(g_all + gains, dtype=np.float64))
             X_all += rows
             g_all += gains
+            if not g_all:
+                raise TrainingError(f"iteration {it}: no label measured ({run.failures - f0} "
+                                    f"of {run.compiles - c0} exploration compiles failed)")
+            _save_labels(results.path("labels.npz"), X_all, g_all)
             X = np.array(X_all)
             g = np.array(g_all, dtype=np.float64)
             y = (g < 0).astype(np.float64)
@@ -357,65 +384,74 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
             w = np.sqrt(np.abs(g)) + 1.0
             net = InlinePolicy.fit(X, y, w, hidden=cfg.hidden, epochs=cfg.epochs,
                                    seed=cfg.seed + it)
-            sweep = {}
             train_scores = net.scores(np.concatenate([m.X for m in train_mods if len(m.X)]))
             thresholds = sorted({round(float(np.quantile(train_scores, 1 - r)), 4)
                                  for r in cfg.rates})
-            for tau in thresholds:
-                cand = net.shifted(tau)
-                total, changed, _ = _evaluate(run, cand, val_mods, f"it{it} validation t={tau}")
-                sweep[tau] = (total, changed, cand)
-            tau_best = min(sweep, key=lambda t: (sweep[t][0], -t))  # ties: fewer reversals
-            total, changed, cand = sweep[tau_best]
-            policy = cand  # the next iteration explores around it
-            train_total, train_changed, _ = _evaluate(run, cand, train_mods, f"it{it} train eval")
-            if total < best["total"]:
-                best = {"policy": cand, "total": total, "iteration": it, "threshold": tau_best}
-            elapsed = time.monotonic() - t_it
+            measured, winner = validation_sweep(run, net, thresholds, val_mods, it)
             row = {
                 "iteration": it, "labels": len(g_all), "labels_new": len(gains),
                 "better_reversals": int((np.array(gains) < 0).sum()) if gains else 0,
-                "threshold": tau_best,
-                "validation_total": int(total), "validation_baseline": int(base_val),
+                "validation_baseline": int(base_val),
+                "validation_sweep": {str(c.label): int(c.total) for c in measured
+                                     if c.rejected is None},
+                "validation_rejected": {str(c.label): c.rejected for c in measured
+                                        if c.rejected is not None},
+            }
+            if winner is None:
+                results.log(row)
+                raise TrainingError(f"iteration {it}: every validation candidate was "
+                                    f"rejected: {row['validation_rejected']}")
+            tau_best, total, changed, cand = (winner.label, winner.total, winner.extra,
+                                              winner.policy)
+            policy = cand  # the next iteration explores around it
+            try:
+                train_total, train_changed = _evaluate(run, cand, train_mods,
+                                                       f"it{it} train eval")
+            except Rejected as e:
+                train_total, train_changed = None, None
+                row["train_rejected"] = str(e)
+            if total < chosen["total"]:
+                chosen = {"policy": cand, "total": total, "iteration": it,
+                          "threshold": tau_best}
+            elapsed = time.monotonic() - t_it
+            row.update({
+                "threshold": tau_best, "validation_total": int(total),
                 "validation_ratio": total / base_val, "validation_modules_changed": changed,
-                "validation_sweep": {str(t): int(v[0]) for t, v in sweep.items()},
-                "train_total": int(train_total), "train_baseline": int(base_train),
-                "train_ratio": train_total / base_train, "train_modules_changed": train_changed,
+                "train_total": None if train_total is None else int(train_total),
+                "train_baseline": int(base_train),
+                "train_ratio": None if train_total is None else train_total / base_train,
+                "train_modules_changed": train_changed,
                 "compiles": run.compiles - c0, "seconds": elapsed,
                 "compiles_per_second": (run.compiles - c0) / elapsed if elapsed > 0 else None,
                 "failures": run.failures,
-            }
-            log.write(json.dumps(row) + "\n")
-            log.flush()
-            log_rows.append(row)
-            _log.info("iteration %d: validation %.4f, train %.4f", it,
+            })
+            log_rows.append(results.log(row))
+            _log.info("iteration %d: validation %.4f, train %s", it,
                       row["validation_ratio"], row["train_ratio"])
             if progress:
+                train_ratio = ("rejected" if train_total is None
+                               else f"{row['train_ratio']:.4f}")
                 print(f"iteration {it}: validation .text ratio {row['validation_ratio']:.4f} "
-                      f"(t={tau_best}, {changed} modules changed), train "
-                      f"{row['train_ratio']:.4f}, {row['compiles']} compiles in "
-                      f"{elapsed:.0f} s", flush=True)
+                      f"(t={tau_best}, {changed} modules changed), train {train_ratio}, "
+                      f"{row['compiles']} compiles in {elapsed:.0f} s", flush=True)
         workers_used = len(pool)
         replaced = pool.replaced
-    _plot(log_rows, os.path.join(out_dir, "curve.png"))
-    chosen = best["policy"]
-    chosen.meta.update({"selected_iteration": best["iteration"],
-                        "validation_ratio": best["total"] / base_val})
-    chosen.save(os.path.join(out_dir, "policy.json"))
-    chosen.to_onnx(os.path.join(out_dir, "policy.onnx"))
-    summary = {
+    _plot(log_rows, results.path("curve.png"))
+    selected = chosen["policy"]
+    selected.meta.update({"selected_iteration": chosen["iteration"],
+                          "validation_ratio": chosen["total"] / base_val})
+    selected.save(results.path("policy.json"))
+    selected.to_onnx(results.path("policy.onnx"))
+    return results.summary({
         "config": cfg.as_dict(), "labels_from": [os.fspath(p) for p in labels_from],
         "workers": workers_used, "workers_replaced": replaced,
         "train_modules": len(train_mods), "validation_modules": len(val_mods),
         "train_libraries": sorted({m.library for m in train_mods}),
         "validation_libraries": sorted({m.library for m in val_mods}),
-        "validation_baseline": int(base_val), "selected_iteration": best["iteration"],
-        "selected_threshold": best["threshold"],
-        "selected_validation_ratio": best["total"] / base_val,
+        "validation_baseline": int(base_val), "selected_iteration": chosen["iteration"],
+        "selected_threshold": chosen["threshold"],
+        "selected_validation_ratio": chosen["total"] / base_val,
         "compiles": run.compiles, "failures": run.failures,
         "seconds": time.monotonic() - t_start,
         "compile_seconds": run.compile_seconds,
-    }
-    with open(os.path.join(out_dir, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=2)
-    return summary
+    })

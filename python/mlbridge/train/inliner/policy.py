@@ -20,7 +20,7 @@ import json
 
 import numpy as np
 
-from ..llvm.advisors import INLINE_FEATURES
+from ...llvm.advisors import INLINE_FEATURES
 
 __all__ = ["MODEL_FEATURES", "InlinePolicy", "feature_matrix"]
 
@@ -159,46 +159,34 @@ class InlinePolicy:
         """The policy as an ONNX model: one float32 ``[1, 1]`` input per name
         in :data:`MODEL_FEATURES`, output ``inlining_decision`` int64 ``[1]``
         (what ``MLBridgeInlineAdvisor.so`` binds by name). Returns the
-        ModelProto; writes it when ``path`` is given."""
-        import onnx
-        from onnx import TensorProto, helper, numpy_helper
-
-        def const(name, arr):
-            return numpy_helper.from_array(np.asarray(arr, dtype=np.float32), name)
-
-        inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 1])
-                  for n in MODEL_FEATURES]
-        init = [const("one", [[1.0]]), const("minus_one", [[-1.0]]), const("two", [[2.0]]),
-                const("zero", [[0.0]]), const("W1", self.W1), const("b1", self.b1),
-                const("w2", self.w2.reshape(1, -1)), const("b2", [self.b2])]
+        serialized model; writes it when ``path`` is given."""
+        from ..export import float32, input_spec, node, onnx_model
         nodes = [
-            helper.make_node("Concat", list(MODEL_FEATURES), ["x"], axis=1),
-            helper.make_node("Relu", ["x"], ["x_pos"]),
-            helper.make_node("Mul", ["x", "minus_one"], ["x_neg_raw"]),
-            helper.make_node("Relu", ["x_neg_raw"], ["x_neg"]),
-            helper.make_node("Add", ["x_pos", "one"], ["x_pos1"]),
-            helper.make_node("Add", ["x_neg", "one"], ["x_neg1"]),
-            helper.make_node("Log", ["x_pos1"], ["c_pos"]),
-            helper.make_node("Log", ["x_neg1"], ["c_neg"]),
-            helper.make_node("Concat", ["c_pos", "c_neg"], ["c"], axis=1),
-            helper.make_node("Gemm", ["c", "W1", "b1"], ["a1"], transB=1),
-            helper.make_node("Relu", ["a1"], ["h1"]),
-            helper.make_node("Gemm", ["h1", "w2", "b2"], ["f"], transB=1),
+            node("Concat", MODEL_FEATURES, ["x"], axis=1),
+            node("Relu", ["x"], ["x_pos"]),
+            node("Mul", ["x", "minus_one"], ["x_neg_raw"]),
+            node("Relu", ["x_neg_raw"], ["x_neg"]),
+            node("Add", ["x_pos", "one"], ["x_pos1"]),
+            node("Add", ["x_neg", "one"], ["x_neg1"]),
+            node("Log", ["x_pos1"], ["c_pos"]),
+            node("Log", ["x_neg1"], ["c_neg"]),
+            node("Concat", ["c_pos", "c_neg"], ["c"], axis=1),
+            node("Gemm", ["c", "W1", "b1"], ["a1"], transB=1),
+            node("Relu", ["a1"], ["h1"]),
+            node("Gemm", ["h1", "w2", "b2"], ["f"], transB=1),
             # inline score = (1 - 2 * default) * f: positive exactly when the
             # decision should be "inline" (default 0 and f > 0, or default 1
             # and f < 0); ArgMax over [0, score] picks it.
-            helper.make_node("Mul", ["inlining_default", "two"], ["d2"]),
-            helper.make_node("Sub", ["one", "d2"], ["sign"]),
-            helper.make_node("Mul", ["sign", "f"], ["inline_score"]),
-            helper.make_node("Concat", ["zero", "inline_score"], ["logits"], axis=1),
-            helper.make_node("ArgMax", ["logits"], ["inlining_decision"], axis=1, keepdims=0),
+            node("Mul", ["inlining_default", "two"], ["d2"]),
+            node("Sub", ["one", "d2"], ["sign"]),
+            node("Mul", ["sign", "f"], ["inline_score"]),
+            node("Concat", ["zero", "inline_score"], ["logits"], axis=1),
+            node("ArgMax", ["logits"], ["inlining_decision"], axis=1, keepdims=0),
         ]
-        out = helper.make_tensor_value_info("inlining_decision", TensorProto.INT64, [1])
-        graph = helper.make_graph(nodes, "mlbridge_inline_for_size", inputs, [out], init)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
-                                  producer_name="mlbridge.train")
-        model.ir_version = 7
-        onnx.checker.check_model(model)
-        if path is not None:
-            onnx.save(model, str(path))
-        return model
+        constants = {"one": [[1.0]], "minus_one": [[-1.0]], "two": [[2.0]], "zero": [[0.0]],
+                     "W1": self.W1, "b1": self.b1, "w2": self.w2.reshape(1, -1),
+                     "b2": [self.b2]}
+        return onnx_model("mlbridge_inline_for_size", nodes, input_spec(MODEL_FEATURES, [1, 1]),
+                          [("inlining_decision", np.int64, [1])],
+                          {k: float32(v) for k, v in constants.items()},
+                          producer="mlbridge.train.inliner", path=path)

@@ -10,7 +10,7 @@ decision at every call site the object is byte-identical to plain
 ``clang-19 -Oz`` (checked per module by the corpus tool).
 
 LLVM's interactive inliner (``-enable-ml-inliner=release``) asks Python for
-each decision through :func:`mlbridge.llvm.run`. A task is a plain dict so
+each decision; :func:`mlbridge.toolchain.compile` serves it. A task is a plain dict so
 that it can travel to a Ray worker on another machine:
 
 ``{"ir": bytes, "key": str, "policy": dict | None, "flip": int | None,
@@ -24,20 +24,17 @@ request. The result dict has ``text`` (bytes), ``requests``, ``deviations``
 ``X`` (feature matrix, columns ``MODEL_FEATURES``) and ``decisions``.
 """
 
-import hashlib
 import os
-import tempfile
-import time
 
 import numpy as np
 
-from ..llvm import run as llvm_run
-from ..llvm.tools import elf_text_size
+from ...toolchain import compile, toolchain
 from .policy import MODEL_FEATURES, InlinePolicy, feature_matrix
 
-__all__ = ["CLANG", "execute", "Workdir", "make_task"]
+__all__ = ["execute", "make_task", "PROBLEM"]
 
-CLANG = os.environ.get("MLBRIDGE_CLANG", "clang-19")
+#: The registry name that routes these tasks to :func:`execute` on a worker.
+PROBLEM = "inliner"
 
 
 def make_task(ir, *, policy=None, flip=None, record=False, timeout=600.0, key=None):
@@ -49,40 +46,15 @@ def make_task(ir, *, policy=None, flip=None, record=False, timeout=600.0, key=No
         with open(ir, "rb") as f:
             data = f.read()
         key = key or os.fspath(ir)
-    return {"ir": data, "key": key, "policy": policy, "flip": flip, "record": record,
-            "timeout": timeout}
-
-
-class Workdir:
-    """A private scratch folder of one worker: the modules it was sent
-    (content-addressed, written once) and its object files."""
-
-    def __init__(self, root=None):
-        self._tmp = tempfile.TemporaryDirectory(prefix="mlbridge-train-", dir=root)
-        self.path = self._tmp.name
-        self._modules = {}
-
-    def file(self, data, suffix):
-        """The path of a file holding ``data`` (written on first use)."""
-        digest = hashlib.sha256(data).hexdigest()[:24] + suffix
-        path = self._modules.get(digest)
-        if path is None:
-            path = os.path.join(self.path, digest)
-            with open(path, "wb") as f:
-                f.write(data)
-            self._modules[digest] = path
-        return path
-
-    def module(self, data):
-        return self.file(data, ".bc")
-
-    def close(self):
-        self._tmp.cleanup()
+    return {"problem": PROBLEM, "ir": data, "key": key, "policy": policy, "flip": flip,
+            "record": record, "timeout": timeout}
 
 
 def execute(task, workdir):
-    """Runs one task (see the module docstring) in ``workdir``; raises
-    :class:`mlbridge.llvm.RunError` if the compiler or the host failed."""
+    """Runs one task (see the module docstring) in ``workdir`` (a
+    :class:`mlbridge.train.cluster.Workdir`); raises
+    :class:`mlbridge.toolchain.CompileError` if the compiler or the host
+    failed."""
     module = workdir.module(task["ir"])
     out = os.path.join(workdir.path, f"out-{os.getpid()}.o")
     policy = InlinePolicy.from_dict(task["policy"]) if task.get("policy") else None
@@ -107,15 +79,12 @@ def execute(task, workdir):
         return a
 
     decide.needs_default = True
-    t0 = time.monotonic()
-    res = llvm_run([CLANG, "-Oz", "-c", module, "-o", out], inline=decide,
-                   include_default=True, timeout=float(task.get("timeout", 600.0)))
-    res.check()
-    text = elf_text_size(out)
-    if text is None:
-        raise RuntimeError(f"{task['key']}: no ELF object written")
-    result = {"key": task["key"], "text": int(text), "requests": state["index"],
-              "deviations": state["deviations"], "seconds": time.monotonic() - t0}
+    res = compile([toolchain().clang, "-Oz", "-c", module, "-o", out],
+                  advisors={"inline": decide}, include_default=True,
+                  timeout=float(task.get("timeout", 600.0)))
+    result = {"key": task["key"], "text": res.text, "requests": state["index"],
+              "deviations": state["deviations"], "seconds": res.wall_seconds,
+              "cpu_seconds": res.cpu_seconds}
     if record:
         result["X"] = np.array(rows, dtype=np.float64).reshape(-1, len(MODEL_FEATURES))
         result["decisions"] = np.array(decisions, dtype=np.int64)

@@ -1,0 +1,211 @@
+"""Phase ordering for code size, trained on real ``.text``.
+
+The episode (``MLBridgePhaseOrder.so`` in ``clang-19 -Oz``) starts where
+clang's ``-Oz`` pipeline ends, so STOP at once is exactly ``clang -Oz``;
+each action runs one of 17 pass sequences (sub-sequences of ``-Oz``, the
+whole ``-Oz`` module pipeline again, ``mergefunc``) and the reward is the
+change of the object's ``.text``. docs/training.md describes the method.
+
+1. **Oracle episodes** (Ray workers, :func:`.task.oracle_task`): on each
+   training module the plugin reports, at every state, the ``.text`` after
+   each action (``lookahead``); the oracle takes the action that shrinks
+   ``.text`` most and stops when none does.
+2. **A regression network** learns, from the observation alone (25 counts,
+   ``log(1 + x)``), the ``.text`` change of every action in percent, on
+   every state the oracle visited (all 17 actions are labelled there).
+3. **The deployed policy** is that network plus one constant score for
+   STOP, ``threshold``: it acts only where it predicts a gain above the
+   threshold. The threshold is chosen on the validation libraries by
+   compiling them with the plugin and the candidate model (infinity, i.e.
+   plain ``-Oz``, is always a candidate; a threshold with a failed compile
+   is rejected and ``log.jsonl`` says why).
+
+    python -m mlbridge.train phase-order --out runs/phase-order
+"""
+
+import json
+import logging
+import time
+
+import numpy as np
+
+from ...llvm.plugins import NUM_OBSERVATIONS
+from ..cluster import TaskFailed, WorkerPool
+from ..results import RunResults, TrainingError, write_atomically
+from ..selection import Rejected, best, sweep
+from .policy import NUM_PASS_ACTIONS, PhasePolicy
+from .task import compile_task, oracle_task
+
+__all__ = ["collect", "labels", "select_threshold", "compile_all", "train", "CLIP_PCT"]
+
+_log = logging.getLogger("mlbridge.train")
+
+#: A predicted change is clipped to this many percent of .text (a few
+#: actions double a small module; their exact size does not matter).
+CLIP_PCT = 5.0
+
+
+def _read_ir(m):
+    with open(m.ir(), "rb") as f:
+        return f.read()
+
+
+def collect(pool, modules, *, plugin, max_steps=3, progress=None):
+    """Oracle episodes on ``modules`` (objects with ``ir()`` and ``name``),
+    one task each; returns (episodes, failed tasks). Failed tasks are
+    logged and left out."""
+    tasks = [oracle_task(_read_ir(m), plugin=plugin, max_steps=max_steps, key=m.name)
+             for m in modules]
+    out, failed = [], []
+    for m, r in zip(modules, pool.map(tasks, progress=progress)):
+        if isinstance(r, dict):
+            r["module"], r["library"] = m.name, m.library
+            out.append(r)
+        else:
+            _log.warning("oracle episode failed: %s", r)
+            failed.append(r)
+    return out, failed
+
+
+def labels(episodes):
+    """(X, Y): every visited state's observation and the change of .text of
+    each action from it, in percent (negative = smaller), clipped."""
+    X, Y = [], []
+    for e in episodes:
+        for s, la, size in zip(e["states"], e["lookahead"], e["sizes"]):
+            if size <= 0:
+                continue
+            change = np.where(la >= 0, 100.0 * (la - size) / size, CLIP_PCT)
+            X.append(s)
+            Y.append(np.clip(change, -CLIP_PCT, CLIP_PCT))
+    return (np.asarray(X, dtype=np.float32).reshape(-1, NUM_OBSERVATIONS),
+            np.asarray(Y, dtype=np.float32).reshape(-1, NUM_PASS_ACTIONS))
+
+
+def compile_all(pool, modules, *, plugin, model=None, max_steps=3, progress=None):
+    """``{module name: .text}`` of compiling each module's bitcode with
+    ``clang-19 -Oz`` and the plugin's policy (``model`` ONNX bytes; None:
+    plain -Oz). Raises :class:`Rejected` naming the failed compiles: a
+    policy that breaks a compile is not a candidate."""
+    tasks = [compile_task(_read_ir(m), plugin=plugin, model=model, max_steps=max_steps,
+                          key=m.name) for m in modules]
+    results = pool.map(tasks, progress=progress)
+    failed = [f"{m.name}: {str(r.error).strip()[-300:]}" for m, r in zip(modules, results)
+              if isinstance(r, TaskFailed)]
+    if failed:
+        raise Rejected(f"{len(failed)} of {len(modules)} compiles failed: "
+                       + "; ".join(failed[:3]))
+    return {m.name: r["text"] for m, r in zip(modules, results)}
+
+
+def select_threshold(pool, modules, policy, *, plugin, candidates, max_steps=3,
+                     progress=None, log=None):
+    """Compiles ``modules`` (validation) with the policy at each threshold
+    and returns (best threshold, rows). Infinity (plain -Oz) is always
+    measured (a failure there raises TrainingError); a threshold must beat
+    it to be chosen; a threshold with a failed compile is rejected."""
+    try:
+        base_total = sum(compile_all(pool, modules, plugin=plugin, model=None,
+                                     progress=progress).values())
+    except Rejected as e:
+        raise TrainingError(f"plain -Oz on the validation modules: {e}") from None
+    rows = [{"threshold": "inf", "text": base_total, "ratio": 1.0}]
+
+    def measured(c):
+        row = ({"threshold": c.label, "rejected": c.rejected} if c.rejected is not None else
+               {"threshold": c.label, "text": c.total, "ratio": c.total / base_total})
+        rows.append(row)
+        if log:
+            log(row)
+
+    results = sweep(((thr, policy.with_threshold(thr)) for thr in candidates),
+                    lambda p: sum(compile_all(pool, modules, plugin=plugin, model=p.to_onnx(),
+                                              max_steps=max_steps,
+                                              progress=progress).values()),
+                    on_result=measured)
+    winner = best(results)
+    if winner is None or winner.total >= base_total:
+        return float("inf"), rows
+    return winner.label, rows
+
+
+def _write_npz(path, episodes):
+    def write(tmp):
+        with open(tmp, "wb") as f:
+            np.savez_compressed(
+                f, **{f"{i}_{k}": np.asarray(e[k]) for i, e in enumerate(episodes)
+                      for k in ("states", "lookahead", "sizes", "actions")},
+                names=np.asarray([e["module"] for e in episodes]),
+                libraries=np.asarray([e["library"] for e in episodes]))
+    write_atomically(path, write)
+
+
+def _read_npz(path):
+    d = np.load(path)
+    eps = []
+    for i, (name, lib) in enumerate(zip(d["names"], d["libraries"])):
+        eps.append({k: d[f"{i}_{k}"] for k in ("states", "lookahead", "sizes", "actions")}
+                   | {"module": str(name), "library": str(lib)})
+    return eps
+
+
+def train(train_modules, validation_modules, *, plugin, out_dir, workers=2, address=None,
+          max_steps=3, data_from=None, thresholds=(0.05, 0.1, 0.2, 0.4, 0.8), hidden=32,
+          seed=0, progress_bars=True):
+    """The whole run (see the module docstring); writes into ``out_dir``:
+    ``oracle.npz`` (the episodes), ``policy.json``, ``policy.onnx``,
+    ``log.jsonl``, ``summary.json``, and returns the summary dict. Raises
+    TrainingError (writing nothing) when no oracle episode succeeds."""
+    results = RunResults(out_dir)
+
+    def log(rec):
+        _log.info("%s", results.log(rec))
+
+    def bar(n, desc):
+        if not progress_bars:
+            return None
+        from tqdm import tqdm
+        return tqdm(total=n, desc=desc, leave=False)
+    t0 = time.monotonic()
+    with WorkerPool(workers, address=address) as pool, results:
+        if data_from:
+            episodes = _read_npz(data_from)
+        else:
+            b = bar(len(train_modules), "oracle episodes")
+            episodes, failed = collect(pool, train_modules, plugin=plugin, max_steps=max_steps,
+                                       progress=b.update if b else None)
+            if b:
+                b.close()
+            if not episodes:
+                named = "; ".join(f"{f.key}: {str(f.error).strip()[-300:]}" for f in failed[:3])
+                raise TrainingError(f"no oracle episode succeeded ({len(failed)} of "
+                                    f"{len(train_modules)} failed): {named}")
+        _write_npz(results.path("oracle.npz"), episodes)
+        base = sum(int(e["sizes"][0]) for e in episodes)
+        final = sum(int(e["final_text"]) for e in episodes if "final_text" in e)
+        log({"stage": "oracle", "episodes": len(episodes), "oz_text": base,
+             "oracle_text": final if final else None,
+             "seconds": round(time.monotonic() - t0, 1)})
+        X, Y = labels(episodes)
+        policy = PhasePolicy.fit(X, Y, hidden=hidden, seed=seed)
+        pred = -policy.gains(X)
+        log({"stage": "fit", "states": int(len(X)),
+             "mse_pct2": float(np.mean((pred - Y) ** 2)),
+             "mse_zero_pct2": float(np.mean(Y ** 2))})
+        b = bar(len(validation_modules) * (len(thresholds) + 1), "validation")
+        thr, rows = select_threshold(
+            pool, validation_modules, policy, plugin=plugin, candidates=thresholds,
+            max_steps=max_steps, progress=b.update if b else None,
+            log=lambda r: log(dict(stage="validation", **r)))
+        if b:
+            b.close()
+        policy = policy.with_threshold(thr)
+        with open(results.path("policy.json"), "w") as f:
+            json.dump(dict(policy.to_dict(), max_steps=max_steps), f)
+        policy.to_onnx(results.path("policy.onnx"))
+        summary = {"stage": "done", "threshold": thr, "validation": rows,
+                   "train_modules": len(train_modules),
+                   "validation_modules": len(validation_modules),
+                   "seconds": round(time.monotonic() - t0, 1)}
+        log(summary)
+    return results.summary(summary)

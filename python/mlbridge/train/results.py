@@ -1,0 +1,66 @@
+"""The one results writer of a training run: ``<out>/log.jsonl`` (one JSON
+record per stage or iteration, flushed as it is written) and
+``<out>/summary.json``. Nothing is created before the first record, so a
+run that fails before it has measured anything leaves no artefact."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+
+__all__ = ["RunResults", "TrainingError", "write_atomically"]
+
+
+class TrainingError(RuntimeError):
+    """Training cannot produce a meaningful result (says what failed)."""
+
+
+def write_atomically(path, write):
+    """Calls ``write(tmp_path)`` and renames the file to ``path``."""
+    path = os.fspath(path)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+class RunResults(contextlib.AbstractContextManager):
+    """The output folder of one run (as a context manager: closes the log)."""
+
+    def __init__(self, out_dir):
+        self.out_dir = os.fspath(out_dir)
+        self._log = None
+
+    def path(self, name):
+        os.makedirs(self.out_dir, exist_ok=True)
+        return os.path.join(self.out_dir, name)
+
+    def log(self, record):
+        """Appends ``record`` (with a timestamp) to this run's log.jsonl."""
+        if self._log is None:
+            self._log = open(self.path("log.jsonl"), "w")
+        record = dict(record, time=time.strftime("%Y-%m-%dT%H:%M:%S"))
+        self._log.write(json.dumps(record) + "\n")
+        self._log.flush()
+        return record
+
+    def summary(self, summary):
+        """Writes summary.json and returns ``summary``."""
+        def write(tmp):
+            with open(tmp, "w") as f:
+                json.dump(summary, f, indent=2)
+        write_atomically(self.path("summary.json"), write)
+        return summary
+
+    def close(self):
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __exit__(self, *exc):
+        self.close()
