@@ -128,3 +128,20 @@ def test_ir_is_positive_repeatable_and_counts_the_kernels_callees(tmp_path):
     assert whole > 10 * ir1
     with pytest.raises(loops.LoopKernelError, match="no instruction|failed"):
         loops.measure(exe, "carried_anti1")   # not in this binary
+
+
+def test_llvm_distribute_remarks_are_attributed_to_their_kernels(tmp_path):
+    flags = loops.FLAG_SETS["O3-distribute"] + loops.REMARK_FLAGS
+    found = {}
+    for fam in ("mixed", "alias"):
+        src = loops.ROOT / "kernels" / f"{fam}.c"
+        found.update(loops.distribute_remarks(loops.build(src, flags, tmp_path / fam).stderr,
+                                              src))
+    assert found["mixed_scatter_map"] == {"distributed": 1, "declined": {}}
+    # a scalar recurrence is no memory dependence: LLVM does not split it off
+    assert found["mixed_long_body"] == {
+        "distributed": 0, "declined": {"memory operations are safe for vectorization": 1}}
+    assert found["mixed_anti_true"]["declined"] == {"cannot isolate unsafe dependencies": 1}
+    # the loop is in alias_rec_map_body, reported for alias_rec_map
+    assert found["alias_rec_map"]["distributed"] == 1
+    assert sum(r["distributed"] + sum(r["declined"].values()) for r in found.values()) == 21

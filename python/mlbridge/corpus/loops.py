@@ -35,7 +35,8 @@ from ..toolchain import CompileError, compile as compile_cmd, run_tool, toolchai
 from .manifest import REPO_ROOT
 
 __all__ = ["ROOT", "SPLITS", "FLAG_SETS", "Kernel", "LoopKernelError", "kernels", "build",
-           "run", "measure", "mutate", "generate", "valgrind_command"]
+           "run", "measure", "mutate", "generate", "valgrind_command",
+           "distribute_remarks", "REMARK_FLAGS"]
 
 ROOT = REPO_ROOT / "corpus" / "loops"
 SPLITS = ("train", "validation", "held_out")
@@ -148,20 +149,36 @@ def measure(binary: Path, kernel: str) -> Tuple[int, str]:
     return int(m.group(1)), output
 
 
-def _distribute_remarks(stderr: str, source: Path) -> Dict[str, Dict[str, int]]:
-    """Per kernel of ``source``: how many loops LLVM's loop-distribute pass
-    distributed ("distributed") and declined ("declined"), from the
-    -Rpass/-Rpass-missed remarks."""
+_FUNCTION_RE = re.compile(r"^(?:\w+ )*void (\w+)\(.*\) \{$", re.M)
+# Forced loops (the pragma) report their analysis as plain [-Rpass-analysis].
+_REMARK_RE = re.compile(r":(\d+):\d+: remark: ((loop not )?distributed(?: loop)?[^[]*) \[-Rpass")
+#: The flags that make clang report what LLVM's loop-distribute pass did.
+REMARK_FLAGS = ["-Rpass=loop-distribute", "-Rpass-analysis=loop-distribute"]
+
+
+def distribute_remarks(stderr: str, source: Path) -> Dict[str, dict]:
+    """Per kernel of ``source``, from clang's stderr with REMARK_FLAGS: how
+    many loops LLVM's loop-distribute pass distributed and why it declined
+    the others ({reason: loops}). A helper function ``<kernel>_body``
+    counts for its kernel."""
     text = source.read_text()
-    starts = sorted((text.count("\n", 0, m.start()) + 1, m.group(1))
-                    for m in _KERNEL_RE.finditer(text))
-    counts: Dict[str, Dict[str, int]] = {n: {"distributed": 0, "declined": 0} for _, n in starts}
-    pat = re.compile(re.escape(source.name) + r":(\d+):\d+: remark: (.*)\[-Rpass(-missed)?=loop-distribute\]")
-    for m in pat.finditer(stderr):
-        line = int(m.group(1))
-        owner = [n for start, n in starts if start <= line]
-        if owner:
-            counts[owner[-1]]["declined" if m.group(3) else "distributed"] += 1
+    counts = {n: {"distributed": 0, "declined": {}} for n in _KERNEL_RE.findall(text)}
+    starts = [(text.count("\n", 0, m.start()) + 1,
+               m.group(1) if m.group(1) in counts else re.sub(r"_body$", "", m.group(1)))
+              for m in _FUNCTION_RE.finditer(text)]
+    for line in stderr.splitlines():
+        m = _REMARK_RE.search(line)
+        if m is None or not line.startswith(str(source)) or "use -Rpass" in line:
+            continue
+        owner = [n for start, n in starts if start <= int(m.group(1))]
+        if not owner or owner[-1] not in counts:
+            continue
+        entry = counts[owner[-1]]
+        if m.group(3) is None:
+            entry["distributed"] += 1
+        else:
+            why = m.group(2).replace("loop not distributed: ", "").strip()
+            entry["declined"][why] = entry["declined"].get(why, 0) + 1
     return counts
 
 
@@ -281,10 +298,10 @@ def _check_all(ks, flag_sets, work: Path, *, with_ir=(), log=print):
             flags = list(FLAG_SETS.get(fs, SANITIZE_FLAGS if fs == "sanitize" else None) or [])
             remarks = fs in ("O3-distribute", "O3-pragma")
             if remarks:
-                flags += ["-Rpass=loop-distribute", "-Rpass-missed=loop-distribute"]
+                flags += REMARK_FLAGS
             exe = work / f"{src.stem}.{fs}"
             comp = build(src, flags, exe)
-            marks = _distribute_remarks(comp.stderr, src) if remarks else {}
+            marks = distribute_remarks(comp.stderr, src) if remarks else {}
             for k in group:
                 r = results.setdefault(k.name, {"family": k.family, "split": k.split,
                                                 "outputs": {}, "ir": {}, "llvm_distribute": {}})
@@ -303,18 +320,23 @@ def _geomean(xs):
 
 
 def summarize(table: Dict[str, dict]) -> Dict[str, dict]:
-    """Per family, per split and overall: the kernel count and the geometric
-    means of Ir(config) / Ir(O3)."""
-    groups: Dict[str, List[dict]] = {"all": list(table.values())}
-    for r in table.values():
+    """Per family, per split and overall: the kernel count, the geometric
+    means of Ir(config) / Ir(O3), how many kernels a configuration changes
+    and in how many LLVM distributed a loop."""
+    rows = list(table.values())
+    groups: Dict[str, List[dict]] = {"all": rows}
+    for sp in SPLITS:
+        groups[f"split:{sp}"] = [r for r in rows if r["split"] == sp]
+    for r in rows:
         groups.setdefault(f"family:{r['family']}", []).append(r)
-        groups.setdefault(f"split:{r['split']}", []).append(r)
     out = {}
     for g, rows in groups.items():
         s = {"kernels": len(rows)}
         for fs in ("O3-distribute", "O3-pragma"):
             s[f"{fs}/O3"] = round(_geomean([r["ir"][fs] / r["ir"]["O3"] for r in rows]), 4)
             s[f"{fs} changes Ir"] = sum(r["ir"][fs] != r["ir"]["O3"] for r in rows)
+            s[f"{fs} distributes"] = sum(r["llvm_distribute"][fs]["distributed"] > 0
+                                         for r in rows)
         out[g] = s
     return out
 
