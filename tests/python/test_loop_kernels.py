@@ -145,3 +145,13 @@ def test_llvm_distribute_remarks_are_attributed_to_their_kernels(tmp_path):
     # the loop is in alias_rec_map_body, reported for alias_rec_map
     assert found["alias_rec_map"]["distributed"] == 1
     assert sum(r["distributed"] + sum(r["declined"].values()) for r in found.values()) == 21
+
+
+def test_the_sanitized_build_names_a_kernel_with_undefined_behaviour(tmp_path):
+    src = tmp_path / "bad.c"
+    src.write_text('#include "loops.h"\nvoid bad_overrun(void) {\n'
+                   "  for (int i = 0; i <= LEN; i++) {\n    a[i] = b[i] + 1.0f;\n  }\n}\n")
+    exe = tmp_path / "bad.san"
+    loops.build(src, loops.SANITIZE_FLAGS, exe)
+    with pytest.raises(loops.LoopKernelError, match="bad_overrun failed"):
+        loops.run(exe, "bad_overrun")
