@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import random
 import re
 import shutil
@@ -34,9 +33,9 @@ from ..errors import MLBridgeError
 from ..toolchain import CompileError, compile as compile_cmd, run_tool, toolchain
 from .manifest import REPO_ROOT
 
-__all__ = ["ROOT", "SPLITS", "FLAG_SETS", "Kernel", "LoopKernelError", "kernels", "build",
+__all__ = ["ROOT", "SPLITS", "FLAG_SETS", "SANITIZE_FLAGS", "Kernel", "LoopKernelError", "kernels", "build",
            "run", "measure", "mutate", "generate", "valgrind_command",
-           "distribute_remarks", "REMARK_FLAGS"]
+           "distribute_remarks", "REMARK_FLAGS", "generated", "mutable", "summarize"]
 
 ROOT = REPO_ROOT / "corpus" / "loops"
 SPLITS = ("train", "validation", "held_out")
@@ -94,13 +93,22 @@ def kernels(split: Optional[str] = None, *, root: Path = ROOT,
             raise LoopKernelError(f"{root / 'kernels.json'} names family {fam} but {src} "
                                   "does not exist")
         found += [Kernel(n, fam, info["split"], src) for n in _KERNEL_RE.findall(src.read_text())]
-    for src in map(Path, extra):
+    found += generated(extra, root=root)
+    return [k for k in found if split is None or k.split == split]
+
+
+def generated(sources: Iterable[Path], *, root: Path = ROOT) -> List[Kernel]:
+    """The kernels of generated files: a kernel's family (and so its split)
+    is the first word of its name."""
+    fams = _families(root)
+    found = []
+    for src in map(Path, sources):
         for n in _KERNEL_RE.findall(src.read_text()):
             fam = n.split("_", 1)[0]
             if fam not in fams:
                 raise LoopKernelError(f"{src}: kernel {n} belongs to no family of {root}")
             found.append(Kernel(n, fam, fams[fam]["split"], src))
-    return [k for k in found if split is None or k.split == split]
+    return found
 
 
 # ---- building, running, measuring ------------------------------------------------------
@@ -276,7 +284,7 @@ def generate(out_dir: Path, per_kernel: int, *, seed: int = 0, split: str = "tra
             path = out_dir / f"{k.name}_m{i}.c"
             path.write_text(mutate(k, i, seed=seed))
             written.append(path)
-    return kernels(split, root=root, extra=written)[-len(written):] if written else []
+    return generated(written, root=root)
 
 
 # ---- the command line ------------------------------------------------------------------
@@ -289,13 +297,15 @@ def _by_source(ks: Sequence[Kernel]) -> Dict[Path, List[Kernel]]:
     return groups
 
 
-def _check_all(ks, flag_sets, work: Path, *, with_ir=(), log=print):
-    """Builds every source once per flag set, runs every kernel; returns
-    {kernel: {"outputs": {set: text}, "ir": {set: int}, "remarks": ...}}."""
+def _check_all(ks, flag_sets, work: Path, *, with_ir=(), log=lambda msg: None):
+    """Builds every source once per flag set (FLAG_SETS or "sanitize"), runs
+    every kernel; returns {kernel: {"family", "split", "outputs": {set:
+    checksums}, "ir": {set: Ir} (sets in ``with_ir``), "llvm_distribute":
+    {set: remarks}}}."""
     results: Dict[str, dict] = {}
     for src, group in _by_source(ks).items():
         for fs in flag_sets:
-            flags = list(FLAG_SETS.get(fs, SANITIZE_FLAGS if fs == "sanitize" else None) or [])
+            flags = list(SANITIZE_FLAGS if fs == "sanitize" else FLAG_SETS[fs])
             remarks = fs in ("O3-distribute", "O3-pragma")
             if remarks:
                 flags += REMARK_FLAGS
@@ -381,8 +391,7 @@ def main(argv=None) -> int:
         log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
         with tempfile.TemporaryDirectory(prefix="mlbridge-loops-") as tmp:
             if args.cmd == "oracle":
-                extra = sorted(args.generated.glob("*.c")) if args.generated else []
-                ks = kernels() + (kernels(extra=extra)[-len(extra):] if extra else [])
+                ks = kernels(extra=sorted(args.generated.glob("*.c")) if args.generated else ())
                 res = _check_all(ks, ["O0", "O3", "O3-distribute", "O3-pragma", "sanitize"],
                                  Path(tmp), log=log)
                 bad = _mismatches(res)
