@@ -155,3 +155,12 @@ def test_the_sanitized_build_names_a_kernel_with_undefined_behaviour(tmp_path):
     loops.build(src, loops.SANITIZE_FLAGS, exe)
     with pytest.raises(loops.LoopKernelError, match="bad_overrun failed"):
         loops.run(exe, "bad_overrun")
+
+
+def test_the_command_line_lists_and_generates(tmp_path, capsys):
+    assert loops.main(["list", "--split", "held_out"]) == 0
+    rows = [ln.split("\t") for ln in capsys.readouterr().out.splitlines()]
+    assert len(rows) == len(loops.kernels("held_out"))
+    assert {r[2] for r in rows} == {"held_out"}
+    assert loops.main(["generate", str(tmp_path), "--per-kernel", "1", "--seed", "5"]) == 0
+    assert f"{len(list(tmp_path.glob('*.c')))} mutations written" in capsys.readouterr().out
