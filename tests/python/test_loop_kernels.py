@@ -6,16 +6,11 @@ what the kernel calls. The all-kernel oracle and baselines are the opt-in
 
 import json
 import re
-import shutil
 
 import pytest
 
 from mlbridge.corpus import loops
 from mlbridge.toolchain import run_tool
-
-needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None,
-                                    reason="valgrind not installed (scripts/deps/loops.apt)")
-
 
 def test_the_split_is_by_family_and_covers_every_kernel_file():
     ks = loops.kernels()
@@ -109,7 +104,6 @@ def test_one_kernel_per_family_agrees_at_O0_O3_and_with_loop_distribution(tmp_pa
     assert o0 == _outputs(tmp_path, src, loops.FLAG_SETS["O3-distribute"], "dist", names)
 
 
-@needs_valgrind
 def test_ir_is_positive_repeatable_and_counts_the_kernels_callees(tmp_path):
     src = loops.ROOT / "kernels" / "alias.c"
     exe = tmp_path / "alias.O3"
