@@ -237,7 +237,7 @@ class CTool(Compiler):
 
     def decisions(self):
         entries = [json.loads(x) for x in self.log.read_text().splitlines()]
-        if any(e["fallbacks"] for e in entries) or entries[0]["runner"] == "none":
+        if any(e["fallbacks"] for e in entries) or entries[0]["runner"] == "default":
             raise SystemExit(f"{self.name}: the model was not used: {entries}")
         return sum(e["asked"] for e in entries)
 

@@ -36,29 +36,6 @@ TransportFloor::~TransportFloor() = default;
 
 namespace {
 
-inline void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
-/// readAll for a non-blocking fd: retries until the bytes are there.
-bool readAllSpinning(int Fd, void *B, size_t N) {
-  char *P = static_cast<char *>(B);
-  while (N) {
-    ssize_t K = ::read(Fd, P, N);
-    if (K < 0 && (errno == EAGAIN || errno == EINTR)) {
-      cpuRelax();
-      continue;
-    }
-    if (K <= 0)
-      return false;
-    P += K;
-    N -= size_t(K);
-  }
-  return true;
-}
-
 // ---- FIFO ---------------------------------------------------------------------
 constexpr int kPipeBytes = 1 << 20;
 
@@ -70,12 +47,12 @@ public:
     if (::mkfifo(A.c_str(), 0600) || ::mkfifo(B.c_str(), 0600))
       die("mkfifo: " + std::string(std::strerror(errno)));
     std::fflush(nullptr);
-    Child = ::fork();
-    if (Child < 0)
+    pid_t Pid = ::fork();
+    if (Pid < 0)
       die("fork: " + std::string(std::strerror(errno)));
-    if (Child == 0)
+    if (Pid == 0)
       serve(A, B);
-    track(Child);
+    Child.adopt(Pid);
     Out = ::open(A.c_str(), O_WRONLY);
     In = ::open(B.c_str(), O_RDONLY);
     if (Out < 0 || In < 0)
@@ -87,14 +64,14 @@ public:
     float Y;
     double T0 = nowUs();
     if (!writeAll(Out, &Len, 8) || !writeAll(Out, Payload.data(), Len) ||
-        !read(In, &Y, 4))
+        !readAll(In, &Y, 4)) // spins when In is non-blocking
       die("fifo floor: peer gone");
     return nowUs() - T0;
   }
   ~FifoFloor() override {
     ::close(Out);
     ::close(In);
-    reap(Child, std::chrono::seconds(5));
+    finish(Child, std::chrono::seconds(5));
     ::unlink((Dir + "/a2b").c_str());
     ::unlink((Dir + "/b2a").c_str());
   }
@@ -106,19 +83,15 @@ private:
     if (Mode == Wait::Spinning)
       ::fcntl(ReadFd, F_SETFL, ::fcntl(ReadFd, F_GETFL) | O_NONBLOCK);
   }
-  bool read(int Fd, void *B, size_t N) {
-    return Mode == Wait::Spinning ? readAllSpinning(Fd, B, N)
-                                  : readAll(Fd, B, N);
-  }
   [[noreturn]] void serve(const std::string &A, const std::string &B) {
     ::alarm(600); // never outlive a broken parent for long
     int R = ::open(A.c_str(), O_RDONLY), Wr = ::open(B.c_str(), O_WRONLY);
     prepare(R, Wr);
     std::vector<char> Buf;
     uint64_t Len;
-    while (read(R, &Len, 8)) {
+    while (readAll(R, &Len, 8)) {
       Buf.resize(Len);
-      if (!read(R, Buf.data(), Len))
+      if (!readAll(R, Buf.data(), Len))
         break;
       float Y = 0;
       if (!writeAll(Wr, &Y, 4))
@@ -128,7 +101,7 @@ private:
   }
 
   Wait Mode;
-  pid_t Child = -1;
+  mlbridge::ChildProcess Child;
   int Out = -1, In = -1;
   std::string Dir;
 };
@@ -161,12 +134,12 @@ public:
     Data = static_cast<char *>(P) + sizeof(ShmControl);
     std::fflush(nullptr);
     const pid_t Parent = ::getpid();
-    Child = ::fork();
-    if (Child < 0)
+    pid_t Pid = ::fork();
+    if (Pid < 0)
       die("fork: " + std::string(std::strerror(errno)));
-    if (Child == 0)
+    if (Pid == 0)
       serve(Parent);
-    track(Child);
+    Child.adopt(Pid);
   }
   double once(const std::vector<char> &Payload) override {
     double T0 = nowUs();
@@ -174,7 +147,7 @@ public:
     Ctl->Length = Payload.size();
     const uint32_t Seq = Ctl->Reply.load(std::memory_order_relaxed);
     post(Ctl->Request);
-    if (!await(Ctl->Reply, Seq, Child))
+    if (!await(Ctl->Reply, Seq, Child.pid()))
       die("shm floor: peer gone");
     volatile float Y = Ctl->Answer;
     (void)Y;
@@ -183,7 +156,7 @@ public:
   ~ShmFloor() override {
     Ctl->Stop.store(1);
     post(Ctl->Request);
-    reap(Child, std::chrono::seconds(5));
+    finish(Child, std::chrono::seconds(5));
     ::munmap(Ctl, Bytes);
   }
 
@@ -229,7 +202,7 @@ private:
   size_t Bytes;
   ShmControl *Ctl = nullptr;
   char *Data = nullptr;
-  pid_t Child = -1;
+  mlbridge::ChildProcess Child;
 };
 
 #ifdef MLBRIDGE_BENCH_GRPC
@@ -266,8 +239,8 @@ const char *const kRawMethod = "/bench.Raw/Call";
 class GrpcFloor final : public TransportFloor {
 public:
   GrpcFloor(Wait W, const std::string &Self) : Mode(W) {
-    Server = spawn({Self, "--grpc-floor-server"});
-    std::string L = readLine(Server.Out, std::chrono::seconds(30));
+    Server = spawnPiped({Self, "--grpc-floor-server"});
+    std::string L = readLine(Server, std::chrono::seconds(30));
     if (L.rfind("port ", 0) != 0)
       die("raw gRPC server (floor) did not start");
     grpc::ChannelArguments A;
@@ -290,9 +263,7 @@ public:
   }
   ~GrpcFloor() override {
     Stub.reset();
-    ::close(Server.In); // the server exits on stdin EOF
-    reap(Server.Pid, std::chrono::seconds(5));
-    ::close(Server.Out);
+    finish(Server, std::chrono::seconds(5)); // the server exits on stdin EOF
     Queue.Shutdown();
     void *Tag;
     bool Ok;
@@ -327,7 +298,7 @@ private:
   }
 
   Wait Mode;
-  Spawned Server;
+  mlbridge::ChildProcess Server;
   std::unique_ptr<grpc::GenericStub> Stub;
   grpc::CompletionQueue Queue;
 };

@@ -38,7 +38,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))
 
-from mlbridge.llvm.plugins import INLINER_FEATURES, find_plugins, tool_env  # noqa: E402
+from mlbridge.llvm.plugins import find_plugins, tool_env  # noqa: E402
 from mlbridge.llvm.plugins.corpus import csmith_include_dir, csmith_program  # noqa: E402
 from mlbridge.toolchain import ModelServer, compile, toolchain  # noqa: E402
 
@@ -59,9 +59,12 @@ def python_model(transport: str) -> ModelServer:
     gRPC (what a trainer would run), evaluated with onnxruntime."""
     import onnxruntime as ort
     sess = ort.InferenceSession(str(MODEL), providers=["CPUExecutionProvider"])
+    # The model's inputs: LLVM's features it uses and LLVM's default decision
+    # (sent when MLBRIDGE_INLINE_INCLUDE_DEFAULT is set).
+    inputs = [i.name for i in sess.get_inputs()]
 
     def policy(obs):
-        feeds = {n: np.asarray(obs[n], dtype=np.float32).reshape(1, 1) for n in INLINER_FEATURES}
+        feeds = {n: np.asarray(obs[n], dtype=np.float32).reshape(1, 1) for n in inputs}
         return int(sess.run(None, feeds)[0].reshape(-1)[0])
     return ModelServer(policy, transport=transport)
 
@@ -152,6 +155,7 @@ def main(argv=None):
                     server = python_model(transport)
                     key = "MLBRIDGE_INLINE_CHANNEL" if transport == "pipe" else "MLBRIDGE_INLINE_SERVER"
                     env[key] = server.endpoint
+                    env["MLBRIDGE_INLINE_INCLUDE_DEFAULT"] = "1"
                 try:
                     t, cpu = compile_all(clang, files, [args.opt, *flags], env, objdir, inc)
                 finally:

@@ -1,13 +1,12 @@
 # Which optional components this build has, recorded for the tests.
 #
 # Included at the end of the top-level CMakeLists.txt, when every component
-# has decided whether it is built. Writes <build>/mlbridge-components.json:
-#   {"built": {"grpc": true, "onnx": true, ...},
-#    "not_applicable": {"llvm_plugins": "<why this configuration never has it>"},
-#    "sanitize": "<MLBRIDGE_SANITIZE>"}
-# The tests read it (tests/build_components.py): a test of a component is
-# skipped only when this file says the component is off; when it says ON,
-# anything of the component that is missing is a failure.
+# has decided whether it is built. Writes the build manifest,
+# <build>/mlbridge-components.json (cmake/MLBridgeManifest.cmake), with the
+# components' own sections. The tests read it (tests/build_components.py,
+# through mlbridge.build_manifest): a test of a component is skipped only
+# when the manifest says the component is off; when it says ON, anything of
+# the component that is missing is a failure.
 #
 # MLBRIDGE_REQUIRE_ALL_COMPONENTS=ON (what scripts/test.sh configures) makes
 # a component that switched itself off (a dependency not found) a
@@ -69,11 +68,7 @@ foreach(_i RANGE 0 ${_last} 2)
   set(_mlb_built_sep ", ")
 endforeach()
 
-file(WRITE ${CMAKE_BINARY_DIR}/mlbridge-components.json
-"{\"built\": {${_mlb_built_json}},
- \"not_applicable\": {${_mlb_na_json}},
- \"sanitize\": \"${MLBRIDGE_SANITIZE}\"}
-")
+mlbridge_manifest_write("${_mlb_built_json}" "${_mlb_na_json}")
 if(_mlb_missing)
   string(REPLACE ";" ", " _mlb_missing_text "${_mlb_missing}")
   if(MLBRIDGE_REQUIRE_ALL_COMPONENTS)

@@ -228,11 +228,3 @@ ${_decl}
   endif()
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
 endfunction()
-
-# The 0.1 name (before the function was named like mlbridge_add_compiled_model
-# after the runner it feeds); removed in the release after 0.2.
-function(mlbridge_add_tf_aot_model target)
-  message(DEPRECATION "mlbridge_add_tf_aot_model is deprecated; call "
-                      "mlbridge_add_tf_model (same arguments)")
-  mlbridge_add_tf_model(${target} ${ARGN})
-endfunction()

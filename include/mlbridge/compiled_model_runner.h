@@ -65,14 +65,6 @@ public:
     O.AdviceOutput = std::move(AdviceOutput);
     return create(Model::info(), std::move(O));
   }
-
-  /// The 0.1 plain-object form of create(): errors from the arguments are
-  /// reported by every later call instead. Removed in the release after
-  /// 0.2.
-  [[deprecated("use CompiledModelRunner::create")]] explicit
-  CompiledModelRunner(const EmbeddedModel &Model,
-                      CompiledModelOptions Options = CompiledModelOptions())
-      : CompiledModelRunner(CreateTag(), Model, std::move(Options)) {}
   ~CompiledModelRunner() override;
 
   // model(), outputCount, outputSpec, outputIndex, selectAdvice, output:

@@ -173,7 +173,7 @@ protected:
   /// The one way to make a runner is its static create(), returning
   /// Expected<std::unique_ptr<X>>. create() builds the runner with the
   /// constructor that takes a CreateTag (private in every runner, so that
-  /// the 0.1 public constructors can be deprecated) and ends with
+  /// no runner exists whose arguments were invalid) and ends with
   /// created(): the runner, or why its arguments were invalid.
   struct CreateTag {
     explicit CreateTag() = default;

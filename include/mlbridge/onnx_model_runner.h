@@ -131,18 +131,9 @@ public:
   static Expected<std::unique_ptr<OnnxModelRunner>>
   createFromBytes(const void *Data, size_t Size,
                   OnnxOptions Options = OnnxOptions());
-
-  /// The 0.1 plain-object forms of create(): a load error is returned by
-  /// every later call instead (so evaluateOr falls back). Removed in the
-  /// release after 0.2.
-  [[deprecated("use OnnxModelRunner::create")]] explicit OnnxModelRunner(
-      const std::string &ModelPath, OnnxOptions Options = OnnxOptions());
-  [[deprecated("use OnnxModelRunner::create")]] explicit OnnxModelRunner(
-      std::shared_ptr<const OnnxModel> Model,
-      OnnxOptions Options = OnnxOptions());
   ~OnnxModelRunner() override;
 
-  /// The model (nullptr if loading failed).
+  /// The model.
   const std::shared_ptr<const OnnxModel> &model() const { return Model; }
 
   // outputCount, outputSpec, outputIndex, selectAdvice, output:
@@ -155,7 +146,7 @@ public:
 private:
   struct Prepared;
   struct State;
-  static Prepared prepare(Expected<std::shared_ptr<const OnnxModel>> M,
+  static Prepared prepare(std::shared_ptr<const OnnxModel> M,
                           const OnnxOptions &Options);
   explicit OnnxModelRunner(Prepared &&P);
 

@@ -56,16 +56,6 @@ public:
   create(std::string Base, std::vector<TensorSpec> FeatureSpecs = {},
          std::optional<TensorSpec> Advice = std::nullopt,
          PipeOptions Options = PipeOptions());
-
-  /// The 0.1 plain-object form of create(): invalid arguments are
-  /// reported by every later call instead. Removed in the release after
-  /// 0.2.
-  [[deprecated("use PipeModelRunner::create")]] explicit PipeModelRunner(
-      std::string Base, std::vector<TensorSpec> FeatureSpecs = {},
-      std::optional<TensorSpec> Advice = std::nullopt,
-      PipeOptions Options = PipeOptions())
-      : PipeModelRunner(CreateTag(), std::move(Base), std::move(FeatureSpecs),
-                        std::move(Advice), std::move(Options)) {}
   ~PipeModelRunner() override;
 
   const std::string &base() const { return Base; }

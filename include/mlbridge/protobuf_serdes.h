@@ -14,7 +14,7 @@
 //   PipeOptions O; O.Format = SerDesKind::Protobuf;
 //   auto Runner = PipeModelRunner::create("/tmp/ch", {}, std::nullopt, O);
 //
-// Creating a GrpcModelRunner registers it too.
+// Only this call registers it (a GrpcModelRunner uses no SerDes).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLBRIDGE_PROTOBUF_SERDES_H

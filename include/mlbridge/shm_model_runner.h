@@ -41,16 +41,6 @@ public:
          std::optional<TensorSpec> Advice = std::nullopt,
          ShmOptions Options = ShmOptions());
 
-  /// The 0.1 plain-object form of create(): invalid arguments are
-  /// reported by every later call. Removed in the release after 0.2.
-  [[deprecated("use ShmModelRunner::create")]] explicit ShmModelRunner(
-      std::string SocketPath, std::vector<TensorSpec> FeatureSpecs = {},
-      std::optional<TensorSpec> Advice = std::nullopt,
-      ShmOptions Options = ShmOptions())
-      : ShmModelRunner(CreateTag(), std::move(SocketPath),
-                       std::move(FeatureSpecs), std::move(Advice),
-                       std::move(Options)) {}
-
   const std::string &socketPath() const { return Path; }
 
 private:

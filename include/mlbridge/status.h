@@ -2,7 +2,8 @@
 //
 // Every fallible operation of the library returns a Status or an Expected<T>.
 // Nothing throws across the public API, so the headers are usable in code
-// built with -fno-exceptions -fno-rtti (LLVM, most compilers).
+// built with -fno-exceptions -fno-rtti (LLVM, most compilers). Part of the
+// bottom layer (src/support): every other layer may use it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLBRIDGE_STATUS_H

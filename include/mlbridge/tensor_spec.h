@@ -66,17 +66,6 @@ public:
   /// optional, default 0). Errors name the offending key.
   static Expected<TensorSpec> fromJson(std::string_view Json);
 
-  /// Deprecated spellings from 0.1 (acronyms are written Json, Onnx, Tf
-  /// since then); they will be removed in the release after 0.2.
-  [[deprecated("use toJson")]] std::string toJSON() const { return toJson(); }
-  [[deprecated("use appendJson")]] void appendJSON(std::string &Out) const {
-    appendJson(Out);
-  }
-  [[deprecated("use fromJson")]] static Expected<TensorSpec>
-  fromJSON(std::string_view Json) {
-    return fromJson(Json);
-  }
-
   bool operator==(const TensorSpec &O) const {
     return Name == O.Name && Type == O.Type && Shape == O.Shape &&
            Port == O.Port;

@@ -14,20 +14,23 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "mlbridge/c/mlbridge.h"
-#if MLBRIDGE_C_TOOL_HAVE_GRPC
+#include "mlbridge/c/rl.h"
+#include "mlbridge/c/settings.h"
+#if MLBRIDGE_INTEGRATION_HAVE_GRPC
 #include "mlbridge/c/grpc.h"
 #endif
-#if MLBRIDGE_C_TOOL_HAVE_ONNX
+#if MLBRIDGE_INTEGRATION_HAVE_ONNX
 #include "mlbridge/c/onnx.h"
 #endif
 
 #include <clang-c/Index.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #define TOOL "mlb-loop-pragmas"
 
@@ -62,9 +65,9 @@ static const char *const action_pragmas[] = {
 /* ---- settings -------------------------------------------------------------- */
 
 typedef struct settings {
-  const char *runner; /* auto | pipe | grpc | onnx | none */
-  const char *channel, *format, *server, *model, *log, *input, *output;
-  int timeout_ms;
+  mlb_runner_settings runner; /* --runner, --channel, --format, --server,
+                                 --model, --timeout-ms (mlbridge/c/settings.h) */
+  const char *log, *input, *output;
   int clang_argc;
   const char *const *clang_argv;
 } settings;
@@ -82,9 +85,15 @@ static void usage(FILE *to) {
 static int parse_args(int argc, char **argv, settings *s) {
   int i;
   memset(s, 0, sizeof *s);
-  s->runner = "auto";
-  s->format = "bitstream";
-  s->timeout_ms = 10000;
+  mlb_runner_settings_init(&s->runner);
+  s->runner.timeout_ms = 10000;
+  s->runner.advice = "pragma_action";
+#if MLBRIDGE_INTEGRATION_HAVE_GRPC
+  s->runner.grpc = mlb_grpc_runner_from_settings;
+#endif
+#if MLBRIDGE_INTEGRATION_HAVE_ONNX
+  s->runner.onnx = mlb_onnx_runner_from_settings;
+#endif
   for (i = 1; i < argc; ++i) {
     const char *a = argv[i];
     const char **slot = NULL;
@@ -97,23 +106,26 @@ static int parse_args(int argc, char **argv, settings *s) {
       usage(stdout);
       return 1;
     }
-    if (strcmp(a, "--runner") == 0) slot = &s->runner;
-    else if (strcmp(a, "--channel") == 0) slot = &s->channel;
-    else if (strcmp(a, "--format") == 0) slot = &s->format;
-    else if (strcmp(a, "--server") == 0) slot = &s->server;
-    else if (strcmp(a, "--model") == 0) slot = &s->model;
-    else if (strcmp(a, "--log") == 0) slot = &s->log;
+    if (strcmp(a, "--log") == 0) slot = &s->log;
     else if (strcmp(a, "-o") == 0) slot = &s->output;
-    else if (strcmp(a, "--timeout-ms") == 0) {
-      char *end;
-      long v;
+    else if (strncmp(a, "--", 2) == 0) {
+      mlb_status st;
       if (i + 1 >= argc) goto missing;
-      v = strtol(argv[++i], &end, 10);
-      if (*end || v <= 0 || v > 3600000) {
-        fprintf(stderr, TOOL ": --timeout-ms needs a positive number of ms\n");
+      st = mlb_runner_settings_set(&s->runner, a + 2, argv[i + 1]);
+      if (st == MLB_ERR_NOT_FOUND) {
+        fprintf(stderr, TOOL ": unknown option '%s'\n", a);
+        usage(stderr);
         return 2;
       }
-      s->timeout_ms = (int)v;
+      if (st != MLB_OK && strcmp(a, "--runner") == 0) {
+        /* Like the plugins: an unknown runner means no model, not no run. */
+        fprintf(stderr, TOOL ": warning: %s; no pragmas\n", mlb_last_error());
+        s->runner.kind = MLB_RUNNER_DEFAULT;
+      } else if (st != MLB_OK) {
+        fprintf(stderr, TOOL ": %s: %s\n", a, mlb_last_error());
+        return 2;
+      }
+      ++i;
       continue;
     } else if (a[0] == '-') {
       fprintf(stderr, TOOL ": unknown option '%s'\n", a);
@@ -142,87 +154,25 @@ missing:
 /* ---- the model --------------------------------------------------------------- */
 
 typedef struct model {
-  mlb_runner *runner; /* NULL: no model (or it failed); no more pragmas */
-  const char *kind;   /* "pipe", "grpc", "onnx", "none" */
-  int scores;         /* the advice is one score per action (onnx) */
+  mlb_runner *runner;   /* NULL: no model (or it failed); no more pragmas */
+  mlb_runner_kind kind; /* the runner chosen; MLB_RUNNER_DEFAULT: none */
   int asked, fallbacks;
 } model;
 
-static int is_fifo(const char *base, const char *suffix) {
-  char path[4096];
-  struct stat st;
-  if (snprintf(path, sizeof path, "%s%s", base, suffix) >= (int)sizeof path) return 0;
-  return stat(path, &st) == 0 && S_ISFIFO(st.st_mode);
-}
-
 static void model_failed(model *m, const char *what) {
   fprintf(stderr, TOOL ": warning: the model (%s) failed: %s: %s; no more pragmas\n",
-          m->kind, what, mlb_last_error());
+          mlb_runner_kind_name(m->kind), what, mlb_last_error());
   mlb_runner_destroy(m->runner);
   m->runner = NULL;
   ++m->fallbacks;
 }
 
 static void model_open(model *m, const settings *s) {
-  const char *kind = s->runner;
-  mlb_status st = MLB_OK;
   memset(m, 0, sizeof *m);
-  if (strcmp(kind, "auto") == 0)
-    kind = s->channel ? "pipe" : s->server ? "grpc" : s->model ? "onnx" : "none";
-  m->kind = kind;
-  if (strcmp(kind, "none") == 0) return;
-  if (strcmp(kind, "pipe") == 0) {
-    mlb_pipe_options o;
-    mlb_serdes serdes = strcmp(s->format, "json") == 0 ? MLB_SERDES_JSON : MLB_SERDES_BITSTREAM;
-    if (!s->channel || !is_fifo(s->channel, ".in") || !is_fifo(s->channel, ".out")) {
-      /* Never wait for FIFOs nobody made. */
-      fprintf(stderr, TOOL ": warning: pipe: no FIFO pair '%s.in'/'%s.out'; no pragmas\n",
-              s->channel ? s->channel : "(none)", s->channel ? s->channel : "(none)");
-      m->kind = "none";
-      return;
-    }
-    mlb_pipe_options_init(&o);
-    o.open_timeout_ms = s->timeout_ms;
-    o.reply_timeout_ms = s->timeout_ms;
-    st = mlb_pipe_runner_create(s->channel, serdes, &o, &m->runner);
-  } else if (strcmp(kind, "grpc") == 0) {
-#if MLBRIDGE_C_TOOL_HAVE_GRPC
-    mlb_grpc_options o;
-    mlb_grpc_options_init(&o);
-    o.call_timeout_ms = s->timeout_ms;
-    o.connect_timeout_ms = s->timeout_ms;
-    st = s->server ? mlb_grpc_runner_create(s->server, &o, &m->runner) : MLB_ERR_INVALID_ARGUMENT;
-#else
-    fprintf(stderr, TOOL ": warning: built without the gRPC runner; no pragmas\n");
-    m->kind = "none";
-    return;
-#endif
-  } else if (strcmp(kind, "onnx") == 0) {
-#if MLBRIDGE_C_TOOL_HAVE_ONNX
-    m->scores = 1;
-    st = s->model ? mlb_onnx_runner_create(s->model, NULL, &m->runner) : MLB_ERR_INVALID_ARGUMENT;
-#else
-    fprintf(stderr, TOOL ": warning: built without the ONNX runner; no pragmas\n");
-    m->kind = "none";
-    return;
-#endif
-  } else {
-    fprintf(stderr, TOOL ": warning: unknown runner '%s' (auto, pipe, grpc, onnx, none); "
-                    "no pragmas\n", kind);
-    m->kind = "none";
-    return;
-  }
-  if (st != MLB_OK) {
-    fprintf(stderr, TOOL ": warning: cannot use the model (%s): %s; no pragmas\n", kind,
-            mlb_last_error());
-    m->runner = NULL;
-    m->kind = "none";
-    return;
-  }
-  if (!m->scores) {
-    const int64_t shape[1] = {1};
-    if (mlb_set_advice_spec(m->runner, "pragma_action", MLB_INT64, shape, 1) != MLB_OK)
-      model_failed(m, "advice spec");
+  if (mlb_runner_create_from_settings(&s->runner, &m->kind, &m->runner) != MLB_OK) {
+    fprintf(stderr, TOOL ": warning: cannot use the model (%s): %s; no pragmas\n",
+            mlb_runner_kind_name(m->kind), mlb_last_error());
+    m->kind = MLB_RUNNER_DEFAULT;
   }
 }
 
@@ -233,32 +183,17 @@ static int model_ask(model *m, const int64_t *features) {
   if (!m->runner) return 0;
   ++m->asked;
   for (i = 0; i < F_COUNT; ++i) {
-    mlb_status st = m->scores ? mlb_set_float(m->runner, feature_names[i], (float)features[i])
-                              : mlb_set_int64(m->runner, feature_names[i], features[i]);
+    /* An ONNX model takes float inputs; a pipe or gRPC peer gets int64. */
+    mlb_status st = m->kind == MLB_RUNNER_ONNX
+                        ? mlb_set_float(m->runner, feature_names[i], (float)features[i])
+                        : mlb_set_int64(m->runner, feature_names[i], features[i]);
     if (st != MLB_OK) {
       model_failed(m, feature_names[i]);
       return 0;
     }
   }
-  if (m->scores) {
-    float scores[ACTION_COUNT];
-    size_t n = 0, k;
-    if (mlb_evaluate_float_array(m->runner, scores, ACTION_COUNT, &n) != MLB_OK || n == 0) {
-      model_failed(m, "evaluate");
-      return 0;
-    }
-    for (k = 1; k < n; ++k)
-      if (scores[k] > scores[action]) action = (int64_t)k;
-  } else if (mlb_evaluate_int64(m->runner, &action) != MLB_OK) {
+  if (mlb_evaluate_action(m->runner, ACTION_COUNT, &action) != MLB_OK) {
     model_failed(m, "evaluate");
-    return 0;
-  }
-  if (action < 0 || action >= ACTION_COUNT) {
-    fprintf(stderr, TOOL ": warning: the model answered action %lld (0..%d); no more pragmas\n",
-            (long long)action, ACTION_COUNT - 1);
-    mlb_runner_destroy(m->runner);
-    m->runner = NULL;
-    ++m->fallbacks;
     return 0;
   }
   return (int)action;
@@ -392,19 +327,12 @@ static int push_edit(walk *w, insertion e) {
   return 1;
 }
 
-static int push_action(walk *w, int action) {
-  int *p = (int *)realloc(w->actions, (w->action_count + 1) * sizeof *p);
+/* Appends v to the array *a of *n ints. */
+static int push_int(int **a, size_t *n, int v) {
+  int *p = (int *)realloc(*a, (*n + 1) * sizeof *p);
   if (!p) return 0;
-  w->actions = p;
-  w->actions[w->action_count++] = action;
-  return 1;
-}
-
-static int push_applied(walk *w, int action) {
-  int *p = (int *)realloc(w->applied, (w->applied_count + 1) * sizeof *p);
-  if (!p) return 0;
-  w->applied = p;
-  w->applied[w->applied_count++] = action;
+  *a = p;
+  p[(*n)++] = v;
   return 1;
 }
 
@@ -434,11 +362,11 @@ static void visit_loop(walk *w, CXCursor c) {
   f[F_INNERMOST] = b.loops == 0;
   f[F_LOOP_KIND] = k == CXCursor_ForStmt ? 0 : k == CXCursor_WhileStmt ? 1 : 2;
   action = model_ask(w->model, f);
-  if (!push_action(w, action)) w->oom = 1;
+  if (!push_int(&w->actions, &w->action_count, action)) w->oom = 1;
   /* A vectorize pragma lets LLVM reorder floating-point reductions, which
    * changes results: never on a loop that may accumulate into a float. */
   if (action_vectorizes(action) && b.float_scalar_writes > 0) action = 0;
-  if (!push_applied(w, action)) w->oom = 1;
+  if (!push_int(&w->applied, &w->applied_count, action)) w->oom = 1;
   if (action != 0) {
     insertion e;
     /* From the start of the line: is the loop the first thing on it? */
@@ -556,22 +484,49 @@ static int write_output(const walk *w, const char *path) {
   return ok;
 }
 
-static void write_log(const settings *s, const model *m, const walk *w) {
-  FILE *f;
-  size_t i;
-  if (!s->log) return;
-  f = fopen(s->log, "a");
-  if (!f) {
-    fprintf(stderr, TOOL ": warning: cannot open log '%s': %s\n", s->log, strerror(errno));
-    return;
+/* JSON string literal of s (quotes included). */
+static void put_json_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; ++s) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+    else if (c < 0x20) fprintf(f, "\\u%04x", c);
+    else fputc(c, f);
   }
-  fprintf(f, "{\"runner\": \"%s\", \"loops\": %lu, \"asked\": %d, \"fallbacks\": %d, \"actions\": [",
-          m->kind, (unsigned long)w->action_count, m->asked, m->fallbacks);
-  for (i = 0; i < w->action_count; ++i) fprintf(f, "%s%d", i ? ", " : "", w->actions[i]);
-  fprintf(f, "], \"applied\": [");
-  for (i = 0; i < w->applied_count; ++i) fprintf(f, "%s%d", i ? ", " : "", w->applied[i]);
-  fprintf(f, "]}\n");
-  fclose(f);
+  fputc('"', f);
+}
+
+static void put_json_ints(FILE *f, const char *key, const int *v, size_t n) {
+  size_t i;
+  fprintf(f, ",\"%s\":[", key);
+  for (i = 0; i < n; ++i) fprintf(f, "%s%d", i ? "," : "", v[i]);
+  fputc(']', f);
+}
+
+/* The integrations' one log line (docs/c-tool.md), appended with one write
+ * so lines of concurrent runs do not interleave. */
+static void write_log(const settings *s, const model *m, const walk *w) {
+  char *line = NULL;
+  size_t len = 0;
+  FILE *f;
+  int fd, ok;
+  if (!s->log) return;
+  f = open_memstream(&line, &len);
+  if (!f) return;
+  fprintf(f, "{\"integration\":\"" TOOL "\",\"module\":");
+  put_json_string(f, s->input);
+  fprintf(f, ",\"runner\":\"%s\",\"asked\":%d,\"fallbacks\":%d,\"loops\":%lu",
+          mlb_runner_kind_name(m->kind), m->asked, m->fallbacks,
+          (unsigned long)w->action_count);
+  put_json_ints(f, "actions", w->actions, w->action_count);
+  put_json_ints(f, "applied", w->applied, w->applied_count);
+  fprintf(f, "}\n");
+  ok = fclose(f) == 0;
+  fd = ok ? open(s->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
+  if (fd < 0 || write(fd, line, len) != (ssize_t)len)
+    fprintf(stderr, TOOL ": warning: cannot write log '%s': %s\n", s->log, strerror(errno));
+  if (fd >= 0) close(fd);
+  free(line);
 }
 
 int main(int argc, char **argv) {

@@ -6,8 +6,8 @@
 // no model, or when the model fails, it uses affine-loop-unroll's default
 // factor (4), so its output is then exactly affine-loop-unroll's.
 //
-// The model is reached through any mlbridge runner (the same choice as the
-// LLVM plugins, integrations/llvm/common/PluginSupport.h): named pipes or
+// The model is reached through any mlbridge runner (the same settings and
+// choice as every integration, integrations/common/RunnerSettings.h): named pipes or
 // gRPC to a Python model while training, ONNX Runtime or a model compiled
 // into the plugin when deployed. The integration is the library's three
 // lines: make a runner, write the features in place, evaluate.
@@ -20,7 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "PluginSupport.h"
+#include "RunnerSettings.h"
 
 #include "mlbridge/model_runner.h"
 #include "mlbridge/rl.h"
@@ -35,22 +35,20 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Tools/Plugins/PassPlugin.h"
 #include "llvm/Config/llvm-config.h"
-#include "llvm/Support/FileSystem.h"
 
-#if MLBRIDGE_PLUGINS_HAVE_COMPILED
-#include "mlbridge/compiled_model_runner.h"
+#if MLBRIDGE_INTEGRATION_HAVE_COMPILED
 #include "UnrollPolicy.h" // generated from models/mlir/unroll_policy.onnx
 #endif
 
 #include <array>
-#include <cstdio>
-#include <cstdlib>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 using namespace mlir;
 namespace mlb = mlbridge;
-namespace mlp = mlbridge::plugins;
+namespace mli = mlbridge::integrations;
 
 namespace {
 
@@ -157,16 +155,12 @@ uint64_t safeFactor(affine::AffineForOp Loop, uint64_t Factor) {
   return Factor;
 }
 
-#if MLBRIDGE_PLUGINS_HAVE_COMPILED
-mlb::Expected<std::unique_ptr<mlb::ModelRunner>> makeEmbeddedRunner() {
-  auto R = mlb::CompiledModelRunner::create<mlbridge_plugins::UnrollPolicy>();
-  if (!R)
-    return R.takeStatus();
-  return std::unique_ptr<mlb::ModelRunner>(std::move(*R));
-}
+#if MLBRIDGE_INTEGRATION_HAVE_COMPILED
 constexpr const char *EmbeddedModelName = "UnrollPolicy";
+constexpr auto MakeEmbedded = mli::makeCompiledRunner<mlbridge_plugins::UnrollPolicy>;
 #else
 constexpr const char *EmbeddedModelName = "";
+constexpr std::nullptr_t MakeEmbedded = nullptr;
 #endif
 
 struct AffineUnrollPass
@@ -186,84 +180,73 @@ struct AffineUnrollPass
   }
 
   // Options; each falls back to an environment variable when not given.
-  Option<std::string> RunnerOpt{
-      *this, "runner",
-      llvm::cl::desc("auto | onnx | compiled | pipe | grpc | default (factor "
-                     "4). Env: MLBRIDGE_MLIR_RUNNER"),
-      llvm::cl::init("auto")};
-  Option<std::string> ModelOpt{
-      *this, "model", llvm::cl::desc("ONNX file (onnx). Env: MLBRIDGE_MLIR_MODEL")};
-  Option<std::string> ChannelOpt{
-      *this, "channel",
-      llvm::cl::desc("FIFO base path (pipe). Env: MLBRIDGE_MLIR_CHANNEL")};
-  Option<std::string> ServerOpt{
-      *this, "server",
-      llvm::cl::desc("host:port of the model server (grpc). Env: MLBRIDGE_MLIR_SERVER")};
-  Option<std::string> FormatOpt{
-      *this, "format",
-      llvm::cl::desc("pipe format: bitstream | json. Env: MLBRIDGE_MLIR_FORMAT"),
-      llvm::cl::init("bitstream")};
-  Option<unsigned> TimeoutOpt{
-      *this, "timeout-ms",
-      llvm::cl::desc("deadline to open the channel and per decision. Env: "
-                     "MLBRIDGE_MLIR_TIMEOUT_MS"),
-      llvm::cl::init(30000)};
+  // The runner options (integrations/common/RunnerSettings.h) are runner=,
+  // model=, channel=, server=, format=, timeout-ms=.
+  std::array<std::unique_ptr<Option<std::string>>, mli::NumRunnerOptions>
+      RunnerOpts = declareRunnerOptions();
   Option<std::string> LogOpt{
       *this, "log",
-      llvm::cl::desc("append one JSON line per module (runner, factors, "
-                     "fallbacks) to this file. Env: MLBRIDGE_MLIR_LOG")};
-
-  template <typename T>
-  static std::string setting(const Option<T> &O, const char *Env) {
-    if (!O.hasValue())
-      if (const char *V = std::getenv(Env); V && *V)
-        return V;
-    if constexpr (std::is_same_v<T, std::string>)
-      return O.getValue();
-    else
-      return std::to_string(O.getValue());
-  }
+      llvm::cl::desc("append one JSON line per module (docs/mlir.md) to this "
+                     "file. Env: MLBRIDGE_MLIR_LOG")};
 
   void runOnOperation() override;
 
 private:
-  std::unique_ptr<mlb::ModelRunner> makeModel(std::string &RunnerName);
+  std::array<std::unique_ptr<Option<std::string>>, mli::NumRunnerOptions>
+  declareRunnerOptions();
+  /// The model's runner, or none (factor 4); RunnerName says which.
+  std::optional<mli::BoundRunner> makeModel(std::string &RunnerName);
   void writeLog(const std::string &Runner, const std::vector<int64_t> &Factors,
-                unsigned Fallbacks);
+                unsigned Asked, unsigned Fallbacks);
 };
 
-std::unique_ptr<mlb::ModelRunner>
+constexpr const char *EnvPrefix = "MLBRIDGE_MLIR_";
+
+std::array<std::unique_ptr<Pass::Option<std::string>>, mli::NumRunnerOptions>
+AffineUnrollPass::declareRunnerOptions() {
+  // The descriptions live as long as the plugin (the options keep a
+  // StringRef to them).
+  static const std::array<std::string, mli::NumRunnerOptions> Help = [] {
+    std::array<std::string, mli::NumRunnerOptions> H;
+    for (size_t I = 0; I < H.size(); ++I)
+      H[I] = std::string(mli::RunnerOptionTable[I].Help) + " Env: " +
+             EnvPrefix + mli::RunnerOptionTable[I].EnvSuffix;
+    return H;
+  }();
+  std::array<std::unique_ptr<Option<std::string>>, mli::NumRunnerOptions> Opts;
+  for (size_t I = 0; I < Opts.size(); ++I)
+    Opts[I] = std::make_unique<Option<std::string>>(
+        *this, mli::RunnerOptionTable[I].Key, llvm::cl::desc(Help[I]),
+        llvm::cl::init(mli::RunnerOptionTable[I].Default));
+  return Opts;
+}
+
+std::string moduleName(ModuleOp M) {
+  if (auto L = dyn_cast<FileLineColLoc>(M.getLoc()))
+    return L.getFilename().str();
+  return "";
+}
+
+std::optional<mli::BoundRunner>
 AffineUnrollPass::makeModel(std::string &RunnerName) {
   ModuleOp M = getOperation();
-  mlp::RunnerConfig C;
-  const std::string KindText = setting(RunnerOpt, "MLBRIDGE_MLIR_RUNNER");
-  std::optional<mlp::RunnerKind> Kind = mlp::parseRunnerKind(KindText);
-  if (!Kind) {
-    M.emitWarning() << Prefix << ": unknown runner '" << KindText
-                    << "' (auto, onnx, compiled, pipe, grpc, default); using factor 4";
-    return nullptr;
+  RunnerName = "default";
+  auto Settings = mli::readRunnerSettings(
+      [this](const mli::RunnerOptionInfo &O) {
+        const Option<std::string> &Opt =
+            *RunnerOpts[static_cast<size_t>(&O - mli::RunnerOptionTable)];
+        return std::make_pair(Opt.getValue(), Opt.hasValue());
+      },
+      EnvPrefix, EmbeddedModelName);
+  if (!Settings) {
+    M.emitWarning() << Prefix << ": " << Settings.status().message()
+                    << "; using factor 4";
+    return std::nullopt;
   }
-  C.Kind = *Kind;
-  C.Model = setting(ModelOpt, "MLBRIDGE_MLIR_MODEL");
-  C.Channel = setting(ChannelOpt, "MLBRIDGE_MLIR_CHANNEL");
-  C.Server = setting(ServerOpt, "MLBRIDGE_MLIR_SERVER");
-  C.Format = setting(FormatOpt, "MLBRIDGE_MLIR_FORMAT");
-  C.Timeout = std::chrono::milliseconds(
-      std::strtoul(setting(TimeoutOpt, "MLBRIDGE_MLIR_TIMEOUT_MS").c_str(), nullptr, 10));
-  C.EmbeddedModel = EmbeddedModelName;
-  const mlp::RunnerKind K = mlp::resolveRunnerKind(C);
-  RunnerName = mlp::runnerKindName(K);
-  if (K == mlp::RunnerKind::Default)
-    return nullptr;
-  if (K == mlp::RunnerKind::Pipe)
-    for (const char *Suffix : {".in", ".out"})
-      if (!llvm::sys::fs::exists(C.Channel + Suffix)) {
-        M.emitWarning() << Prefix << ": pipe: no FIFO '" << C.Channel << Suffix
-                        << "'; using factor 4";
-        RunnerName = "default";
-        return nullptr;
-      }
-  mlp::RunnerRequest Req;
+  const mli::RunnerKind K = mli::resolveRunnerKind(*Settings);
+  if (K == mli::RunnerKind::Default)
+    return std::nullopt;
+  mli::RunnerRequest Req;
   Req.Features = featureSpecs();
   Req.Advice = mlb::TensorSpec::create<int64_t>("unroll_action");
   Location Loc = M.getLoc();
@@ -271,54 +254,41 @@ AffineUnrollPass::makeModel(std::string &RunnerName) {
     if (S != mlb::Severity::Note)
       emitWarning(Loc) << Prefix << ": " << llvm::StringRef(Msg.data(), Msg.size());
   };
-#if MLBRIDGE_PLUGINS_HAVE_COMPILED
-  Req.MakeEmbedded = makeEmbeddedRunner;
-#endif
-  auto Runner = mlp::makeRunner(K, C, Req);
-  if (!Runner) {
-    M.emitWarning() << Prefix << ": cannot use the model: "
-                    << Runner.status().toString() << "; using factor 4";
-    RunnerName = "default";
-    return nullptr;
+  Req.MakeEmbedded = MakeEmbedded;
+  auto Bound = mli::makeBoundRunner(K, *Settings, Req, "model", "this pass");
+  if (!Bound) {
+    M.emitWarning() << Prefix << ": " << Bound.status().message()
+                    << "; using factor 4";
+    return std::nullopt;
   }
-  return std::move(*Runner);
+  RunnerName = mli::runnerKindName(K);
+  return std::move(*Bound);
 }
 
 void AffineUnrollPass::writeLog(const std::string &Runner,
                                 const std::vector<int64_t> &Factors,
-                                unsigned Fallbacks) {
-  const std::string Path = setting(LogOpt, "MLBRIDGE_MLIR_LOG");
+                                unsigned Asked, unsigned Fallbacks) {
+  const std::string Path =
+      mli::settingValue(LogOpt.hasValue(), LogOpt.getValue(), "MLBRIDGE_MLIR_LOG");
   if (Path.empty())
     return;
-  std::string Line = "{\"runner\": \"" + Runner + "\", \"factors\": [";
-  for (size_t I = 0; I < Factors.size(); ++I)
-    Line += (I ? ", " : "") + std::to_string(Factors[I]);
-  Line += "], \"fallbacks\": " + std::to_string(Fallbacks) + "}\n";
-  // One fwrite of the whole line in append mode: concurrent mlir-opt
-  // processes do not interleave lines.
-  if (std::FILE *F = std::fopen(Path.c_str(), "a")) {
-    std::fwrite(Line.data(), 1, Line.size(), F);
-    std::fclose(F);
-  } else {
-    getOperation().emitWarning() << Prefix << ": cannot open log file '" << Path << "'";
-  }
+  const std::string Line =
+      mli::LogLine(Prefix, moduleName(getOperation()), Runner, Asked, Fallbacks)
+          .add("factors", Factors)
+          .str();
+  if (mlb::Status S = mli::appendLine(Path, Line); !S.isOk())
+    getOperation().emitWarning() << Prefix << ": " << S.message();
 }
 
 void AffineUnrollPass::runOnOperation() {
   std::string RunnerName;
-  std::unique_ptr<mlb::ModelRunner> Runner = makeModel(RunnerName);
-  mlp::FeatureBinding Binding;
-  if (Runner) {
-    if (mlb::Status S = Binding.bind(*Runner, featureSpecs()); !S.isOk()) {
-      getOperation().emitWarning()
-          << Prefix << ": the model does not fit this pass: " << S.toString()
-          << "; using factor 4";
-      Runner.reset();
-      RunnerName = "default";
-    }
-  }
+  std::optional<mli::BoundRunner> Model = makeModel(RunnerName);
+  std::unique_ptr<mlb::ModelRunner> Runner =
+      Model ? std::move(Model->Runner) : nullptr;
+  const mli::FeatureBinding Binding =
+      Model ? std::move(Model->Binding) : mli::FeatureBinding();
   std::vector<int64_t> Factors;
-  unsigned Fallbacks = 0;
+  unsigned Asked = 0, Fallbacks = 0;
   for (func::FuncOp F : getOperation().getOps<func::FuncOp>()) {
     if (F.isExternal())
       continue;
@@ -331,6 +301,7 @@ void AffineUnrollPass::runOnOperation() {
     for (affine::AffineForOp Loop : innermostLoops(F)) {
       int64_t Action = DefaultAction;
       if (Runner) {
+        ++Asked;
         const std::array<int64_t, NumFeatures> V = loopFeatures(Loop);
         for (size_t I = 0; I < NumFeatures; ++I)
           Binding.write(*Runner, I, &V[I]);
@@ -358,7 +329,7 @@ void AffineUnrollPass::runOnOperation() {
       (void)affine::loopUnrollByFactor(Loop, Factor, nullptr, false);
     }
   }
-  writeLog(RunnerName, Factors, Fallbacks);
+  writeLog(RunnerName, Factors, Asked, Fallbacks);
 }
 
 } // namespace

@@ -15,8 +15,8 @@ Wire formats: docs/protocol.md. The library never prints; it logs to the
 import logging as _logging
 
 from . import dtypes, serdes
-from .errors import (MLBridgeError, MessageTooLarge, ModelError, PeerClosed,
-                     ProtocolError, TimeoutError)
+from .errors import *  # noqa: F401,F403 (MLBridgeError and its subclasses)
+from .errors import __all__ as _error_names
 from .event_loop import ChannelStats, EventLoop
 from .messages import Context, Header, Outcome, SessionState
 from .observation import Observation
@@ -26,7 +26,7 @@ from .shm import ShmCompilerInterface
 from .tensor_spec import DYNAMIC, TensorSpec
 from .training_log import TrainingLog, read_training_log
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "PipeCompilerInterface",
@@ -44,12 +44,7 @@ __all__ = [
     "BufferReader",
     "TrainingLog",
     "read_training_log",
-    "MLBridgeError",
-    "ProtocolError",
-    "MessageTooLarge",
-    "PeerClosed",
-    "TimeoutError",
-    "ModelError",
+    *_error_names,
     "dtypes",
     "serdes",
     "__version__",

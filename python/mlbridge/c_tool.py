@@ -14,14 +14,12 @@ is also what every loop gets when the model is absent or fails.
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Sequence
 
+from .build_manifest import WithRunners, section
 from .errors import MLBridgeError
-from .llvm.plugins._plugins import PluginNotFound
 
 FEATURES = ("depth", "trip_count", "body_stmts", "calls", "array_refs", "float_ops",
             "innermost", "loop_kind")
@@ -37,41 +35,18 @@ ACTIONS = (
     "#pragma clang loop vectorize(disable) unroll(disable)",
 )
 
-_REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-class ToolNotBuilt(PluginNotFound):
-    """The build was configured without mlb-loop-pragmas (it says why)."""
-
-
 @dataclass
-class CToolInfo:
+class CToolInfo(WithRunners):
     tool: Path
     runners: Dict[str, bool] = field(default_factory=dict)
 
-    def has_runner(self, name: str) -> bool:
-        return bool(self.runners.get(name, False))
-
 
 def find_tool(build_dir=None) -> CToolInfo:
-    """Reads lib/c-tool.json under ``build_dir``, ``$MLBRIDGE_BUILD_DIR`` or
-    ``<repo>/build``."""
-    bases = [Path(b) for b in (build_dir, os.environ.get("MLBRIDGE_BUILD_DIR")) if b]
-    bases.append(_REPO_ROOT / "build")
-    for base in bases:
-        cand = base / "lib" / "c-tool.json"
-        if cand.is_file():
-            data = json.loads(cand.read_text())
-            if not data.get("built", True):
-                raise ToolNotBuilt(f"the build left mlb-loop-pragmas out: {data.get('reason')}")
-            info = CToolInfo(Path(data["tool"]), dict(data.get("runners", {})))
-            if not info.tool.is_file():
-                raise PluginNotFound(f"{cand} names {info.tool}, which does not exist: build "
-                                     f"the target mlb-loop-pragmas")
-            return info
-    raise PluginNotFound("mlb-loop-pragmas is not built (no lib/c-tool.json under " +
-                         ", ".join(map(str, bases)) + "); install libclang-19-dev and build "
-                         "the target mlb-loop-pragmas")
+    """The tool of the build in ``build_dir``, ``$MLBRIDGE_BUILD_DIR`` or
+    ``<repo>/build`` (the build manifest's ``c_tool`` section); raises
+    :class:`mlbridge.build_manifest.ComponentOff` when the build left it out."""
+    sec = section("c_tool", paths=("tool",), build_dir=build_dir)
+    return CToolInfo(Path(sec["tool"]), dict(sec.get("runners", {})))
 
 
 def command(info: CToolInfo, src, out, *options: str, clang_args: Sequence[str] = ()) -> List[str]:

@@ -18,18 +18,8 @@ __all__ = ["coerce", "check_count"]
 _KIND_NAMES = {"b": "bool", "i": "integer", "f": "float"}
 
 
-def _scalar_kind(x):
-    """'b', 'i', 'f' for a Python/numpy scalar, None for anything else."""
-    if isinstance(x, (bool, np.bool_)):
-        return "b"
-    if isinstance(x, (int, np.integer)):
-        return "i"
-    if isinstance(x, (float, np.floating)):
-        return "f"
-    return None
-
-
 def _type_kind(t):
+    """'b', 'i', 'f' for a Python/numpy scalar type, None for any other."""
     if issubclass(t, (bool, np.bool_)):
         return "b"
     if issubclass(t, (int, np.integer)):
@@ -60,7 +50,7 @@ def _as_array(spec, value, what):
     if isinstance(value, np.ndarray):
         arr = value
     elif isinstance(value, np.generic) or isinstance(value, (bool, int, float)):
-        kind = _scalar_kind(value)
+        kind = _type_kind(type(value))
         if kind is None:
             raise TypeError(f"{what} {spec.describe()}: unsupported value {value!r}")
         if kind == "i" and isinstance(value, int):
@@ -72,7 +62,7 @@ def _as_array(spec, value, what):
         flat = obj.reshape(-1)
         kinds = {_type_kind(t) for t in set(map(type, flat))}
         if None in kinds:
-            bad = next(x for x in flat if _scalar_kind(x) is None)
+            bad = next(x for x in flat if _type_kind(type(x)) is None)
             if isinstance(bad, (list, tuple)):
                 raise TypeError(f"{what} {spec.describe()}: nested sequences are ragged")
             raise TypeError(f"{what} {spec.describe()}: unsupported element {bad!r}")
@@ -177,6 +167,6 @@ def coerce(spec, value, what="value"):
 
 def _first_of_kind(arr, kind):
     for x in arr.tolist():
-        if _scalar_kind(x) == kind:
+        if _type_kind(type(x)) == kind:
             return x
     return arr.reshape(-1)[0].item() if arr.size else None

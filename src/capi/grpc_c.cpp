@@ -41,10 +41,7 @@ mlb_status mlb_grpc_runner_create(const char *Address,
   MLB_CHECK_ARG(Out, "output handle");
   *Out = nullptr;
   MLB_CHECK_ARG(Address, "address");
-  mlb_grpc_options C;
-  mlb_grpc_options_init(&C);
-  if (Opts)
-    C = *Opts;
+  const mlb_grpc_options C = capi::optionsOrDefaults(Opts, mlb_grpc_options_init);
   if (C.mode != MLB_GRPC_INFERENCE && C.mode != MLB_GRPC_TRAINING)
     return fail(ErrorCode::InvalidArgument, "unknown gRPC mode");
   GrpcOptions O;
@@ -61,12 +58,8 @@ mlb_status mlb_grpc_runner_create(const char *Address,
   O.Tls.ServerName = Str(C.server_name);
   if (C.diagnostics_to_stderr)
     O.Diagnostics = stderrDiagnostics();
-  Expected<std::unique_ptr<GrpcModelRunner>> R =
-      GrpcModelRunner::create(Address, {}, std::nullopt, std::move(O));
-  if (!R)
-    return fail(R.status());
-  *Out = new mlb_runner{std::move(*R)};
-  return MLB_OK;
+  return capi::giveRunner(
+      GrpcModelRunner::create(Address, {}, std::nullopt, std::move(O)), Out);
 }
 
 mlb_status mlb_grpc_runner_port(const mlb_runner *R, int *Port) {
@@ -83,6 +76,16 @@ mlb_status mlb_grpc_runner_end_session(mlb_runner *R) {
   if (!G)
     return fail(ErrorCode::InvalidArgument, "not a gRPC runner");
   return finish(G->endSession());
+}
+
+mlb_status mlb_grpc_runner_from_settings(const mlb_runner_settings *S,
+                                         mlb_runner **Out) {
+  MLB_CHECK_ARG(S, "settings");
+  mlb_grpc_options O;
+  mlb_grpc_options_init(&O);
+  O.call_timeout_ms = S->timeout_ms;
+  O.connect_timeout_ms = S->timeout_ms;
+  return mlb_grpc_runner_create(S->server, &O, Out);
 }
 
 void mlb_enable_protobuf_serdes(void) { enableProtobufSerDes(); }

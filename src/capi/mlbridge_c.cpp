@@ -5,7 +5,6 @@
 #include "mlbridge/pipe_model_runner.h"
 #include "mlbridge/shm_model_runner.h"
 
-#include <cstring>
 #include <string>
 
 using namespace mlbridge;
@@ -67,15 +66,7 @@ mlb_status evaluateArray(mlb_runner *R, T *Out, size_t Capacity,
   Expected<std::vector<T>> V = R->Runner->evaluate<std::vector<T>>();
   if (!V)
     return fail(V.status());
-  *Count = V->size();
-  if (V->size() > Capacity)
-    return fail(Status(ErrorCode::TooLarge,
-                       "advice has " + std::to_string(V->size()) +
-                           " elements, output capacity is " +
-                           std::to_string(Capacity)));
-  if (!V->empty())
-    std::memcpy(Out, V->data(), V->size() * sizeof(T));
-  return MLB_OK;
+  return capi::copyAdvice(*V, Out, Capacity, Count);
 }
 
 Expected<SerDesKind> serdesKind(mlb_serdes S) {
@@ -88,6 +79,21 @@ Expected<SerDesKind> serdesKind(mlb_serdes S) {
     return SerDesKind::Protobuf;
   }
   return Status(ErrorCode::InvalidArgument, "unknown serdes kind");
+}
+
+/// What the pipe and the shared-memory runner take alike from C.
+template <typename Options, typename COptions>
+Expected<Options> streamOptions(mlb_serdes Serdes, const COptions &C) {
+  Expected<SerDesKind> Format = serdesKind(Serdes);
+  if (!Format)
+    return Format.status();
+  Options O;
+  O.Format = *Format;
+  O.OpenTimeout = std::chrono::milliseconds(C.open_timeout_ms);
+  O.ReplyTimeout = std::chrono::milliseconds(C.reply_timeout_ms);
+  if (C.diagnostics_to_stderr)
+    O.Diagnostics = stderrDiagnostics();
+  return O;
 }
 
 } // namespace
@@ -116,26 +122,13 @@ mlb_status mlb_pipe_runner_create(const char *Base, mlb_serdes Serdes,
   MLB_CHECK_ARG(Out, "output handle");
   *Out = nullptr;
   MLB_CHECK_ARG(Base, "pipe base path");
-  Expected<SerDesKind> Format = serdesKind(Serdes);
-  if (!Format)
-    return fail(Format.status());
-  mlb_pipe_options C;
-  mlb_pipe_options_init(&C);
-  if (Opts)
-    C = *Opts;
-  PipeOptions O;
-  O.Format = *Format;
-  O.OpenTimeout = std::chrono::milliseconds(C.open_timeout_ms);
-  O.ReplyTimeout = std::chrono::milliseconds(C.reply_timeout_ms);
-  O.CreateFifos = C.create_fifos != 0;
-  if (C.diagnostics_to_stderr)
-    O.Diagnostics = stderrDiagnostics();
-  Expected<std::unique_ptr<PipeModelRunner>> R =
-      PipeModelRunner::create(Base, {}, std::nullopt, std::move(O));
-  if (!R)
-    return fail(R.status());
-  *Out = new mlb_runner{std::move(*R)};
-  return MLB_OK;
+  const mlb_pipe_options C = capi::optionsOrDefaults(Opts, mlb_pipe_options_init);
+  Expected<PipeOptions> O = streamOptions<PipeOptions>(Serdes, C);
+  if (!O)
+    return fail(O.status());
+  O->CreateFifos = C.create_fifos != 0;
+  return capi::giveRunner(
+      PipeModelRunner::create(Base, {}, std::nullopt, std::move(*O)), Out);
 }
 
 void mlb_shm_options_init(mlb_shm_options *Opts) {
@@ -154,26 +147,13 @@ mlb_status mlb_shm_runner_create(const char *SocketPath, mlb_serdes Serdes,
   MLB_CHECK_ARG(Out, "output handle");
   *Out = nullptr;
   MLB_CHECK_ARG(SocketPath, "shared-memory socket path");
-  Expected<SerDesKind> Format = serdesKind(Serdes);
-  if (!Format)
-    return fail(Format.status());
-  mlb_shm_options C;
-  mlb_shm_options_init(&C);
-  if (Opts)
-    C = *Opts;
-  ShmOptions O;
-  O.Format = *Format;
-  O.OpenTimeout = std::chrono::milliseconds(C.open_timeout_ms);
-  O.ReplyTimeout = std::chrono::milliseconds(C.reply_timeout_ms);
-  O.Spin = std::chrono::microseconds(C.spin_us);
-  if (C.diagnostics_to_stderr)
-    O.Diagnostics = stderrDiagnostics();
-  Expected<std::unique_ptr<ShmModelRunner>> R =
-      ShmModelRunner::create(SocketPath, {}, std::nullopt, std::move(O));
-  if (!R)
-    return fail(R.status());
-  *Out = new mlb_runner{std::move(*R)};
-  return MLB_OK;
+  const mlb_shm_options C = capi::optionsOrDefaults(Opts, mlb_shm_options_init);
+  Expected<ShmOptions> O = streamOptions<ShmOptions>(Serdes, C);
+  if (!O)
+    return fail(O.status());
+  O->Spin = std::chrono::microseconds(C.spin_us);
+  return capi::giveRunner(
+      ShmModelRunner::create(SocketPath, {}, std::nullopt, std::move(*O)), Out);
 }
 
 mlb_status mlb_pipe_runner_set_session_ids(mlb_runner *R, int Offer) {
@@ -215,7 +195,6 @@ mlb_status mlb_runner_input_info(const mlb_runner *R, size_t I,
     *Rank = S.shape().size();
   return MLB_OK;
 }
-
 
 mlb_status mlb_set_advice_spec(mlb_runner *R, const char *Name, mlb_dtype Type,
                                const int64_t *Shape, size_t Rank) {

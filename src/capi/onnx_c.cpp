@@ -5,8 +5,6 @@
 #include "mlbridge/c/onnx.h"
 #include "mlbridge/onnx_model_runner.h"
 
-#include <cstring>
-
 using namespace mlbridge;
 using capi::fail;
 using capi::finish;
@@ -14,10 +12,7 @@ using capi::finish;
 namespace {
 
 Expected<OnnxOptions> convert(const mlb_onnx_options *In) {
-  mlb_onnx_options C;
-  mlb_onnx_options_init(&C);
-  if (In)
-    C = *In;
+  const mlb_onnx_options C = capi::optionsOrDefaults(In, mlb_onnx_options_init);
   OnnxOptions O;
   if (C.advice_output)
     O.AdviceOutput = C.advice_output;
@@ -35,12 +30,14 @@ Expected<OnnxOptions> convert(const mlb_onnx_options *In) {
   return O;
 }
 
-mlb_status wrap(Expected<std::unique_ptr<OnnxModelRunner>> R,
-                mlb_runner **Out) {
-  if (!R)
-    return fail(R.status());
-  *Out = new mlb_runner{std::move(*R)};
-  return MLB_OK;
+/// Makes a runner with Make(options converted from Opts) and hands it over.
+template <typename MakeFn>
+mlb_status createWith(const mlb_onnx_options *Opts, mlb_runner **Out,
+                      MakeFn Make) {
+  Expected<OnnxOptions> O = convert(Opts);
+  if (!O)
+    return fail(O.status());
+  return capi::giveRunner(Make(std::move(*O)), Out);
 }
 
 } // namespace
@@ -65,10 +62,9 @@ mlb_status mlb_onnx_runner_create(const char *Path,
   MLB_CHECK_ARG(Out, "output handle");
   *Out = nullptr;
   MLB_CHECK_ARG(Path, "model path");
-  Expected<OnnxOptions> O = convert(Opts);
-  if (!O)
-    return fail(O.status());
-  return wrap(OnnxModelRunner::create(std::string(Path), std::move(*O)), Out);
+  return createWith(Opts, Out, [Path](OnnxOptions O) {
+    return OnnxModelRunner::create(std::string(Path), std::move(O));
+  });
 }
 
 mlb_status mlb_onnx_runner_create_from_bytes(const void *Data, size_t Size,
@@ -77,11 +73,9 @@ mlb_status mlb_onnx_runner_create_from_bytes(const void *Data, size_t Size,
   MLB_CHECK_ARG(Out, "output handle");
   *Out = nullptr;
   MLB_CHECK_ARG(Data, "model bytes");
-  Expected<OnnxOptions> O = convert(Opts);
-  if (!O)
-    return fail(O.status());
-  return wrap(OnnxModelRunner::createFromBytes(Data, Size, std::move(*O)),
-              Out);
+  return createWith(Opts, Out, [Data, Size](OnnxOptions O) {
+    return OnnxModelRunner::createFromBytes(Data, Size, std::move(O));
+  });
 }
 
 mlb_status mlb_onnx_run_float(const char *Path, const char *InputName,
@@ -118,15 +112,13 @@ mlb_status mlb_onnx_run_float(const char *Path, const char *InputName,
   Expected<std::vector<float>> V = Runner.evaluate<std::vector<float>>();
   if (!V)
     return fail(V.status());
-  *OutCount = V->size();
-  if (V->size() > Capacity)
-    return fail(Status(ErrorCode::TooLarge,
-                       "advice has " + std::to_string(V->size()) +
-                           " elements, output capacity is " +
-                           std::to_string(Capacity)));
-  if (!V->empty())
-    std::memcpy(Out, V->data(), V->size() * sizeof(float));
-  return MLB_OK;
+  return capi::copyAdvice(*V, Out, Capacity, OutCount);
+}
+
+mlb_status mlb_onnx_runner_from_settings(const mlb_runner_settings *S,
+                                         mlb_runner **Out) {
+  MLB_CHECK_ARG(S, "settings");
+  return mlb_onnx_runner_create(S->model, nullptr, Out);
 }
 
 } // extern "C"

@@ -120,3 +120,20 @@ extern "C" mlb_status mlb_rl_run_episode(const mlb_rl_env *Env,
     return fail(R.status());
   return MLB_OK;
 }
+
+extern "C" mlb_status mlb_evaluate_action(mlb_runner *R, int64_t ActionCount,
+                                          int64_t *Action) {
+  MLB_CHECK_RUNNER(R);
+  MLB_CHECK_ARG(Action, "action pointer");
+  if (Status S = R->Runner->evaluateRaw(); !S.isOk())
+    return fail(S);
+  Expected<int64_t> A = rl::decodeAction(R->Runner->advice(), rl::ActionRule::Auto);
+  if (!A)
+    return fail(A.status());
+  if (*A < 0 || *A >= ActionCount)
+    return fail(Status(ErrorCode::Malformed,
+                       "the model answered action " + std::to_string(*A) +
+                           " (0.." + std::to_string(ActionCount - 1) + ")"));
+  *Action = *A;
+  return MLB_OK;
+}

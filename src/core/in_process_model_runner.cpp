@@ -21,8 +21,6 @@ InProcessModelRunner::output(std::string_view Name) const {
 }
 
 Status InProcessModelRunner::selectAdvice(std::string_view Name) {
-  if (!constructionStatus().isOk())
-    return constructionStatus();
   std::optional<size_t> I = outputIndex(Name);
   if (!I)
     return unknownOutput(Name);

@@ -44,6 +44,16 @@ Status readFile(const std::string &Path, const char *What, std::string &Out) {
   return Status::ok();
 }
 
+namespace {
+/// The certificate chain and private key of Tls.
+Status readCertAndKey(const GrpcTlsFiles &Tls, std::string &Cert,
+                      std::string &Key) {
+  if (Status S = readFile(Tls.CertFile, "certificate", Cert); !S.isOk())
+    return S;
+  return readFile(Tls.KeyFile, "private key", Key);
+}
+} // namespace
+
 Expected<std::shared_ptr<grpc::ChannelCredentials>>
 clientCredentials(const GrpcOptions &Opts) {
   if (!Opts.UseTls)
@@ -53,16 +63,11 @@ clientCredentials(const GrpcOptions &Opts) {
                           SO.pem_root_certs);
       !S.isOk())
     return S;
-  if (!Opts.Tls.CertFile.empty() || !Opts.Tls.KeyFile.empty()) {
-    if (Status S = readFile(Opts.Tls.CertFile, "certificate",
-                            SO.pem_cert_chain);
+  if (!Opts.Tls.CertFile.empty() || !Opts.Tls.KeyFile.empty())
+    if (Status S = readCertAndKey(Opts.Tls, SO.pem_cert_chain,
+                                  SO.pem_private_key);
         !S.isOk())
       return S;
-    if (Status S = readFile(Opts.Tls.KeyFile, "private key",
-                            SO.pem_private_key);
-        !S.isOk())
-      return S;
-  }
   std::shared_ptr<grpc::ChannelCredentials> C = grpc::SslCredentials(SO);
   if (!C)
     return Status(ErrorCode::InvalidArgument, "TLS: unusable client credentials");
@@ -78,10 +83,7 @@ serverCredentials(const GrpcOptions &Opts) {
           ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
           : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
   grpc::SslServerCredentialsOptions::PemKeyCertPair Pair;
-  if (Status S = readFile(Opts.Tls.CertFile, "certificate", Pair.cert_chain);
-      !S.isOk())
-    return S;
-  if (Status S = readFile(Opts.Tls.KeyFile, "private key", Pair.private_key);
+  if (Status S = readCertAndKey(Opts.Tls, Pair.cert_chain, Pair.private_key);
       !S.isOk())
     return S;
   SO.pem_key_cert_pairs.push_back(std::move(Pair));

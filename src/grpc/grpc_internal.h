@@ -11,7 +11,7 @@
 #include "mlbridge/grpc_model_runner.h"
 
 #include "proto_tensor.h"
-#include "runners/unavailability.h"
+#include "core/unavailability.h"
 
 #include <grpcpp/grpcpp.h>
 

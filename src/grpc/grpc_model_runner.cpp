@@ -1,7 +1,6 @@
 //===- grpc/grpc_model_runner.cpp - GrpcModelRunner -----------------------===//
 
 #include "mlbridge/grpc_model_runner.h"
-#include "mlbridge/protobuf_serdes.h"
 
 #include "grpc_internal.h"
 #include "support/checked_cast.h"
@@ -41,7 +40,6 @@ GrpcModelRunner::create(std::string Address,
                         std::vector<TensorSpec> FeatureSpecs,
                         std::optional<TensorSpec> Advice,
                         GrpcOptions Options) {
-  enableProtobufSerDes();
   if (Status S = validate(Address, Options); !S.isOk())
     return S;
   std::unique_ptr<GrpcModelRunner> R(new GrpcModelRunner(

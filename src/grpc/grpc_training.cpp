@@ -212,6 +212,18 @@ public:
     std::lock_guard<std::mutex> L(M);
     if (Stopping)
       return grpc::Status(grpc::UNAVAILABLE, "the compiler is shutting down");
+    if (A->session().empty())
+      return grpc::Status(grpc::INVALID_ARGUMENT,
+                          "the action names no session (Action.session must "
+                          "quote the observation's session)");
+    // Ids restart at 1 in every session: an action for an earlier compiler
+    // on this address can carry the pending id, never this session.
+    if (A->session() != SessionId)
+      return grpc::Status(grpc::FAILED_PRECONDITION,
+                          "the action answers session '" + A->session() +
+                              "', not this compiler's session '" + SessionId +
+                              "' (a late action for an earlier compiler on "
+                              "this address?)");
     if (!HasPending || A->id() != LastId)
       return grpc::Status(
           grpc::FAILED_PRECONDITION,

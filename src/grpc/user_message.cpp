@@ -90,6 +90,20 @@ const FD *findField(const gp::Descriptor *D, const Segment &S,
   return F;
 }
 
+/// The field of S in M's type, as a step of Path: it must be a message
+/// field. Null (Err set) otherwise.
+const FD *messageStep(const gp::Message &M, const Segment &S,
+                      const std::string &Path, Status &Err) {
+  const FD *F = findField(M.GetDescriptor(), S, Path, Err);
+  if (F && F->cpp_type() != FD::CPPTYPE_MESSAGE) {
+    Err = Status(ErrorCode::InvalidArgument, "field path '" + Path + "': '" +
+                                                 S.Name +
+                                                 "' is not a message field");
+    return nullptr;
+  }
+  return F;
+}
+
 /// One element, as read from a tensor or a field.
 struct Num {
   enum Kind { Int, UInt, Float, Bool } K = Int;
@@ -97,36 +111,45 @@ struct Num {
   uint64_t U = 0;
   double F = 0;
   bool B = false;
-};
 
-Num readTensor(const TensorValue &V, size_t Index) {
-  const auto *P = static_cast<const unsigned char *>(V.data());
-  Num N;
-  auto Load = [&](auto Tag) {
-    using T = decltype(Tag);
-    T X;
-    std::memcpy(&X, P + Index * sizeof(T), sizeof(T));
-    if constexpr (std::is_floating_point_v<T>) {
-      N.K = Num::Float;
+  /// X, of the kind its type has.
+  template <typename T> static Num of(T X) {
+    Num N;
+    if constexpr (std::is_same_v<T, bool>) {
+      N.K = Bool;
+      N.B = X;
+    } else if constexpr (std::is_floating_point_v<T>) {
+      N.K = Float;
       N.F = X;
     } else if constexpr (std::is_signed_v<T>) {
       N.I = X;
     } else {
-      N.K = Num::UInt;
+      N.K = UInt;
       N.U = X;
     }
+    return N;
+  }
+};
+
+Num readTensor(const TensorValue &V, size_t Index) {
+  const auto *P = static_cast<const unsigned char *>(V.data());
+  auto Load = [&](auto Tag) {
+    decltype(Tag) X;
+    std::memcpy(&X, P + Index * sizeof(X), sizeof(X));
+    return Num::of(X);
   };
   switch (V.type()) {
 #define MLBRIDGE_CASE(E, Ty, Name)                                              \
   case DType::E:                                                               \
-    Load(Ty());                                                                \
-    break;
+    return Load(Ty());
     MLBRIDGE_NUMERIC_DTYPES(MLBRIDGE_CASE)
 #undef MLBRIDGE_CASE
-  case DType::Bool: N.K = Num::Bool; N.B = P[Index] != 0; break;
-  case DType::String: break;
+  case DType::Bool:
+    return Num::of(P[Index] != 0);
+  case DType::String:
+    break;
   }
-  return N;
+  return Num();
 }
 
 const char *kindName(Num::Kind K) {
@@ -172,46 +195,36 @@ Status writeField(gp::Message &M, const FD *F, const Num &N,
     return Status(ErrorCode::TypeMismatch, "field '" + Path + "' (" +
                                                F->type_name() + "): " + Why);
   };
+  using Refl = gp::Reflection;
+  // Set or Add (repeated) the value, which an integer field must hold
+  // exactly, and a real field approximately (never a bool).
+  auto Integer = [&](auto Set, auto Add, auto Tag) -> Status {
+    std::optional<decltype(Tag)> V = asInteger<decltype(Tag)>(N);
+    if (!V)
+      return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
+                      describe(N));
+    (R->*(Rep ? Add : Set))(&M, F, *V);
+    return Status::ok();
+  };
+  auto Real = [&](auto Set, auto Add, auto Tag) -> Status {
+    if (N.K == Num::Bool)
+      return Mismatch("cannot hold a bool");
+    (R->*(Rep ? Add : Set))(&M, F, decltype(Tag)(asDouble(N)));
+    return Status::ok();
+  };
   switch (F->cpp_type()) {
   case FD::CPPTYPE_INT32:
-    if (std::optional<int32_t> V = asInteger<int32_t>(N)) {
-      Rep ? R->AddInt32(&M, F, *V) : R->SetInt32(&M, F, *V);
-      return Status::ok();
-    }
-    return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
-                    describe(N));
+    return Integer(&Refl::SetInt32, &Refl::AddInt32, int32_t());
   case FD::CPPTYPE_INT64:
-    if (std::optional<int64_t> V = asInteger<int64_t>(N)) {
-      Rep ? R->AddInt64(&M, F, *V) : R->SetInt64(&M, F, *V);
-      return Status::ok();
-    }
-    return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
-                    describe(N));
+    return Integer(&Refl::SetInt64, &Refl::AddInt64, int64_t());
   case FD::CPPTYPE_UINT32:
-    if (std::optional<uint32_t> V = asInteger<uint32_t>(N)) {
-      Rep ? R->AddUInt32(&M, F, *V) : R->SetUInt32(&M, F, *V);
-      return Status::ok();
-    }
-    return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
-                    describe(N));
+    return Integer(&Refl::SetUInt32, &Refl::AddUInt32, uint32_t());
   case FD::CPPTYPE_UINT64:
-    if (std::optional<uint64_t> V = asInteger<uint64_t>(N)) {
-      Rep ? R->AddUInt64(&M, F, *V) : R->SetUInt64(&M, F, *V);
-      return Status::ok();
-    }
-    return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
-                    describe(N));
+    return Integer(&Refl::SetUInt64, &Refl::AddUInt64, uint64_t());
   case FD::CPPTYPE_DOUBLE:
-    if (N.K == Num::Bool)
-      return Mismatch("cannot hold a bool");
-    Rep ? R->AddDouble(&M, F, asDouble(N)) : R->SetDouble(&M, F, asDouble(N));
-    return Status::ok();
+    return Real(&Refl::SetDouble, &Refl::AddDouble, double());
   case FD::CPPTYPE_FLOAT:
-    if (N.K == Num::Bool)
-      return Mismatch("cannot hold a bool");
-    Rep ? R->AddFloat(&M, F, float(asDouble(N)))
-        : R->SetFloat(&M, F, float(asDouble(N)));
-    return Status::ok();
+    return Real(&Refl::SetFloat, &Refl::AddFloat, float());
   case FD::CPPTYPE_BOOL:
     if (N.K != Num::Bool)
       return Mismatch("needs a bool, got " + std::string(kindName(N.K)));
@@ -236,41 +249,30 @@ Status writeField(gp::Message &M, const FD *F, const Num &N,
 Num readField(const gp::Message &M, const FD *F, int Index) {
   const gp::Reflection *R = M.GetReflection();
   const bool Rep = F->is_repeated();
-  Num N;
+  using Refl = gp::Reflection;
+  auto Get = [&](auto Single, auto Repeated) {
+    return Num::of(Rep ? (R->*Repeated)(M, F, Index) : (R->*Single)(M, F));
+  };
   switch (F->cpp_type()) {
   case FD::CPPTYPE_INT32:
-    N.I = Rep ? R->GetRepeatedInt32(M, F, Index) : R->GetInt32(M, F);
-    break;
+    return Get(&Refl::GetInt32, &Refl::GetRepeatedInt32);
   case FD::CPPTYPE_INT64:
-    N.I = Rep ? R->GetRepeatedInt64(M, F, Index) : R->GetInt64(M, F);
-    break;
+    return Get(&Refl::GetInt64, &Refl::GetRepeatedInt64);
   case FD::CPPTYPE_UINT32:
-    N.K = Num::UInt;
-    N.U = Rep ? R->GetRepeatedUInt32(M, F, Index) : R->GetUInt32(M, F);
-    break;
+    return Get(&Refl::GetUInt32, &Refl::GetRepeatedUInt32);
   case FD::CPPTYPE_UINT64:
-    N.K = Num::UInt;
-    N.U = Rep ? R->GetRepeatedUInt64(M, F, Index) : R->GetUInt64(M, F);
-    break;
+    return Get(&Refl::GetUInt64, &Refl::GetRepeatedUInt64);
   case FD::CPPTYPE_DOUBLE:
-    N.K = Num::Float;
-    N.F = Rep ? R->GetRepeatedDouble(M, F, Index) : R->GetDouble(M, F);
-    break;
+    return Get(&Refl::GetDouble, &Refl::GetRepeatedDouble);
   case FD::CPPTYPE_FLOAT:
-    N.K = Num::Float;
-    N.F = Rep ? R->GetRepeatedFloat(M, F, Index) : R->GetFloat(M, F);
-    break;
+    return Get(&Refl::GetFloat, &Refl::GetRepeatedFloat);
   case FD::CPPTYPE_BOOL:
-    N.K = Num::Bool;
-    N.B = Rep ? R->GetRepeatedBool(M, F, Index) : R->GetBool(M, F);
-    break;
+    return Get(&Refl::GetBool, &Refl::GetRepeatedBool);
   case FD::CPPTYPE_ENUM:
-    N.I = Rep ? R->GetRepeatedEnumValue(M, F, Index) : R->GetEnumValue(M, F);
-    break;
+    return Get(&Refl::GetEnumValue, &Refl::GetRepeatedEnumValue);
   default:
-    break;
+    return Num();
   }
-  return N;
 }
 
 /// Stores N as element Index of Out (dtype T), exactly.
@@ -433,13 +435,9 @@ Status UserMessageCodec::setField(gp::Message &Root, const std::string &Path,
   for (size_t I = 0; I + 1 < Segs.size(); ++I) {
     const Segment &S = Segs[I];
     Status Err;
-    const FD *F = findField(Cur->GetDescriptor(), S, Path, Err);
+    const FD *F = messageStep(*Cur, S, Path, Err);
     if (!F)
       return Err;
-    if (F->cpp_type() != FD::CPPTYPE_MESSAGE)
-      return Status(ErrorCode::InvalidArgument,
-                    "field path '" + Path + "': '" + S.Name +
-                        "' is not a message field");
     const gp::Reflection *R = Cur->GetReflection();
     if (F->is_repeated()) {
       if (S.Index < 0)
@@ -518,13 +516,9 @@ Status UserMessageCodec::getField(const gp::Message &Root,
   for (size_t I = 0; I + 1 < Segs.size(); ++I) {
     const Segment &S = Segs[I];
     Status Err;
-    const FD *F = findField(Cur->GetDescriptor(), S, Path, Err);
+    const FD *F = messageStep(*Cur, S, Path, Err);
     if (!F)
       return Err;
-    if (F->cpp_type() != FD::CPPTYPE_MESSAGE)
-      return Status(ErrorCode::InvalidArgument,
-                    "field path '" + Path + "': '" + S.Name +
-                        "' is not a message field");
     const gp::Reflection *R = Cur->GetReflection();
     if (F->is_repeated()) {
       if (S.Index < 0 || R->FieldSize(*Cur, F) <= S.Index)

@@ -128,6 +128,26 @@ std::vector<int64_t> resolveDims(const ValueInfo &V,
   return Shape;
 }
 
+/// The name and value info of input or output I of Session.
+Status readPort(OrtSession &Session, OrtAllocator *Alloc, bool Input, size_t I,
+                std::string &Name, ValueInfo &V) {
+  const OrtApi &A = api();
+  char *RawName = nullptr;
+  OrtTypeInfo *Info = nullptr;
+  OrtStatus *St = Input ? A.SessionGetInputName(&Session, I, Alloc, &RawName)
+                        : A.SessionGetOutputName(&Session, I, Alloc, &RawName);
+  Name = takeAllocatedString(RawName);
+  if (!St)
+    St = Input ? A.SessionGetInputTypeInfo(&Session, I, &Info)
+               : A.SessionGetOutputTypeInfo(&Session, I, &Info);
+  if (Status S = takeStatus(St, Phase::Other,
+                            Input ? "reading model inputs"
+                                  : "reading model outputs");
+      !S.isOk())
+    return S;
+  return readValueInfo(Info, V);
+}
+
 Expected<std::unique_ptr<OnnxModel::Impl>>
 describe(SessionPtr Session, std::string Source, const OnnxModelOptions &O) {
   const OrtApi &A = api();
@@ -146,17 +166,10 @@ describe(SessionPtr Session, std::string Source, const OnnxModelOptions &O) {
     return S;
 
   for (size_t I = 0; I < NumIn; ++I) {
-    char *RawName = nullptr;
-    OrtTypeInfo *Info = nullptr;
-    St = A.SessionGetInputName(M->Session.get(), I, Alloc, &RawName);
-    std::string Name = takeAllocatedString(RawName);
-    if (!St)
-      St = A.SessionGetInputTypeInfo(M->Session.get(), I, &Info);
-    if (Status S = takeStatus(St, Phase::Other, "reading model inputs");
-        !S.isOk())
-      return S;
+    std::string Name;
     ValueInfo V;
-    if (Status S = readValueInfo(Info, V); !S.isOk())
+    if (Status S = readPort(*M->Session, Alloc, /*Input=*/true, I, Name, V);
+        !S.isOk())
       return S;
     std::optional<DType> T = V.IsTensor ? fromOrtType(V.OrtType) : std::nullopt;
     if (!T)
@@ -187,17 +200,10 @@ describe(SessionPtr Session, std::string Source, const OnnxModelOptions &O) {
   }
 
   for (size_t I = 0; I < NumOut; ++I) {
-    char *RawName = nullptr;
-    OrtTypeInfo *Info = nullptr;
-    St = A.SessionGetOutputName(M->Session.get(), I, Alloc, &RawName);
-    std::string Name = takeAllocatedString(RawName);
-    if (!St)
-      St = A.SessionGetOutputTypeInfo(M->Session.get(), I, &Info);
-    if (Status S = takeStatus(St, Phase::Other, "reading model outputs");
-        !S.isOk())
-      return S;
+    std::string Name;
     ValueInfo V;
-    if (Status S = readValueInfo(Info, V); !S.isOk())
+    if (Status S = readPort(*M->Session, Alloc, /*Input=*/false, I, Name, V);
+        !S.isOk())
       return S;
     std::optional<DType> T = V.IsTensor ? fromOrtType(V.OrtType) : std::nullopt;
     if (!T)

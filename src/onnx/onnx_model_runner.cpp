@@ -244,19 +244,15 @@ struct OnnxModelRunner::Prepared {
 };
 
 OnnxModelRunner::Prepared
-OnnxModelRunner::prepare(Expected<std::shared_ptr<const OnnxModel>> M,
+OnnxModelRunner::prepare(std::shared_ptr<const OnnxModel> M,
                          const OnnxOptions &Options) {
   Prepared P;
   P.Options = Options;
   if (!M) {
-    P.Error = M.takeStatus();
-    return P;
-  }
-  if (!*M) {
     P.Error = Status(ErrorCode::InvalidArgument, "null OnnxModel");
     return P;
   }
-  P.Model = std::move(*M);
+  P.Model = std::move(M);
   const OnnxModel &Model = *P.Model;
   P.Features = Model.inputs();
   std::string Advice = Options.AdviceOutput;
@@ -330,15 +326,6 @@ OnnxModelRunner::OnnxModelRunner(Prepared &&P)
   S = std::move(St);
 }
 
-OnnxModelRunner::OnnxModelRunner(const std::string &ModelPath,
-                                 OnnxOptions Options)
-    : OnnxModelRunner(prepare(OnnxModel::load(ModelPath, Options.Model),
-                              Options)) {}
-
-OnnxModelRunner::OnnxModelRunner(std::shared_ptr<const OnnxModel> M,
-                                 OnnxOptions Options)
-    : OnnxModelRunner(prepare(std::move(M), Options)) {}
-
 OnnxModelRunner::~OnnxModelRunner() = default;
 
 Expected<std::unique_ptr<OnnxModelRunner>>
@@ -368,8 +355,6 @@ OnnxModelRunner::createFromBytes(const void *Data, size_t Size,
 }
 
 Expected<std::unique_ptr<OnnxModelRunner>> OnnxModelRunner::clone() const {
-  if (!constructionStatus().isOk())
-    return constructionStatus();
   OnnxOptions O;
   static_cast<RunnerOptions &>(O) = options();
   if (adviceSpec())

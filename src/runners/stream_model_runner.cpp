@@ -1,6 +1,6 @@
 #include "mlbridge/stream_model_runner.h"
 
-#include "runners/unavailability.h"
+#include "core/unavailability.h"
 #include "transport/message_channel.h"
 
 #include <cstring>

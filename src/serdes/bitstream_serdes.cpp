@@ -133,10 +133,8 @@ Status BitstreamSerDes::skipOutcome(ByteSource &In,
   if (Status S = In.readLine(Line, Limits.MaxHeaderBytes))
     return S.addContext("reading an outcome record");
   LineKind Kind;
-  if (Status S = parseCompilerLine(Line, Limits, Ctl,
+  if (Status S = parseCompilerLine(Line, Limits, Ctl, Kind,
                                    [](json::Reader &) { return Status(); }))
-    return S.addContext("outcome record");
-  if (Status S = classifyLine(Ctl, Kind))
     return S.addContext("outcome record");
   if (Kind != LineKind::Outcome)
     return Status(ErrorCode::Malformed,
@@ -159,15 +157,13 @@ Status BitstreamSerDes::decodeMessage(ByteSource &In,
                                       CompilerMessage &Msg) {
   if (Status S = In.readLine(Line, Limits.MaxHeaderBytes))
     return S;
-  if (Status S = parseCompilerLine(Line, Limits, Ctl, [](json::Reader &R) {
+  LineKind Kind;
+  if (Status S = parseCompilerLine(Line, Limits, Ctl, Kind, [](json::Reader &R) {
         return Status(ErrorCode::Malformed,
                       "JSON: at offset " + std::to_string(R.offset()) +
                           ": a \"features\" object (JSON format) in a "
                           "bitstream session");
       }))
-    return S;
-  LineKind Kind;
-  if (Status S = classifyLine(Ctl, Kind))
     return S;
 
   switch (Kind) {
@@ -179,8 +175,7 @@ Status BitstreamSerDes::decodeMessage(ByteSource &In,
       ScoreSpec.reset();
     return Status::ok();
   case LineKind::Context:
-    Msg.Type = CompilerMessage::Kind::Context;
-    Msg.Context.swap(Ctl.Context);
+    applyContext(Ctl, Msg);
     return Status::ok();
   case LineKind::Outcome:
     return Status(ErrorCode::Malformed,

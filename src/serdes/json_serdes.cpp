@@ -578,22 +578,19 @@ Status JsonSerDes::decodeMessage(ByteSource &In, const SerDesLimits &Limits,
   if (Status S = In.readLine(Line, Limits.MaxHeaderBytes))
     return S;
   const bool HadHeader = haveHeader(CurrentSpecs, CurrentAdvice);
-  if (Status S = parseCompilerLine(Line, Limits, Ctl, [&](json::Reader &R) {
+  LineKind Kind;
+  if (Status S = parseCompilerLine(Line, Limits, Ctl, Kind, [&](json::Reader &R) {
         if (!HadHeader)
           return Status(ErrorCode::Malformed, "observation before any header");
         return decodeFeatureValues(R, Limits, CurrentSpecs, Msg);
       }))
-    return S;
-  LineKind Kind;
-  if (Status S = classifyLine(Ctl, Kind))
     return S;
   switch (Kind) {
   case LineKind::Header:
     applyHeader(Ctl, CurrentSpecs, CurrentAdvice, Msg);
     return Status::ok();
   case LineKind::Context:
-    Msg.Type = CompilerMessage::Kind::Context;
-    Msg.Context.swap(Ctl.Context);
+    applyContext(Ctl, Msg);
     return Status::ok();
   case LineKind::Outcome:
     return Status(ErrorCode::Malformed,

@@ -90,18 +90,25 @@ Status classifyLine(const ControlLine &Ctl, LineKind &Kind);
 /// Copies a parsed header into the message and the caller's current specs.
 void applyHeader(const ControlLine &Ctl, std::vector<TensorSpec> &CurrentSpecs,
                  TensorSpec &CurrentAdvice, CompilerMessage &Msg);
+/// Moves a parsed context line's name into the message.
+inline void applyContext(ControlLine &Ctl, CompilerMessage &Msg) {
+  Msg.Type = CompilerMessage::Kind::Context;
+  Msg.Context.swap(Ctl.Context);
+}
 /// True once a header has been seen (or the caller installed specs).
 inline bool haveHeader(const std::vector<TensorSpec> &Specs,
                        const TensorSpec &Advice) {
   return !Specs.empty() || !Advice.name().empty();
 }
 
-/// Parses one compiler -> model line. A JSON observation's "features"
-/// object is handed to OnFeatureValues(json::Reader&) as it is met, so
-/// values are decoded in place with no intermediate tree.
+/// Parses one compiler -> model line and says what it is (classifyLine).
+/// A JSON observation's "features" object is handed to
+/// OnFeatureValues(json::Reader&) as it is met, so values are decoded in
+/// place with no intermediate tree.
 template <typename FeatureValuesFn>
 Status parseCompilerLine(std::string_view Line, const SerDesLimits &Limits,
-                         ControlLine &Ctl, FeatureValuesFn &&OnFeatureValues) {
+                         ControlLine &Ctl, LineKind &Kind,
+                         FeatureValuesFn &&OnFeatureValues) {
   Ctl.reset();
   json::Reader R(Line);
   if (R.peek() != '{')
@@ -125,7 +132,9 @@ Status parseCompilerLine(std::string_view Line, const SerDesLimits &Limits,
     if (Status S = parseControlMember(R, Limits, Ctl))
       return S;
   }
-  return R.finish();
+  if (Status S = R.finish())
+    return S;
+  return classifyLine(Ctl, Kind);
 }
 
 } // namespace mlbridge::serdes_detail

@@ -105,6 +105,25 @@ struct ModelSide {
   }
 };
 
+/// Encodes Values as advice of Shape, decodes them, expects the same bytes.
+template <typename T>
+void adviceRoundTrip(SerDesKind Kind, const std::vector<T> &Values,
+                     std::vector<int64_t> Shape) {
+  auto Codec = createSerDes(Kind);
+  const TensorSpec Spec("adv", DTypeOf<T>::value, Shape);
+  WireMessage M;
+  ASSERT_OK(Codec->encodeAdvice(Spec, makeValue<T>("adv", Values), M));
+  const std::string Bytes = M.flatten();
+  MemoryByteSource In(Bytes);
+  TensorValue Got;
+  ASSERT_OK(Codec->decodeAdvice(In, Spec, SerDesLimits(), Got));
+  EXPECT_TRUE(In.atEnd());
+  EXPECT_EQ(Got.spec().name(), "adv");
+  EXPECT_EQ(Got.type(), Spec.type());
+  EXPECT_EQ(Got.elementCount(), Values.size());
+  EXPECT_EQ(bytesOf(Got), rawBytes(Values));
+}
+
 } // namespace mlbridge::testutil
 
 #endif // MLBRIDGE_TESTS_SERDES_TEST_UTIL_H

@@ -6,7 +6,7 @@
 set(MLBRIDGE_SERDES_TEST_SOURCES
   cpp/test_tensor_spec.cpp
   cpp/test_json_value.cpp
-  cpp/test_support.cpp
   cpp/test_bitstream_serdes.cpp
   cpp/test_json_serdes.cpp
+  cpp/test_serdes_contract.cpp
 )

@@ -1,7 +1,7 @@
 //===- tests/cpp/test_support.cpp - support/: shapes, casts, escaping -----===//
 
-#include "mlbridge/dtype.h"
 #include "mlbridge/json_escape.h"
+#include "mlbridge/status.h"
 #include "support/checked_cast.h"
 #include "support/shape_text.h"
 
@@ -41,13 +41,14 @@ TEST(SupportJsonEscape, EscapesAsLlvmJsonDoes) {
   EXPECT_EQ(jsonEscape("\x7f\xC3\xA9"), "\x7f\xC3\xA9");
 }
 
-TEST(SupportDTypeList, CoversEveryDTypeInOrder) {
-  int I = 0;
-#define MLBRIDGE_CHECK(E, Ty, Name)                                            \
-  EXPECT_EQ(static_cast<int>(DType::E), I++);                                  \
-  EXPECT_EQ(dtypeName(DType::E), Name);                                        \
-  EXPECT_EQ(dtypeSize(DType::E), sizeof(Ty));
-  MLBRIDGE_DTYPES(MLBRIDGE_CHECK)
-#undef MLBRIDGE_CHECK
-  EXPECT_EQ(I, kNumDTypes);
+TEST(SupportStatus, NamesItsCodeAndKeepsContext) {
+  EXPECT_EQ(Status::ok().toString(), "ok");
+  Status S(ErrorCode::Timeout, "no reply within 5 ms");
+  S.addContext("reading advice");
+  EXPECT_EQ(S.toString(), "timeout: reading advice: no reply within 5 ms");
+  EXPECT_STREQ(errorCodeName(ErrorCode::PeerClosed), "peer-closed");
+  Expected<int> E(Status(ErrorCode::NotFound, "x"));
+  EXPECT_FALSE(E);
+  EXPECT_EQ(E.valueOr(3), 3);
+  EXPECT_EQ(E.status().code(), ErrorCode::NotFound);
 }

@@ -11,6 +11,17 @@ using namespace mlbridge;
 
 namespace {
 
+TEST(DTypeList, CoversEveryDTypeInOrder) {
+  int I = 0;
+#define MLBRIDGE_CHECK(E, Ty, Name)                                            \
+  EXPECT_EQ(static_cast<int>(DType::E), I++);                                  \
+  EXPECT_EQ(dtypeName(DType::E), Name);                                        \
+  EXPECT_EQ(dtypeSize(DType::E), sizeof(Ty));
+  MLBRIDGE_DTYPES(MLBRIDGE_CHECK)
+#undef MLBRIDGE_CHECK
+  EXPECT_EQ(I, kNumDTypes);
+}
+
 TEST(DType, NamesAndSizesRoundTrip) {
   const struct {
     DType T;

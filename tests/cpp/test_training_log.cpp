@@ -32,6 +32,14 @@ std::string readFile(const std::string &Path) {
   return S.str();
 }
 
+/// A byte sink that appends everything to Out.
+TrainingLogWriter::ByteSink appendTo(std::string &Out) {
+  return [&Out](std::string_view B) {
+    Out.append(B.data(), B.size());
+    return Status::ok();
+  };
+}
+
 std::string golden() {
   return readFile(std::string(MLBRIDGE_TEST_DATA_DIR) + "/training_log_golden.log");
 }
@@ -120,10 +128,7 @@ TEST(TrainingLog, FileIsByteIdenticalToTheGoldenLog) {
 TEST(TrainingLog, SinkReceivesTheSameBytes) {
   std::string Got;
   auto Log = TrainingLogWriter::create(
-      [&](std::string_view B) {
-        Got.append(B.data(), B.size());
-        return Status::ok();
-      },
+      appendTo(Got),
       goldenSpecs(), goldenOptions());
   ASSERT_TRUE(Log);
   writeGoldenRecords(**Log);
@@ -185,10 +190,7 @@ TEST(TrainingLog, RunnerFeaturesAndAdviceGiveTheGoldenLog) {
 TEST(TrainingLog, WithoutScoreThereAreNoOutcomeRecords) {
   std::string Got;
   auto Log = TrainingLogWriter::create(
-      [&](std::string_view B) {
-        Got.append(B.data(), B.size());
-        return Status::ok();
-      },
+      appendTo(Got),
       {TensorSpec::create<int32_t>("x")});
   ASSERT_TRUE(Log);
   TensorValue X(TensorSpec::create<int32_t>("x"));
@@ -209,10 +211,7 @@ TEST(TrainingLog, AScalarScoreFillsAScoreTensor) {
   TrainingLogOptions O;
   O.Score = TensorSpec::create<int64_t>("delta_size", {2});
   auto Log = TrainingLogWriter::create(
-      [&](std::string_view B) {
-        Got.append(B.data(), B.size());
-        return Status::ok();
-      },
+      appendTo(Got),
       {TensorSpec::create<uint8_t>("b")}, O);
   ASSERT_TRUE(Log);
   TensorValue B(TensorSpec::create<uint8_t>("b"));

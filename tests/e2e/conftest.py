@@ -37,33 +37,29 @@ for _path in (PYTHON_DIR, E2E_DIR.parent):  # the package; build_components.py
 #: Upper bound for one compiler / tool invocation, in seconds.
 SUBPROCESS_TIMEOUT = 30.0
 
-LLVM_BIN_DIRS = ("/usr/lib/llvm-19/bin",)
 
 
 def build_dir() -> Path:
     """The CMake build directory the e2e tests take binaries from."""
-    env = os.environ.get("MLBRIDGE_BUILD_DIR")
-    return Path(env).resolve() if env else REPO_ROOT / "build"
+    from build_components import build_dir as located
+    return located()
 
 
 def find_llvm_tool(name: str) -> Optional[str]:
     """Path of an LLVM 19 tool ("opt-19", "clang-19", ...), or None."""
-    found = shutil.which(name)
-    if found:
-        return found
-    base = name[:-3] if name.endswith("-19") else name
-    for d in LLVM_BIN_DIRS:
-        candidate = Path(d) / base
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    return None
+    from mlbridge.llvm.plugins import PluginNotFound
+    from mlbridge.llvm.plugins import find_llvm_tool as find
+    try:
+        return find(name)
+    except PluginNotFound:
+        return None
 
 
 def require_llvm_tool(name: str) -> str:
     path = find_llvm_tool(name)
     if path is None:
         pytest.fail(
-            f"{name} not found on PATH or in {', '.join(LLVM_BIN_DIRS)}: the "
+            f"{name} not found on PATH or in /usr/lib/llvm-19/bin: the "
             f"end-to-end tests need LLVM 19 (Debian: apt-get install llvm-19 "
             f"clang-19)",
             pytrace=False,
@@ -158,6 +154,26 @@ class ProcessGuard:
         self._procs.clear()
 
 
+def run_against_pipe(make_cmd, answer, timeout: float = 60.0, env=None):
+    """Runs ``make_cmd(channel base)`` while ``answer(iface)`` plays the model
+    on a fresh PipeCompilerInterface; the process is reaped whatever happens.
+    Returns (returncode, stdout, stderr) as text."""
+    from mlbridge import PipeCompilerInterface
+    with PipeCompilerInterface(timeout=30) as iface:
+        proc = subprocess.Popen(list(map(str, make_cmd(iface.base))), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True, env=env)
+        iface.process = proc
+        try:
+            answer(iface)
+            stdout, stderr = proc.communicate(timeout=timeout)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    return proc.returncode, stdout, stderr
+
+
 def run_checked(cmd: Sequence[str], timeout: float = SUBPROCESS_TIMEOUT) -> str:
     """Runs a short command to completion; fails the test on error."""
     try:
@@ -207,15 +223,58 @@ def procs() -> Iterator[ProcessGuard]:
 
 @pytest.fixture(scope="module")
 def plugins(mlbridge_pkg):
-    """The built LLVM plugins (plugins.json); skipped only when the build
-    says the plugins are off."""
-    from build_components import require_component
-    require_component("llvm_plugins")
-    from mlbridge.llvm.plugins import PluginNotFound, find_plugins
-    try:
-        return find_plugins()
-    except PluginNotFound as exc:
-        pytest.fail(str(exc), pytrace=False)
+    """The built LLVM plugins (the build manifest); skipped only when the
+    build says the plugins are off."""
+    from build_components import require_built
+    from mlbridge.llvm.plugins import find_plugins
+    return require_built("llvm_plugins", find_plugins)
+
+
+#: The csmith programs of the plugin tests (with the hand-written ones in
+#: programs/plugins).
+PLUGIN_CSMITH_SEEDS = (4, 7, 10)
+#: Upper bound for running one program of the plugin corpus.
+PLUGIN_RUN_TIMEOUT = 60.0
+
+
+@pytest.fixture(scope="session")
+def plugin_corpus(tmp_path_factory, clang19, mlbridge_pkg) -> Dict[str, Dict]:
+    """The LLVM plugin tests' programs: name -> {"ir": module for opt,
+    "sources": C files, "flags": clang flags}."""
+    from mlbridge.llvm.plugins import compile_to_ir
+    from mlbridge.llvm.plugins.corpus import csmith_include_dir, csmith_ir, linked_ir
+    require_llvm_tool("llvm-link-19")
+    if shutil.which("csmith") is None:
+        pytest.fail("csmith not found: run scripts/install-deps.sh "
+                    "(scripts/deps/plugins.apt installs csmith)", pytrace=False)
+    out = tmp_path_factory.mktemp("plugin-corpus")
+    programs = PROGRAMS_DIR / "plugins"
+    progs = {}
+    for name in ("bitops", "interp"):
+        src = programs / f"{name}.c"
+        progs[name] = {"ir": compile_to_ir(src, out / f"{name}.ll", clang=clang19),
+                       "sources": [src], "flags": []}
+    mc = sorted((programs / "minicalc").glob("*.c"))
+    progs["minicalc"] = {"ir": linked_ir(mc, out / "minicalc.ll", clang=clang19),
+                         "sources": mc, "flags": []}
+    inc = csmith_include_dir()
+    for seed in PLUGIN_CSMITH_SEEDS:
+        ir = csmith_ir(seed, out, max_funcs=8, clang=clang19)
+        progs[f"csmith{seed}"] = {"ir": ir, "sources": [ir.with_suffix(".c")],
+                                  "flags": ["-w", f"-I{inc}"]}
+    return progs
+
+
+@pytest.fixture(scope="session")
+def plugin_reference_outputs(plugin_corpus, clang19, tmp_path_factory) -> Dict[str, str]:
+    """What each program of the plugin corpus prints, built by plain clang-19 -O0."""
+    out = tmp_path_factory.mktemp("plugin-reference")
+    ref = {}
+    for name, p in plugin_corpus.items():
+        exe = out / name
+        run_checked([clang19, "-O0", *p["flags"], *map(str, p["sources"]), "-o", str(exe)])
+        ref[name] = run_checked([str(exe)], timeout=PLUGIN_RUN_TIMEOUT)
+    return ref
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -18,10 +17,9 @@ REPO = Path(__file__).resolve().parents[2]
 def test_bench_compilers_quick(tmp_path, mlbridge_pkg):
     import mlbridge.c_tool
     import mlbridge.mlir
-    try:
-        mlir, ctool = mlbridge.mlir.find_plugin(), mlbridge.c_tool.find_tool()
-    except (mlbridge.mlir.PluginNotBuilt, mlbridge.c_tool.ToolNotBuilt) as exc:
-        pytest.skip(str(exc))  # the build says it is off
+    from build_components import require_built
+    mlir = require_built("mlir_plugin", mlbridge.mlir.find_plugin)
+    ctool = require_built("c_tool", mlbridge.c_tool.find_tool)
     out = tmp_path / "r.json"
     proc = subprocess.run([sys.executable, str(REPO / "bench" / "compiler_runners.py"), "--quick",
                            "--json", str(out)], capture_output=True, text=True, timeout=300)

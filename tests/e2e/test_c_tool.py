@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from build_components import require_built
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAMS = Path(__file__).resolve().parent / "programs" / "c_tool"
@@ -32,13 +33,7 @@ TOOL = "mlb-loop-pragmas"
 @pytest.fixture(scope="module")
 def ct(mlbridge_pkg):
     import mlbridge.c_tool as ct
-    from mlbridge.llvm.plugins import PluginNotFound
-    try:
-        return ct, ct.find_tool()
-    except ct.ToolNotBuilt as exc:
-        pytest.skip(str(exc))  # the build says it is off
-    except PluginNotFound as exc:
-        pytest.fail(str(exc), pytrace=False)
+    return ct, require_built("c_tool", ct.find_tool)
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +76,7 @@ def test_tool_is_c99_warning_clean(clang19, tmp_path):
             res = subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic",
                                   "-fsyntax-only", f"-I{REPO / 'include'}",
                                   "-isystem", "/usr/lib/llvm-19/include",
-                                  "-DMLBRIDGE_C_TOOL_HAVE_ONNX=1", "-DMLBRIDGE_C_TOOL_HAVE_GRPC=1",
+                                  "-DMLBRIDGE_INTEGRATION_HAVE_ONNX=1", "-DMLBRIDGE_INTEGRATION_HAVE_GRPC=1",
                                   str(p)], capture_output=True, text=True, timeout=60)
             assert res.returncode == 0, f"{cc} {p.name}:\n{res.stderr}"
 
@@ -203,7 +198,7 @@ def test_no_model_leaves_the_file_unchanged(ct, programs, tmp_path):
                              text=True, timeout=60)
         assert res.returncode == 0 and res.stdout == "" and TOOL not in res.stderr
         assert out.read_bytes() == p.read_bytes()
-        assert log_entry(log)["runner"] == "none"
+        assert log_entry(log)["runner"] == "default"
 
 
 @pytest.mark.parametrize("options,message", [
@@ -227,37 +222,30 @@ def test_absent_model_falls_back(ct, tmp_path, options, message):
     assert out.read_bytes() == src.read_bytes()
 
 
-def _serve_then(ct, tmp_path, answer):
-    from mlbridge import PipeCompilerInterface
+def _serve_then(ct, e2e, tmp_path, answer):
     m, info = ct
     src = PROGRAMS / "linalg.c"
     out, log = tmp_path / "out.c", tmp_path / "log"
-    with PipeCompilerInterface(timeout=30) as iface:
-        proc = subprocess.Popen(m.command(info, src, out, "--channel", iface.base, "--log", log,
-                                          "--timeout-ms", "1000"),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
-        iface.process = proc
-        try:
-            assert iface.evaluate() is not None
-            iface.populate_buffer(2)  # the first loop gets unroll_count(4)
-            assert iface.evaluate() is not None
-            answer(iface)
-            stdout, stderr = proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
-    return proc.returncode, stdout, stderr, log_entry(log), out.read_text(), src
+
+    def first_loop_then(iface):
+        assert iface.evaluate() is not None
+        iface.populate_buffer(2)  # the first loop gets unroll_count(4)
+        assert iface.evaluate() is not None
+        answer(iface)
+
+    rc, stdout, stderr = e2e.run_against_pipe(
+        lambda base: m.command(info, src, out, "--channel", base, "--log", log,
+                               "--timeout-ms", "1000"), first_loop_then)
+    return rc, stdout, stderr, log_entry(log), out.read_text(), src
 
 
 @pytest.mark.parametrize("how", ["slow", "dead", "out-of-range"])
-def test_failing_model_falls_back(ct, clang19, reference, tmp_path, how):
+def test_failing_model_falls_back(ct, clang19, reference, tmp_path, how, e2e):
     answers = {"slow": lambda iface: time.sleep(1.5),
                "dead": lambda iface: iface.close(),
                "out-of-range": lambda iface: iface.populate_buffer(99)}
     start = time.monotonic()
-    rc, stdout, stderr, entry, text, src = _serve_then(ct, tmp_path, answers[how])
+    rc, stdout, stderr, entry, text, src = _serve_then(ct, e2e, tmp_path, answers[how])
     assert time.monotonic() - start < 30
     assert rc == 0 and stdout == ""
     assert "no more pragmas" in stderr

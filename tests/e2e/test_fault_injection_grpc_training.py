@@ -251,3 +251,56 @@ def test_a_dropped_compiler_is_told_why():
         assert len(told) == 1 and told[0] == iface.compiler_errors[address]
     finally:
         server.stop(None)
+
+
+# ---- late actions across sessions ---------------------------------------------------------
+
+def pending_session(address, timeout=10):
+    """The session of the observation pending at ``address`` (asking again
+    returns the same pending observation: nothing is taken from the trainer)."""
+    with grpc.insecure_channel(address) as channel:
+        reply = pb2_grpc.CompilerServiceStub(channel).GetObservation(
+            pb2.ObservationRequest(), timeout=timeout, wait_for_ready=True)
+    assert reply.WhichOneof("result") == "observation", reply
+    return reply.observation.session
+
+
+def test_late_actions_across_sessions():
+    """Compiler A (fixed port, 300 ms to wait for each action) gives up on
+    its first observation and exits; compiler B starts on the same port and
+    publishes its own first observation, with the same id (ids restart at 1
+    in every runner). The trainer's late action for A's observation must be
+    refused by B, never taken as B's answer; B then gets its own."""
+    address = f"127.0.0.1:{H.free_port()}"
+
+    def compiler(offset, call_timeout_ms):
+        proc = F.spawn(H.compiler_cmd("--mode", "training", "--address", address,
+                                      "--scenario", "requests", "--count", 1,
+                                      "--offset", offset, "--call-timeout-ms", call_timeout_ms,
+                                      "--linger-ms", 300))
+        assert H.listening_address(proc) == address
+        return proc
+
+    a = compiler(offset=10, call_timeout_ms=300)
+    b = None
+    try:
+        with GrpcCompilerInterface(mode="training", compilers=[address], timeout=5.0) as iface:
+            late = iface.evaluate()
+            assert late.id == 1 and int(late["i"][0]) == 10
+            lines, err = F.json_lines(a)  # A gives up and exits
+            assert [e["code"] for e in lines if e["event"] == "error"][:1] == ["timeout"], \
+                (lines, err)
+            b = compiler(offset=20, call_timeout_ms=5000)
+            session_b = pending_session(address)
+            assert session_b != late.session
+            iface.populate_buffer(F.twice(late))  # 20: A's answer, late
+            assert iface.serve(F.twice, timeout=5) == 1  # B's own answer, 40
+            assert iface.ended_sessions == 1 and iface.last_ended_session == session_b
+            lines, err = F.json_lines(b)
+    finally:
+        for p in (a, b):
+            if p is not None:
+                F.end(p)
+    assert [(e["i"], e["value"]) for e in lines if e["event"] == "advice"] == [(20, 40)], \
+        (lines, err)
+    assert lines[-1] == {"event": "done", "ok": True}

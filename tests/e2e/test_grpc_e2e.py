@@ -20,11 +20,7 @@ def test_inference_mode_every_type(procs):
         proc = procs.spawn(H.compiler_cmd("--address", iface.address, "--scenario", "types"),
                            text=True)
         served = iface.serve(H.echo, sessions=1, timeout=20)
-        lines, err = H.events(proc)
-    assert proc.returncode == 0, err + str(lines)
-    echoed = {e["dtype"]: e["ok"] for e in H.by_event(lines, "echo")}
-    assert set(echoed) == H.ALL_DTYPES
-    assert all(echoed.values()), echoed
+        H.check_every_type_echoed(proc)
     assert served == 12
 
 
@@ -40,10 +36,7 @@ def test_training_mode_every_type(procs):
 
         served = iface.serve(model)
         assert iface.ended_sessions == 1
-    lines, err = H.events(proc)
-    assert proc.returncode == 0, err + str(lines)
-    echoed = {e["dtype"]: e["ok"] for e in H.by_event(lines, "echo")}
-    assert set(echoed) == H.ALL_DTYPES and all(echoed.values()), echoed
+    H.check_every_type_echoed(proc)
     assert served == 12
     assert all(o.compiler == address for o in seen)
     assert [o.id for o in seen] == list(range(1, 13))

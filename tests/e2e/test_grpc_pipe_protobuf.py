@@ -16,8 +16,5 @@ def test_every_type_over_pipes(procs):
         proc = procs.spawn(H.compiler_cmd("--base", iface.base, "--scenario", "pipe-types"),
                            text=True)
         served = iface.serve(H.echo, sessions=1, timeout=20)
-        lines, err = H.events(proc)
-    assert proc.returncode == 0, err + str(lines)
-    echoed = {e["dtype"]: e["ok"] for e in H.by_event(lines, "echo")}
-    assert set(echoed) == H.ALL_DTYPES and all(echoed.values()), echoed
+        H.check_every_type_echoed(proc)
     assert served == 12

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from build_components import require_built
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = REPO / "models" / "mlir" / "unroll_policy.onnx"
@@ -33,13 +34,7 @@ RESULT_KERNELS = ("matmul", "jacobi2d", "conv2d", "reduce_rows")
 @pytest.fixture(scope="module")
 def mlir(mlbridge_pkg):
     import mlbridge.mlir as m
-    from mlbridge.llvm.plugins import PluginNotFound
-    try:
-        return m, m.find_plugin()
-    except m.PluginNotBuilt as exc:
-        pytest.skip(str(exc))  # the build says it is off
-    except PluginNotFound as exc:
-        pytest.fail(str(exc), pytrace=False)
+    return m, require_built("mlir_plugin", m.find_plugin)
 
 
 @pytest.fixture(scope="module")
@@ -175,35 +170,28 @@ def test_missing_model_file_falls_back(mlir, kernels, tmp_path):
     assert ours.read_text() == ref.read_text()
 
 
-def _serve_then(mlir, kernels, tmp_path, answer):
+def _serve_then(mlir, kernels, tmp_path, answer, e2e):
     """Runs the pass over pipes against a peer that answers the first
     request with `answer(iface)` and then misbehaves; returns (proc result,
     log entry, output, reference output)."""
-    from mlbridge import PipeCompilerInterface
     m, info = mlir
     src = kernels["matmul"]
     out, ref, log = tmp_path / "out", tmp_path / "ref", tmp_path / "log"
-    with PipeCompilerInterface(timeout=30) as iface:
-        proc = subprocess.Popen(list(map(str, m.unroll_command(
-            info, src, out, channel=iface.base, log=log, timeout_ms=1500))),
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, start_new_session=True)
-        iface.process = proc
-        try:
-            assert iface.evaluate() is not None
-            answer(iface)
-            stdout, stderr = proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
+
+    def first_then(iface):
+        assert iface.evaluate() is not None
+        answer(iface)
+
+    rc, stdout, stderr = e2e.run_against_pipe(
+        lambda base: m.unroll_command(info, src, out, channel=base, log=log, timeout_ms=1500),
+        first_then)
     run_opt(m.unroll_command(info, src, ref, runner="default"))
-    return proc.returncode, stdout, stderr, log_lines(log)[0], out, ref
+    return rc, stdout, stderr, log_lines(log)[0], out, ref
 
 
-def test_silent_peer_times_out_and_falls_back(mlir, kernels, tmp_path):
+def test_silent_peer_times_out_and_falls_back(mlir, kernels, tmp_path, e2e):
     start = time.monotonic()
-    rc, stdout, stderr, entry, out, ref = _serve_then(mlir, kernels, tmp_path, lambda iface: None)
+    rc, stdout, stderr, entry, out, ref = _serve_then(mlir, kernels, tmp_path, lambda iface: None, e2e)
     assert time.monotonic() - start < 30
     assert rc == 0 and stdout == ""
     assert "timeout" in stderr and "using factor 4 from here on" in stderr
@@ -211,19 +199,19 @@ def test_silent_peer_times_out_and_falls_back(mlir, kernels, tmp_path):
     assert out.read_text() == ref.read_text()
 
 
-def test_dead_peer_falls_back(mlir, kernels, tmp_path):
+def test_dead_peer_falls_back(mlir, kernels, tmp_path, e2e):
     rc, stdout, stderr, entry, out, ref = _serve_then(mlir, kernels, tmp_path,
-                                                      lambda iface: iface.close())
+                                                      lambda iface: iface.close(), e2e)
     assert rc == 0 and stdout == ""
     assert "using factor 4 from here on" in stderr
     assert entry["fallbacks"] == 1 and out.read_text() == ref.read_text()
 
 
-def test_out_of_range_answer_falls_back(mlir, kernels, tmp_path):
+def test_out_of_range_answer_falls_back(mlir, kernels, tmp_path, e2e):
     def bad(iface):
         iface.populate_buffer(7)  # no factor has index 7
 
-    rc, stdout, stderr, entry, out, ref = _serve_then(mlir, kernels, tmp_path, bad)
+    rc, stdout, stderr, entry, out, ref = _serve_then(mlir, kernels, tmp_path, bad, e2e)
     assert rc == 0 and stdout == ""
     assert "action 7 out of range" in stderr
     assert entry["fallbacks"] == 1 and out.read_text() == ref.read_text()

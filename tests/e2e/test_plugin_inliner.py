@@ -15,8 +15,8 @@ tests/e2e/programs/plugins and csmith programs generated with fixed seeds).
 * A missing or failing model: a warning through LLVM's diagnostics (never
   stdout), LLVM's default decisions, a successful compile.
 
-The plugins come from the build directory (MLBRIDGE_BUILD_DIR, written by
-integrations/llvm/CMakeLists.txt as lib/llvm-plugins/plugins.json).
+The plugins come from the build directory (MLBRIDGE_BUILD_DIR), as its
+build manifest names them (mlbridge.build_manifest).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Dict
 
 import numpy as np
 import pytest
@@ -40,55 +39,12 @@ INLINER_MODEL = MODELS / "inliner_policy.onnx"
 
 #: csmith seeds: programs that run in milliseconds and make many inlining
 #: decisions (max-funcs 8).
-CSMITH_SEEDS = (4, 7, 10)
 RUN_TIMEOUT = 60.0
 
 LLVM_FLAG_BASE = "-inliner-interactive-channel-base"
 
 
 # ---- fixtures -----------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def llvm_link(e2e):
-    return e2e.require_llvm_tool("llvm-link-19")
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory, clang19, llvm_link, mlbridge_pkg) -> Dict[str, Dict[str, Path]]:
-    """name -> {"ir": module for opt, "sources": C files, "flags": clang flags}."""
-    from mlbridge.llvm.plugins import compile_to_ir
-    from mlbridge.llvm.plugins.corpus import csmith_include_dir, csmith_ir, linked_ir
-    if shutil.which("csmith") is None:
-        pytest.fail("csmith not found: run scripts/install-deps.sh "
-                    "(scripts/deps/plugins.apt installs csmith)", pytrace=False)
-    out = tmp_path_factory.mktemp("corpus")
-    progs = {}
-    for name in ("bitops", "interp"):
-        src = PROGRAMS / f"{name}.c"
-        progs[name] = {"ir": compile_to_ir(src, out / f"{name}.ll", clang=clang19),
-                       "sources": [src], "flags": []}
-    mc = sorted((PROGRAMS / "minicalc").glob("*.c"))
-    progs["minicalc"] = {"ir": linked_ir(mc, out / "minicalc.ll", clang=clang19),
-                         "sources": mc, "flags": []}
-    inc = csmith_include_dir()
-    for seed in CSMITH_SEEDS:
-        ir = csmith_ir(seed, out, max_funcs=8, clang=clang19)
-        progs[f"csmith{seed}"] = {"ir": ir, "sources": [ir.with_suffix(".c")],
-                                  "flags": ["-w", f"-I{inc}"]}
-    return progs
-
-
-@pytest.fixture(scope="module")
-def reference_outputs(corpus, clang19, tmp_path_factory, e2e) -> Dict[str, str]:
-    """What each program prints, built by plain clang-19 -O0."""
-    out = tmp_path_factory.mktemp("reference")
-    ref = {}
-    for name, p in corpus.items():
-        exe = out / name
-        e2e.run_checked([clang19, "-O0", *p["flags"], *map(str, p["sources"]), "-o", str(exe)])
-        ref[name] = e2e.run_checked([str(exe)], timeout=RUN_TIMEOUT)
-    return ref
 
 
 def run_tool(cmd, plugins, timeout=RUN_TIMEOUT, env=None):
@@ -167,7 +123,7 @@ def test_plugin_links_no_llvm_library_and_exports_only_its_entry(plugins):
 
 
 @pytest.mark.parametrize("policy", ["never", "always", "default"])
-def test_features_equal_llvm_interactive_mode(plugins, opt19, corpus, tmp_path, policy):
+def test_features_equal_llvm_interactive_mode(plugins, opt19, plugin_corpus, tmp_path, policy):
     """Same call sites, same 38 features (names, order, dtypes, values), same
     IR as stock opt-19 -enable-ml-inliner=release in interactive mode."""
     from mlbridge.llvm.plugins import INLINER_FEATURES
@@ -178,7 +134,7 @@ def test_features_equal_llvm_interactive_mode(plugins, opt19, corpus, tmp_path, 
         # inlining_default (see test_llvm_inliner.py); ours is in its place.
         llvm_policy = lambda f: f["callee_basic_block_count"]  # noqa: E731
     total = 0
-    for name, p in corpus.items():
+    for name, p in plugin_corpus.items():
         theirs = serve(plugins, opt19, p["ir"], tmp_path / f"{name}.llvm.ll", llvm_policy,
                        plugin=False, include_default=include_default)
         ours = serve(plugins, opt19, p["ir"], tmp_path / f"{name}.ours.ll", policy,
@@ -217,9 +173,9 @@ def test_features_equal_llvm_interactive_mode(plugins, opt19, corpus, tmp_path, 
     # LLVM option, so lift it to compare with the plain heuristic.
     ("default<O2>", ("-ml-advisor-size-increase-threshold=100",)),
 ])
-def test_default_decision_model_reproduces_plain_opt(plugins, opt19, corpus, tmp_path,
+def test_default_decision_model_reproduces_plain_opt(plugins, opt19, plugin_corpus, tmp_path,
                                                      passes, extra):
-    for name, p in corpus.items():
+    for name, p in plugin_corpus.items():
         ours = tmp_path / f"{name}.ours.ll"
         run = serve(plugins, opt19, p["ir"], ours, "default", passes=passes,
                     include_default=True, extra=extra)
@@ -233,8 +189,8 @@ def test_default_decision_model_reproduces_plain_opt(plugins, opt19, corpus, tmp
 
 
 def test_always_and_never_change_the_ir_in_the_expected_direction(
-        plugins, opt19, clang19, corpus, reference_outputs, tmp_path, e2e):
-    for name, p in corpus.items():
+        plugins, opt19, clang19, plugin_corpus, plugin_reference_outputs, tmp_path, e2e):
+    for name, p in plugin_corpus.items():
         always = serve(plugins, opt19, p["ir"], tmp_path / f"{name}.always.ll", "always")
         never = serve(plugins, opt19, p["ir"], tmp_path / f"{name}.never.ll", "never")
         a_def, a_calls = ir_counts(tmp_path / f"{name}.always.ll")
@@ -244,7 +200,7 @@ def test_always_and_never_change_the_ir_in_the_expected_direction(
         assert a_def <= n_def, f"{name}: functions always {a_def}, never {n_def}"
         for tag in ("always", "never"):
             out = run_ir(e2e, clang19, tmp_path / f"{name}.{tag}.ll", p["flags"], tmp_path)
-            assert out == reference_outputs[name], f"{name} ({tag}) prints something else"
+            assert out == plugin_reference_outputs[name], f"{name} ({tag}) prints something else"
 
 
 # ---- in-process models ----------------------------------------------------------------------
@@ -266,14 +222,14 @@ def _onnx_policy():
 
 @pytest.mark.parametrize("runner", ["onnx", "compiled"])
 def test_in_process_model_decides_like_the_model_in_python(
-        plugins, opt19, clang19, corpus, reference_outputs, tmp_path, e2e, runner):
+        plugins, opt19, clang19, plugin_corpus, plugin_reference_outputs, tmp_path, e2e, runner):
     """The committed model (models/plugins/inliner_policy.onnx), in-process
     through ONNX Runtime or compiled into the plugin, makes exactly the
     decisions the same model makes in Python over pipes."""
     assert INLINER_MODEL.is_file(), f"{INLINER_MODEL} missing (docs/training.md: python -m mlbridge.train inliner)"
     policy = _onnx_policy()
     log = tmp_path / "advisor.log"
-    for name, p in corpus.items():
+    for name, p in plugin_corpus.items():
         out = tmp_path / f"{name}.{runner}.ll"
         cmd = [opt19, f"-load-pass-plugin={plugins.inline_advisor}",
                f"-mlbridge-inline-runner={runner}", f"-mlbridge-inline-log={log}",
@@ -294,7 +250,7 @@ def test_in_process_model_decides_like_the_model_in_python(
         python = serve(plugins, opt19, p["ir"], tmp_path / f"{name}.py.ll", policy,
                        include_default=policy.needs_default)
         assert out.read_bytes() == (tmp_path / f"{name}.py.ll").read_bytes(), name
-        assert run_ir(e2e, clang19, out, p["flags"], tmp_path) == reference_outputs[name]
+        assert run_ir(e2e, clang19, out, p["flags"], tmp_path) == plugin_reference_outputs[name]
         entry = json.loads(log.read_text().splitlines()[-1])
         assert entry["runner"] == runner
         assert entry["model_decisions"] == entry["asked"] == len(python.decisions) > 0
@@ -303,7 +259,7 @@ def test_in_process_model_decides_like_the_model_in_python(
 
 @pytest.mark.parametrize("opt_level", ["-O2", "-Oz"])
 def test_onnx_model_in_clang_multi_file_make_j2(plugins, clang19, tmp_path, e2e, opt_level,
-                                                reference_outputs):
+                                                plugin_reference_outputs):
     """clang-19 -fpass-plugin on a multi-file program built by make -j2,
     the model chosen through the plugin's environment variables (the clang
     driver cannot pass -mllvm options to a plugin loaded only by
@@ -328,10 +284,10 @@ def test_onnx_model_in_clang_multi_file_make_j2(plugins, clang19, tmp_path, e2e,
         assert e["model_decisions"] == e["asked"]
     assert sum(e["asked"] for e in entries) > 10
     out = e2e.run_checked([str(src / "minicalc")], timeout=RUN_TIMEOUT)
-    assert out == reference_outputs["minicalc"]
+    assert out == plugin_reference_outputs["minicalc"]
 
 
-def test_clang_plugin_options_through_mllvm(plugins, clang19, tmp_path, e2e, reference_outputs):
+def test_clang_plugin_options_through_mllvm(plugins, clang19, tmp_path, e2e, plugin_reference_outputs):
     """The -mllvm route: clang loads the plugin early with -Xclang -load so
     that -mllvm knows its options."""
     so = str(plugins.inline_advisor)
@@ -344,7 +300,7 @@ def test_clang_plugin_options_through_mllvm(plugins, clang19, tmp_path, e2e, ref
     assert res.returncode == 0 and "warning" not in res.stderr, res.stderr
     entry = json.loads(log.read_text().splitlines()[0])
     assert entry["runner"] == "onnx" and entry["model_decisions"] > 0
-    assert e2e.run_checked([str(exe)]) == reference_outputs["bitops"]
+    assert e2e.run_checked([str(exe)]) == plugin_reference_outputs["bitops"]
 
 
 # ---- fallback ------------------------------------------------------------------------------
@@ -355,10 +311,12 @@ def test_clang_plugin_options_through_mllvm(plugins, clang19, tmp_path, e2e, ref
     (["-mlbridge-inline-runner=onnx"], "no model file given"),
     (["-mlbridge-inline-channel=/nonexistent/channel"], "no FIFO"),
     (["-mlbridge-inline-runner=banana"], "unknown runner 'banana'"),
+    (["-mlbridge-inline-channel=/tmp/c", "-mlbridge-inline-timeout-ms=soon"],
+     "timeout-ms 'soon' is not a number"),
 ])
-def test_missing_model_falls_back_with_a_diagnostic(plugins, opt19, corpus, tmp_path, args,
+def test_missing_model_falls_back_with_a_diagnostic(plugins, opt19, plugin_corpus, tmp_path, args,
                                                      message):
-    p = corpus["minicalc"]
+    p = plugin_corpus["minicalc"]
     out = tmp_path / "out.ll"
     res = run_tool([opt19, f"-load-pass-plugin={plugins.inline_advisor}", *args,
                     "-passes=default<Oz>", p["ir"], "-S", "-o", out], plugins)
@@ -369,10 +327,10 @@ def test_missing_model_falls_back_with_a_diagnostic(plugins, opt19, corpus, tmp_
     assert out.read_bytes() == opt_plain(opt19, p["ir"], tmp_path / "plain.ll", "default<Oz>")
 
 
-def test_plugin_without_settings_uses_its_compiled_in_model(plugins, opt19, corpus, tmp_path):
+def test_plugin_without_settings_uses_its_compiled_in_model(plugins, opt19, plugin_corpus, tmp_path):
     """Deployment default: a plugin with a compiled-in model uses it when
     nothing is configured; one without says it has no model."""
-    p = corpus["minicalc"]
+    p = plugin_corpus["minicalc"]
     out = tmp_path / "out.ll"
     log = tmp_path / "advisor.log"
     res = run_tool([opt19, f"-load-pass-plugin={plugins.inline_advisor}",
@@ -390,7 +348,7 @@ def test_plugin_without_settings_uses_its_compiled_in_model(plugins, opt19, corp
 
 
 def test_missing_model_in_clang_build_still_compiles(plugins, clang19, tmp_path, e2e,
-                                                      reference_outputs):
+                                                      plugin_reference_outputs):
     exe = tmp_path / "interp"
     env = dict(os.environ, MLBRIDGE_INLINE_MODEL=str(tmp_path / "missing.onnx"))
     res = run_tool([clang19, "-O2", f"-fpass-plugin={plugins.inline_advisor}",
@@ -399,40 +357,30 @@ def test_missing_model_in_clang_build_still_compiles(plugins, clang19, tmp_path,
     assert "warning: mlbridge-inline: cannot use the model" in res.stderr
     assert "[-Wbackend-plugin]" in res.stderr  # through clang's diagnostic engine
     assert res.stdout == ""
-    assert e2e.run_checked([str(exe)]) == reference_outputs["interp"]
+    assert e2e.run_checked([str(exe)]) == plugin_reference_outputs["interp"]
 
 
-def test_model_that_dies_mid_compile_falls_back(plugins, opt19, corpus, tmp_path):
+def test_model_that_dies_mid_compile_falls_back(plugins, opt19, plugin_corpus, tmp_path, e2e):
     """The Python model answers a few requests, then goes away: one warning,
     LLVM's default decisions for the rest, a successful compile."""
-    import mlbridge
     from mlbridge.llvm.plugins import tool_env
-    p = corpus["csmith4"]
+    p = plugin_corpus["csmith4"]
     out = tmp_path / "out.ll"
-    with mlbridge.PipeCompilerInterface(timeout=30) as iface:
-        proc = subprocess.Popen(
-            [opt19, f"-load-pass-plugin={plugins.inline_advisor}",
-             f"-mlbridge-inline-channel={iface.base}", "-mlbridge-inline-timeout-ms=20000",
-             "-passes=default<Oz>", str(p["ir"]), "-S", "-o", str(out)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-            env=tool_env(plugins))
-        iface.process = proc
-        try:
-            for _ in range(3):
-                obs = iface.evaluate(timeout=20)
-                assert obs is not None
-                iface.populate_buffer(0)
-            iface.evaluate(timeout=20)  # a 4th request, never answered
-        finally:
-            iface.close()
-        try:
-            stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            pytest.fail("opt-19 kept waiting for a dead model")
-    stderr = stderr.decode()
-    assert proc.returncode == 0, stderr
-    assert stdout == b""
+
+    def three_answers_then_gone(iface):
+        for _ in range(3):
+            assert iface.evaluate(timeout=20) is not None
+            iface.populate_buffer(0)
+        iface.evaluate(timeout=20)  # a 4th request, never answered
+        iface.close()
+
+    rc, stdout, stderr = e2e.run_against_pipe(
+        lambda base: [opt19, f"-load-pass-plugin={plugins.inline_advisor}",
+                      f"-mlbridge-inline-channel={base}", "-mlbridge-inline-timeout-ms=20000",
+                      "-passes=default<Oz>", p["ir"], "-S", "-o", out],
+        three_answers_then_gone, timeout=RUN_TIMEOUT, env=tool_env(plugins))
+    assert rc == 0, stderr
+    assert stdout == ""
     assert stderr.count("warning: mlbridge-inline: the model (pipe) failed at call site 4") == 1
     assert "using LLVM's default inlining decisions from here on" in stderr
     assert "define" in out.read_text()
@@ -441,10 +389,10 @@ def test_model_that_dies_mid_compile_falls_back(plugins, opt19, corpus, tmp_path
 # ---- gRPC ------------------------------------------------------------------------------------
 
 
-def test_grpc_model_server(plugins, opt19, corpus, tmp_path):
+def test_grpc_model_server(plugins, opt19, plugin_corpus, tmp_path):
     """A Python model served over gRPC (mlbridge.grpc), when the plugin has
     the gRPC runner; otherwise selecting it falls back with a diagnostic."""
-    p = corpus["interp"]
+    p = plugin_corpus["interp"]
     plain = opt_plain(opt19, p["ir"], tmp_path / "plain.ll", "default<Oz>")
     out = tmp_path / "grpc.ll"
     if not plugins.has_runner("grpc"):
@@ -461,7 +409,7 @@ def test_grpc_model_server(plugins, opt19, corpus, tmp_path):
 
 
 def test_grpc_model_server_for_a_parallel_build(plugins, clang19, tmp_path, e2e,
-                                                reference_outputs):
+                                                plugin_reference_outputs):
     """Training with a parallel build: one Python gRPC model server, the
     clang processes of make -j2 as concurrent clients (a FIFO pair serves one
     compiler at a time; gRPC serves many)."""
@@ -502,4 +450,4 @@ def test_grpc_model_server_for_a_parallel_build(plugins, clang19, tmp_path, e2e,
     assert len(entries) == 5 and all(e["runner"] == "grpc" and e["fallbacks"] == 0
                                      for e in entries), entries
     assert sum(e["model_decisions"] for e in entries) == len(answered) > 0
-    assert e2e.run_checked([str(src / "minicalc")]) == reference_outputs["minicalc"]
+    assert e2e.run_checked([str(src / "minicalc")]) == plugin_reference_outputs["minicalc"]

@@ -177,7 +177,7 @@ def test_clang_runs_both_plugins_in_one_process(plugins, clang19, e2e, tmp_path,
     # One phase-ordering episode per file; the advisor is created at least
     # once per file and decides with the model.
     assert sorted(Path(e["module"]).name for e in po) == sorted(s.name for s in sources)
-    assert all(e["runner"] == runner and e["error"] == "" and e["fallback_steps"] == 0
+    assert all(e["runner"] == runner and e["error"] == "" and e["fallbacks"] == 0
                and e["actions"] for e in po), po
     assert {Path(e["module"]).name for e in log_entries(inline_log)} == \
         {s.name for s in sources}

@@ -6,14 +6,13 @@ model behind TfModelRunner (the mlbridge-tf-eval tool) and (2) through the
 SavedModel's signature in TensorFlow itself, run by the TensorFlow
 virtualenv's Python (.venv-tf); the outputs must agree to 1e-5.
 
-The build writes <build>/tf_aot/config.json when MLBRIDGE_ENABLE_TF_AOT is
-ON. The module is skipped only when the build says TF-AOT is off
-(mlbridge-components.json); when it is on, a missing config.json fails.
+The build manifest's tf_aot section names the toolchain and models when
+MLBRIDGE_ENABLE_TF_AOT is ON. The module is skipped only when the manifest
+says TF-AOT is off; when it is on, a missing section or tool fails.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import tempfile
@@ -21,17 +20,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 
-from build_components import build_dir, require_component
+from build_components import manifest, require_built
 
-require_component("tf_aot")
-BUILD_DIR = build_dir()
-CONFIG = BUILD_DIR / "tf_aot" / "config.json"
-if not CONFIG.exists():
-    pytest.fail(f"the build says TF-AOT is on, but {CONFIG} is missing: build the "
-                f"project (cmake --build {BUILD_DIR})", pytrace=False)
-CFG = json.loads(CONFIG.read_text())
+CFG = require_built("tf_aot", lambda: manifest().section("tf_aot", paths=("eval_tool",)))
 CASES = 25
 SEED = int(os.environ.get("MLBRIDGE_TF_TEST_SEED", time.time_ns() % 2**31))
 

@@ -43,12 +43,18 @@ def test_a_compile_reports_text_cpu_and_wall_seconds(clang, tmp_path):
     assert 0 < res.cpu_seconds < 60 and res.wall_seconds > 0 and res.run is None
 
 
-def test_an_interactive_compile_is_served_and_measured(clang, tmp_path):
+@pytest.fixture
+def ir(clang, tmp_path):
+    """SOURCE as -Oz bitcode before any pass (what training compiles)."""
     src = tmp_path / "a.c"
     src.write_text(SOURCE)
-    ir = tmp_path / "a.bc"
+    out = tmp_path / "a.bc"
     compile([clang, "-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c", src,
-             "-o", ir], measure_text=False)
+             "-o", out], measure_text=False)
+    return out
+
+
+def test_an_interactive_compile_is_served_and_measured(clang, ir, tmp_path):
     asked = []
 
     def never(obs):
@@ -58,13 +64,7 @@ def test_an_interactive_compile_is_served_and_measured(clang, tmp_path):
     assert res.text > 0 and res.cpu_seconds > 0 and res.run.requests["inline"] == len(asked) > 0
 
 
-def test_a_policy_that_raises_stops_the_served_compile_and_is_named(clang, tmp_path):
-    src = tmp_path / "a.c"
-    src.write_text(SOURCE)
-    ir = tmp_path / "a.bc"
-    compile([clang, "-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c", src,
-             "-o", ir], measure_text=False)
-
+def test_a_policy_that_raises_stops_the_served_compile_and_is_named(clang, ir, tmp_path):
     def broken(obs):
         raise ZeroDivisionError("no policy today")
     with pytest.raises(CompileError, match="ZeroDivisionError: no policy today"):

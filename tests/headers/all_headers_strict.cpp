@@ -3,6 +3,8 @@
 // LLVM-style code.
 #include "mlbridge/byte_stream.h"
 #include "mlbridge/c/mlbridge.h"
+#include "mlbridge/c/rl.h"
+#include "mlbridge/c/settings.h"
 #include "mlbridge/diagnostics.h"
 #include "mlbridge/dtype.h"
 #include "mlbridge/embedded_model.h"

@@ -56,6 +56,17 @@ def answer_of(reply):
     return int(decode_advice(pb2.Advice.FromString(reply), ADVICE, 1 << 20)[0])
 
 
+def serve_one(iface, value):
+    """A client asks with x = value, the model answers 2 x; what the client
+    got."""
+    t, out = call_in_thread(iface.address, request(value).SerializeToString())
+    obs = iface.evaluate(timeout=10)
+    assert obs["x"].tolist() == [value]
+    iface.populate_buffer(2 * value)
+    t.join(10)
+    return answer_of(out[0])
+
+
 def queued_client(address, value, seconds=30):
     """A compiler process with one request on its way (killed by the test)."""
     code = textwrap.dedent(f"""
@@ -80,12 +91,7 @@ def test_a_compiler_gone_while_queued_is_never_handed_out():
         time.sleep(0.5)  # the server sees the connection drop
         with pytest.raises(TimeoutError):
             iface.evaluate(timeout=0.5)
-        t, out = call_in_thread(iface.address, request(8).SerializeToString())
-        obs = iface.evaluate(timeout=10)
-        assert obs["x"].tolist() == [8]
-        iface.populate_buffer(16)
-        t.join(10)
-        assert answer_of(out[0]) == 16
+        assert serve_one(iface, 8) == 16
 
 
 def test_a_late_answer_never_reaches_the_next_compiler():
@@ -165,12 +171,7 @@ def test_a_malformed_request_is_refused_and_the_next_one_served(server):
         bad_calls = [call_in_thread(iface.address, payload)
                      for payload in (b"\xff\xff\xff", b"\x0a\x7f")]  # not protobuf; cut short
         time.sleep(0.3)
-        t, out = call_in_thread(iface.address, request(3).SerializeToString())
-        obs = iface.evaluate(timeout=10)
-        assert obs["x"].tolist() == [3]
-        iface.populate_buffer(6)
-        t.join(10)
-        assert answer_of(out[0]) == 6
+        assert serve_one(iface, 3) == 6
         for tb, bad in bad_calls:
             tb.join(10)
             # grpcio's own deserializer fails the call before the interface sees it.

@@ -220,6 +220,24 @@ def test_loopback_by_default_and_argument_checks():
         iface.evaluate()
 
 
+def test_the_mode_picks_the_class():
+    """GrpcCompilerInterface(mode=...) is the mode's class; each mode refuses
+    the other's arguments."""
+    from mlbridge.grpc import GrpcInferenceInterface, GrpcTrainingInterface
+    with GrpcCompilerInterface() as i, GrpcCompilerInterface(mode="training") as t:
+        assert type(i) is GrpcInferenceInterface and i.mode == "inference"
+        assert type(t) is GrpcTrainingInterface and t.mode == "training"
+        assert isinstance(i, GrpcCompilerInterface) and isinstance(t, GrpcCompilerInterface)
+    with GrpcTrainingInterface(compilers=[]) as t:
+        assert t.compilers == []
+    with pytest.raises(ValueError, match="training mode"):
+        GrpcCompilerInterface(compilers=["127.0.0.1:1"])
+    with pytest.raises(ValueError, match="inference mode"):
+        GrpcCompilerInterface(mode="training", user_service=object())
+    with pytest.raises(ValueError, match="is the training mode"):
+        GrpcTrainingInterface(mode="inference")
+
+
 def test_training_mode_waits_for_a_compiler_within_its_timeout():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

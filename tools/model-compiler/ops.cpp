@@ -566,6 +566,18 @@ private:
 
 // ---- Softmax, LogSoftmax, ArgMax -----------------------------------------
 
+/// `mk_<Kernel><T, Outer, Len, Inner, Flag>(in, out);`: a kernel along one
+/// axis of length Len, between Outer and Inner elements.
+void emitAxisKernel(EmitContext &C, const Node &N, const std::string &Kernel,
+                    const std::string &CType, int64_t Outer, int64_t Len,
+                    int64_t Inner, bool Flag) {
+  C.useKernel(Kernel);
+  C.line("mk_" + Kernel + "<" + CType + ", " + std::to_string(Outer) + ", " +
+         std::to_string(Len) + ", " + std::to_string(Inner) + ", " +
+         (Flag ? "true" : "false") + ">(" + C.ptr(N.In[0]) + ", " +
+         C.ptr(N.Out[0]) + ");");
+}
+
 class SoftmaxOp : public OpImpl {
 public:
   explicit SoftmaxOp(bool Log) : Log(Log) {}
@@ -594,11 +606,7 @@ public:
   }
 
   void emit(EmitContext &C, const Node &N) const override {
-    C.useKernel("softmax");
-    C.line("mk_softmax<" + C.ctype(N.Out[0]) + ", " + std::to_string(Outer) +
-           ", " + std::to_string(Len) + ", " + std::to_string(Inner) + ", " +
-           (Log ? "true" : "false") + ">(" + C.ptr(N.In[0]) + ", " +
-           C.ptr(N.Out[0]) + ");");
+    emitAxisKernel(C, N, "softmax", C.ctype(N.Out[0]), Outer, Len, Inner, Log);
   }
 
   std::vector<int> inPlaceInputs(const Graph &G, const Node &N) const override {
@@ -641,11 +649,7 @@ public:
   }
 
   void emit(EmitContext &C, const Node &N) const override {
-    C.useKernel("argmax");
-    C.line("mk_argmax<" + C.ctype(N.In[0]) + ", " + std::to_string(Outer) +
-           ", " + std::to_string(Len) + ", " + std::to_string(Inner) + ", " +
-           (Last ? "true" : "false") + ">(" + C.ptr(N.In[0]) + ", " +
-           C.ptr(N.Out[0]) + ");");
+    emitAxisKernel(C, N, "argmax", C.ctype(N.In[0]), Outer, Len, Inner, Last);
   }
 
 private:

@@ -17,6 +17,7 @@
 #define MLBRIDGE_C_GRPC_H
 
 #include "mlbridge/c/mlbridge.h"
+#include "mlbridge/c/settings.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -64,6 +65,12 @@ mlb_status mlb_grpc_runner_end_session(mlb_runner *runner);
  *  mlb_shm_runner_create (as mlbridge::enableProtobufSerDes() in C++).
  *  Idempotent and thread safe. */
 void mlb_enable_protobuf_serdes(void);
+
+/** The grpc runner of mlb_runner_create_from_settings (mlbridge/c/settings.h):
+ *  set settings.grpc to this function to make it available there. Uses
+ *  the server settings->server with settings->timeout_ms as call and connect timeouts. */
+mlb_status mlb_grpc_runner_from_settings(const mlb_runner_settings *settings,
+                                         mlb_runner **out);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -22,6 +22,7 @@
 #define MLBRIDGE_C_ONNX_H
 
 #include "mlbridge/c/mlbridge.h"
+#include "mlbridge/c/settings.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -67,6 +68,12 @@ mlb_status mlb_onnx_runner_create_from_bytes(const void *data, size_t size,
 mlb_status mlb_onnx_run_float(const char *model_path, const char *input_name,
                               const float *features, size_t count, float *out,
                               size_t capacity, size_t *out_count);
+
+/** The onnx runner of mlb_runner_create_from_settings (mlbridge/c/settings.h):
+ *  set settings.onnx to this function to make it available there. Uses
+ *  the model file settings->model. */
+mlb_status mlb_onnx_runner_from_settings(const mlb_runner_settings *settings,
+                                         mlb_runner **out);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -42,6 +42,16 @@ typedef struct mlb_rl_env {
                      int *done, const char **next_agent);
 } mlb_rl_env;
 
+/** One decision: evaluates the runner and decodes its advice as an action
+ *  in [0, action_count): the value of an integer (or bool) advice of one
+ *  element, else the index of the largest element of a numeric advice (one
+ *  score per action; the first on ties). The advice's dtype is checked: a
+ *  string, or a NaN score, is MLB_ERR_TYPE_MISMATCH / MLB_ERR_MALFORMED;
+ *  an action outside the range is MLB_ERR_MALFORMED. The runner needs an
+ *  advice spec (mlb_set_advice_spec, or mlb_runner_settings.advice). */
+mlb_status mlb_evaluate_action(mlb_runner *runner, int64_t action_count,
+                               int64_t *action);
+
 /** Runs one episode. agent_names[i] acts through agent_runners[i] (borrowed;
  *  two names may share a runner). More than max_steps decisions is
  *  MLB_ERR_TIMEOUT. *steps (may be NULL) receives the decisions taken, also

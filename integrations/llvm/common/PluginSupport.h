@@ -1,10 +1,12 @@
-//===- PluginSupport.h - What both LLVM plugins share -----------*- C++ -*-===//
+//===- PluginSupport.h - What the LLVM plugins add to the common unit -*- C++ -*-===//
 //
 // The two LLVM 19 pass plugins (the ML inline advisor and the phase-ordering
-// environment) choose their model runner the same way, report through LLVM's
-// diagnostic handler (never stdout), and read their settings from plugin
-// options or, when an option is not on the command line, from environment
-// variables (clang's driver cannot pass -mllvm options to a plugin loaded
+// environment) take their runner settings, runner creation and log line
+// from integrations/common/RunnerSettings.h; this adds what needs LLVM:
+// the runner options as cl::opts (RunnerOptions), reports through LLVM's
+// diagnostic handler (never stdout), and the plugins' other settings read
+// from an option or, when it is not on the command line, an environment
+// variable (clang's driver cannot pass -mllvm options to a plugin loaded
 // only with -fpass-plugin; see docs/llvm-plugins.md).
 //
 // Built into each plugin (a shared module): no LLVM library is linked, every
@@ -14,22 +16,16 @@
 #ifndef MLBRIDGE_INTEGRATIONS_LLVM_PLUGINSUPPORT_H
 #define MLBRIDGE_INTEGRATIONS_LLVM_PLUGINSUPPORT_H
 
-#include "mlbridge/model_runner.h"
-#include "mlbridge/status.h"
-#include "mlbridge/tensor_spec.h"
+#include "RunnerSettings.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/Support/CommandLine.h"
 
-#include <chrono>
-#include <cstdint>
-#include <functional>
+#include <array>
 #include <memory>
-#include <optional>
 #include <string>
-#include <vector>
 
 namespace llvm {
 class LLVMContext;
@@ -37,103 +33,26 @@ class LLVMContext;
 
 namespace mlbridge::plugins {
 
-/// Which runner answers. Auto picks from the settings given (see
-/// resolveRunnerKind).
-enum class RunnerKind { Auto, Onnx, Compiled, Pipe, Grpc, Default };
+using namespace mlbridge::integrations;
 
-const char *runnerKindName(RunnerKind K);
-/// Parses "auto", "onnx", "compiled", "pipe", "grpc", "default".
-std::optional<RunnerKind> parseRunnerKind(llvm::StringRef S);
-
-/// The runner-related settings of one plugin, after options and environment
-/// variables were merged.
-struct RunnerConfig {
-  RunnerKind Kind = RunnerKind::Auto;
-  std::string Model;   ///< ONNX file (onnx)
-  std::string Channel; ///< FIFO base path (pipe)
-  std::string Server;  ///< host:port of the model server (grpc)
-  std::string Format = "bitstream"; ///< pipe SerDes: bitstream | json
-  std::chrono::milliseconds Timeout{30000};
-  /// Name of the model compiled into the plugin (compiled); empty if none.
-  std::string EmbeddedModel;
-};
-
-/// The components this plugin was built with ("pipe onnx grpc compiled").
-std::string availableRunners();
-bool runnerAvailable(RunnerKind K);
-
-/// Auto: pipe if a channel is set, else grpc if a server is set, else onnx
-/// if a model file is set, else compiled if the plugin embeds a model,
-/// else Default (no model configured).
-RunnerKind resolveRunnerKind(const RunnerConfig &C);
-
-/// What a plugin asks of a runner: its features and advice (the pipe and
-/// gRPC runners declare them; in-process runners take the model's own
-/// inputs and check them against these), the model output to use as
-/// advice, and where the runner's messages go.
-struct RunnerRequest {
-  std::vector<TensorSpec> Features;
-  TensorSpec Advice;
-  DiagnosticSink Diagnostics;
-  /// Makes the runner of the model compiled into the plugin (set only when
-  /// the plugin embeds one; see MLBRIDGE_PLUGINS_HAVE_COMPILED).
-  std::function<Expected<std::unique_ptr<ModelRunner>>()> MakeEmbedded;
-};
-
-/// Makes the runner C describes. Errors name the runner and the reason
-/// (e.g. "onnx: not-found: no such file 'x.onnx'"). Kind must not be Auto
-/// or Default.
-Expected<std::unique_ptr<ModelRunner>> makeRunner(RunnerKind Kind,
-                                                  const RunnerConfig &C,
-                                                  const RunnerRequest &R);
-
-/// Binds a plugin's features to those of a runner. The pipe and gRPC
-/// runners are created with exactly the plugin's features; an in-process
-/// model has its own inputs, each of which must be one of the plugin's
-/// features (same name, same element count). Its dtype may differ: values
-/// are converted (e.g. LLVM's int64 features into a float model input).
-/// Plugin features the model does not take are simply not sent.
-class FeatureBinding {
+/// The runner options of one plugin (RunnerOptionTable), registered as
+/// -<OptPrefix>-runner, -<OptPrefix>-model, ... with the environment
+/// variables <EnvPrefix>RUNNER, <EnvPrefix>MODEL, ...
+class RunnerOptions {
 public:
-  Status bind(const ModelRunner &R, const std::vector<TensorSpec> &Ours);
-  /// True if the runner takes our feature I.
-  bool has(size_t I) const { return I < Slot.size() && Slot[I] >= 0; }
-  /// Writes our feature I (its element count of values) into the runner's
-  /// buffer, converting to the runner's dtype.
-  template <typename T> void write(ModelRunner &R, size_t I, const T *V) const;
+  RunnerOptions(llvm::StringRef OptPrefix, llvm::StringRef EnvPrefix,
+                llvm::cl::OptionCategory &Category);
+  /// The settings from the options and environment variables.
+  Expected<RunnerSettings> read(std::string EmbeddedModel) const;
 
 private:
-  template <typename U, typename T>
-  static void convert(ModelRunner &R, size_t J, const T *V, size_t N) {
-    if (U *Dst = R.getTensor<U>(J))
-      for (size_t K = 0; K < N; ++K)
-        Dst[K] = static_cast<U>(V[K]);
-  }
-  std::vector<int> Slot;      // our index -> runner index, -1 if absent
-  std::vector<size_t> Counts; // our index -> element count
+  struct Names {
+    std::string Name, Help;
+  };
+  std::string EnvPrefix;
+  std::array<Names, NumRunnerOptions> Strings; // outlive the options
+  std::array<std::unique_ptr<llvm::cl::opt<std::string>>, NumRunnerOptions> Opts;
 };
-
-template <typename T>
-void FeatureBinding::write(ModelRunner &R, size_t I, const T *V) const {
-  if (!has(I))
-    return;
-  const size_t J = static_cast<size_t>(Slot[I]);
-  const size_t N = Counts[I];
-  switch (R.featureSpec(J).type()) {
-#define MLBRIDGE_CASE(E, Ty, Name)                                              \
-  case DType::E:                                                               \
-    return convert<Ty>(R, J, V, N);
-    MLBRIDGE_NUMERIC_DTYPES(MLBRIDGE_CASE)
-#undef MLBRIDGE_CASE
-  case DType::Bool:
-    if (auto *Dst = R.getTensor<bool>(J))
-      for (size_t K = 0; K < N; ++K)
-        Dst[K] = V[K] != T(0);
-    return;
-  case DType::String:
-    return; // refused by bind()
-  }
-}
 
 /// A diagnostic of the MLBridge plugins, shown by opt/clang as
 /// "warning: mlbridge-inline: ..." (clang: [-Wbackend-plugin]).
@@ -163,15 +82,10 @@ std::string stringSetting(const llvm::cl::opt<std::string> &Opt,
 unsigned unsignedSetting(const llvm::cl::opt<unsigned> &Opt, const char *Env);
 bool boolSetting(const llvm::cl::opt<bool> &Opt, const char *Env);
 
-/// Appends one line to the file at Path (O_APPEND, one write call, so lines
-/// of concurrent compiler processes do not interleave). Errors are reported
+/// Appends one line to the file at Path (appendLine); errors are reported
 /// to Ctx as warnings.
-void appendLine(llvm::LLVMContext &Ctx, llvm::StringRef Prefix,
-                const std::string &Path, const std::string &Line);
-
-/// Escapes S for a JSON string literal (without the quotes), as the
-/// library does (mlbridge/json_escape.h).
-std::string jsonEscape(llvm::StringRef S);
+void appendLogLine(llvm::LLVMContext &Ctx, llvm::StringRef Prefix,
+                   const std::string &Path, const std::string &Line);
 
 } // namespace mlbridge::plugins
 

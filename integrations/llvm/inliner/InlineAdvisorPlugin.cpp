@@ -15,9 +15,9 @@
 // options (docs/llvm-plugins.md): in-process ONNX Runtime or a model
 // compiled into the plugin for deployment; named pipes or gRPC to a Python
 // model for training. The integration in the pass is the library's three
-// lines -- make a runner (makeRunner below), write the features
-// (*Runner->getTensor<int64_t>(I) = V, done by FeatureBinding::write), ask
-// for the decision (Runner->evaluateRaw()).
+// lines -- make a runner (makeRunner, integrations/common), write the
+// features (*Runner->getTensor<int64_t>(I) = V, done by
+// FeatureBinding::write), ask for the decision (Runner->evaluateRaw()).
 //
 // If the model cannot be used (missing file, dead peer, bad output) the
 // plugin says so once through LLVM's diagnostic handler (a warning; never
@@ -58,10 +58,8 @@
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Passes/PassPlugin.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FileSystem.h"
 
-#if MLBRIDGE_PLUGINS_HAVE_COMPILED
-#include "mlbridge/compiled_model_runner.h"
+#if MLBRIDGE_INTEGRATION_HAVE_COMPILED
 #include "InlinerPolicy.h" // generated from models/plugins/inliner_policy.onnx
 #endif
 
@@ -85,31 +83,10 @@ constexpr const char *Prefix = "mlbridge-inline";
 
 cl::OptionCategory Category("MLBridge inline advisor plugin");
 
-cl::opt<std::string> RunnerOpt(
-    "mlbridge-inline-runner", cl::cat(Category), cl::init("auto"),
-    cl::desc("Who decides: auto | onnx | compiled | pipe | grpc | default "
-             "(LLVM's heuristic). auto: pipe if a channel is set, grpc if a "
-             "server is set, onnx if a model is set, else the compiled-in "
-             "model if any. Env: MLBRIDGE_INLINE_RUNNER"));
-cl::opt<std::string> ModelOpt(
-    "mlbridge-inline-model", cl::cat(Category),
-    cl::desc("ONNX model file (runner onnx). Env: MLBRIDGE_INLINE_MODEL"));
-cl::opt<std::string> ChannelOpt(
-    "mlbridge-inline-channel", cl::cat(Category),
-    cl::desc("FIFO base path B (runner pipe): B.out carries features, B.in "
-             "decisions. Env: MLBRIDGE_INLINE_CHANNEL"));
-cl::opt<std::string> ServerOpt(
-    "mlbridge-inline-server", cl::cat(Category),
-    cl::desc("host:port of the model server (runner grpc). Env: "
-             "MLBRIDGE_INLINE_SERVER"));
-cl::opt<std::string> FormatOpt(
-    "mlbridge-inline-format", cl::cat(Category), cl::init("bitstream"),
-    cl::desc("Pipe format: bitstream (LLVM's) | json. Env: "
-             "MLBRIDGE_INLINE_FORMAT"));
-cl::opt<unsigned> TimeoutOpt(
-    "mlbridge-inline-timeout-ms", cl::cat(Category), cl::init(30000),
-    cl::desc("Deadline for opening the channel and for each decision (pipe, "
-             "grpc), in ms. Env: MLBRIDGE_INLINE_TIMEOUT_MS"));
+/// -mlbridge-inline-{runner,model,channel,server,format,timeout-ms}
+/// (integrations/common/RunnerSettings.h).
+const mlp::RunnerOptions RunnerOpts("mlbridge-inline", "MLBRIDGE_INLINE_",
+                                    Category);
 cl::opt<bool> IncludeDefaultOpt(
     "mlbridge-inline-include-default", cl::cat(Category), cl::init(false),
     cl::desc("Also send LLVM's default decision as a 39th feature, "
@@ -212,15 +189,14 @@ public:
   ~BridgeInlineAdvisor() override {
     if (LogPath.empty())
       return;
-    std::string L = "{\"plugin\":\"inline\",\"module\":\"" +
-                    mlp::jsonEscape(M.getModuleIdentifier()) +
-                    "\",\"runner\":\"" + RunnerName +
-                    "\",\"asked\":" + std::to_string(Asked) +
-                    ",\"model_decisions\":" + std::to_string(ModelDecisions) +
-                    ",\"advised_inline\":" + std::to_string(AdvisedInline) +
-                    ",\"inlined\":" + std::to_string(Inlined) +
-                    ",\"fallbacks\":" + std::to_string(Fallbacks) + "}";
-    mlp::appendLine(M.getContext(), Prefix, LogPath, L);
+    mlp::appendLogLine(
+        M.getContext(), Prefix, LogPath,
+        mlp::LogLine(Prefix, M.getModuleIdentifier(), RunnerName, Asked,
+                     Fallbacks)
+            .add("model_decisions", static_cast<int64_t>(ModelDecisions))
+            .add("advised_inline", static_cast<int64_t>(AdvisedInline))
+            .add("inlined", static_cast<int64_t>(Inlined))
+            .str());
   }
 
   void onPassEntry(LazyCallGraph::SCC *SCC) override;
@@ -598,16 +574,12 @@ std::unique_ptr<InlineAdvice> BridgeInlineAdvisor::getAdviceImpl(CallBase &CB) {
 
 // ---- creation -----------------------------------------------------------------
 
-#if MLBRIDGE_PLUGINS_HAVE_COMPILED
-mlb::Expected<std::unique_ptr<mlb::ModelRunner>> makeEmbeddedRunner() {
-  auto R = mlb::CompiledModelRunner::create<mlbridge_plugins::InlinerPolicy>();
-  if (!R)
-    return R.takeStatus();
-  return std::unique_ptr<mlb::ModelRunner>(std::move(*R));
-}
+#if MLBRIDGE_INTEGRATION_HAVE_COMPILED
 constexpr const char *EmbeddedModelName = "InlinerPolicy";
+constexpr auto MakeEmbedded = mlp::makeCompiledRunner<mlbridge_plugins::InlinerPolicy>;
 #else
 constexpr const char *EmbeddedModelName = "";
+constexpr std::nullptr_t MakeEmbedded = nullptr;
 #endif
 
 /// Called by the inliner (InlineAdvisorAnalysis) at the start of every
@@ -625,29 +597,16 @@ InlineAdvisor *createAdvisor(Module &M, FunctionAnalysisManager &FAM,
     return new DefaultInlineAdvisor(M, FAM, Params, IC);
   };
 
-  mlp::RunnerConfig C;
-  const std::string KindText =
-      mlp::stringSetting(RunnerOpt, "MLBRIDGE_INLINE_RUNNER");
-  std::optional<mlp::RunnerKind> Kind = mlp::parseRunnerKind(KindText);
-  if (!Kind)
-    return Fallback("unknown runner '" + KindText +
-                        "' (auto, onnx, compiled, pipe, grpc, default)",
-                    true);
-  C.Kind = *Kind;
-  C.Model = mlp::stringSetting(ModelOpt, "MLBRIDGE_INLINE_MODEL");
-  C.Channel = mlp::stringSetting(ChannelOpt, "MLBRIDGE_INLINE_CHANNEL");
-  C.Server = mlp::stringSetting(ServerOpt, "MLBRIDGE_INLINE_SERVER");
-  C.Format = mlp::stringSetting(FormatOpt, "MLBRIDGE_INLINE_FORMAT");
-  C.Timeout = std::chrono::milliseconds(
-      mlp::unsignedSetting(TimeoutOpt, "MLBRIDGE_INLINE_TIMEOUT_MS"));
-  C.EmbeddedModel = EmbeddedModelName;
-  const mlp::RunnerKind K = mlp::resolveRunnerKind(C);
+  mlb::Expected<mlp::RunnerSettings> C = RunnerOpts.read(EmbeddedModelName);
+  if (!C)
+    return Fallback(C.status().message(), true);
+  const mlp::RunnerKind K = mlp::resolveRunnerKind(*C);
   if (K == mlp::RunnerKind::Default)
-    return Fallback(C.Kind == mlp::RunnerKind::Default
+    return Fallback(C->Kind == mlp::RunnerKind::Default
                         ? Twine("runner 'default'")
                         : Twine("no model configured (set "
                                 "-mlbridge-inline-model, -channel or -server)"),
-                    C.Kind != mlp::RunnerKind::Default);
+                    C->Kind != mlp::RunnerKind::Default);
   if (ModelFailedInProcess)
     return Fallback("the model failed earlier in this process", false);
 
@@ -660,35 +619,21 @@ InlineAdvisor *createAdvisor(Module &M, FunctionAnalysisManager &FAM,
       K == mlp::RunnerKind::Onnx || K == mlp::RunnerKind::Compiled;
   const bool AskedForDefault =
       mlp::boolSetting(IncludeDefaultOpt, "MLBRIDGE_INLINE_INCLUDE_DEFAULT");
-  if (K == mlp::RunnerKind::Pipe) {
-    // Do not wait for FIFOs nobody made: a missing channel falls back now.
-    for (const char *Suffix : {".in", ".out"})
-      if (!sys::fs::exists(C.Channel + Suffix))
-        return Fallback("pipe: no FIFO '" + C.Channel + Suffix + "'", true);
-  }
   mlp::RunnerRequest Req;
   Req.Features = inlinerFeatureSpecs(AskedForDefault || InProcess);
   Req.Advice = mlb::TensorSpec::create<int64_t>("inlining_decision");
   Req.Diagnostics = mlp::llvmDiagnosticSink(Ctx, Prefix, Verbose);
-#if MLBRIDGE_PLUGINS_HAVE_COMPILED
-  Req.MakeEmbedded = makeEmbeddedRunner;
-#endif
-  auto Runner = mlp::makeRunner(K, C, Req);
-  if (!Runner)
-    return Fallback("cannot use the model: " + Runner.status().toString(),
-                    true);
-  mlp::FeatureBinding Binding;
-  if (mlb::Status S = Binding.bind(**Runner, Req.Features); !S.isOk())
-    return Fallback("the model does not fit the inliner: " + S.toString(),
-                    true);
+  Req.MakeEmbedded = MakeEmbedded;
+  auto Bound = mlp::makeBoundRunner(K, *C, Req, "model", "the inliner");
+  if (!Bound)
+    return Fallback(Bound.status().message(), true);
   const bool IncludeDefault =
-      AskedForDefault || (InProcess && Binding.has(DefaultFeatureIndex));
+      AskedForDefault || (InProcess && Bound->Binding.has(DefaultFeatureIndex));
   if (Verbose)
     mlp::diagnose(Ctx, Prefix, DS_Remark,
-                  Twine("inlining decisions by the ") + mlp::runnerKindName(K) +
-                      " runner");
+                  mlp::runnerRemark(K, "inlining decisions"));
   return new BridgeInlineAdvisor(
-      M, FAM, Params, IC, std::move(*Runner), std::move(Binding),
+      M, FAM, Params, IC, std::move(Bound->Runner), std::move(Bound->Binding),
       IncludeDefault, mlp::runnerKindName(K),
       mlp::stringSetting(LogOpt, "MLBRIDGE_INLINE_LOG"));
 }

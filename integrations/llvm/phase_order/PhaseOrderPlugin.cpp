@@ -41,6 +41,7 @@
 
 #include "PluginSupport.h"
 
+#include "mlbridge/json_escape.h"
 #include "mlbridge/model_runner.h"
 #include "mlbridge/rl.h"
 
@@ -66,8 +67,7 @@
 #include "llvm/TargetParser/Triple.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 
-#if MLBRIDGE_PLUGINS_HAVE_COMPILED
-#include "mlbridge/compiled_model_runner.h"
+#if MLBRIDGE_INTEGRATION_HAVE_COMPILED
 #include "PhaseOrderPolicy.h" // generated from models/plugins/phase_order_policy.onnx
 #endif
 
@@ -205,30 +205,11 @@ constexpr int64_t NumActions = NumPassActions + 1;          // 18
 
 cl::OptionCategory Category("MLBridge phase-ordering plugin");
 
-cl::opt<std::string> RunnerOpt(
-    "mlbridge-po-runner", cl::cat(Category), cl::init("auto"),
-    cl::desc("Who picks the passes: auto | onnx | compiled | pipe | grpc | "
-             "default (no agent: the pass does nothing). Env: "
-             "MLBRIDGE_PO_RUNNER"));
-cl::opt<std::string> ModelOpt(
-    "mlbridge-po-model", cl::cat(Category),
-    cl::desc("ONNX policy: input 'observation' float[1,25], output one score "
-             "per action (argmax) or the action. Env: MLBRIDGE_PO_MODEL"));
-cl::opt<std::string> ChannelOpt(
-    "mlbridge-po-channel", cl::cat(Category),
-    cl::desc("FIFO base path of a Python agent (runner pipe). Env: "
-             "MLBRIDGE_PO_CHANNEL"));
-cl::opt<std::string> ServerOpt(
-    "mlbridge-po-server", cl::cat(Category),
-    cl::desc("host:port of an agent server (runner grpc). Env: "
-             "MLBRIDGE_PO_SERVER"));
-cl::opt<std::string> FormatOpt(
-    "mlbridge-po-format", cl::cat(Category), cl::init("bitstream"),
-    cl::desc("Pipe format: bitstream | json. Env: MLBRIDGE_PO_FORMAT"));
-cl::opt<unsigned> TimeoutOpt(
-    "mlbridge-po-timeout-ms", cl::cat(Category), cl::init(30000),
-    cl::desc("Deadline for the channel and each decision, ms. Env: "
-             "MLBRIDGE_PO_TIMEOUT_MS"));
+/// -mlbridge-po-{runner,model,channel,server,format,timeout-ms}
+/// (integrations/common/RunnerSettings.h). The ONNX policy takes input
+/// 'observation' float[1,25] and outputs one score per action (argmax) or
+/// the action; runner 'default' means no agent: the pass does nothing.
+const mlp::RunnerOptions RunnerOpts("mlbridge-po", "MLBRIDGE_PO_", Category);
 cl::opt<unsigned> MaxStepsOpt(
     "mlbridge-po-max-steps", cl::cat(Category), cl::init(10),
     cl::desc("Step budget of an episode (actions before it ends). Env: "
@@ -576,16 +557,12 @@ mlb::Status PhaseOrderEnv::measure() {
 
 // ---- the pass ------------------------------------------------------------------------
 
-#if MLBRIDGE_PLUGINS_HAVE_COMPILED
-mlb::Expected<std::unique_ptr<mlb::ModelRunner>> makeEmbeddedRunner() {
-  auto R = mlb::CompiledModelRunner::create<mlbridge_plugins::PhaseOrderPolicy>();
-  if (!R)
-    return R.takeStatus();
-  return std::unique_ptr<mlb::ModelRunner>(std::move(*R));
-}
+#if MLBRIDGE_INTEGRATION_HAVE_COMPILED
 constexpr const char *EmbeddedModelName = "PhaseOrderPolicy";
+constexpr auto MakeEmbedded = mlp::makeCompiledRunner<mlbridge_plugins::PhaseOrderPolicy>;
 #else
 constexpr const char *EmbeddedModelName = "";
+constexpr std::nullptr_t MakeEmbedded = nullptr;
 #endif
 
 void writeDescription(LLVMContext &Ctx, const std::string &Path) {
@@ -595,12 +572,12 @@ void writeDescription(LLVMContext &Ctx, const std::string &Path) {
   J += "],\"actions\":[";
   for (int64_t I = 0; I < NumPassActions; ++I)
     J += std::string(I ? "," : "") + "{\"name\":\"" + ActionTable[I].Name +
-         "\",\"pipeline\":\"" + mlp::jsonEscape(ActionTable[I].Pipeline) + "\"}";
+         "\",\"pipeline\":\"" + mlb::jsonEscape(ActionTable[I].Pipeline) + "\"}";
   J += ",{\"name\":\"stop\",\"pipeline\":\"\"}],\"stop\":" +
        std::to_string(StopAction) + "}";
   std::error_code EC = sys::fs::remove(Path);
   (void)EC;
-  mlp::appendLine(Ctx, Prefix, Path, J);
+  mlp::appendLogLine(Ctx, Prefix, Path, J);
 }
 
 class PhaseOrderPass : public PassInfoMixin<PhaseOrderPass> {
@@ -622,25 +599,13 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
   if (!DescribeOpt.empty())
     writeDescription(Ctx, DescribeOpt);
 
-  mlp::RunnerConfig C;
-  const std::string KindText = mlp::stringSetting(RunnerOpt, "MLBRIDGE_PO_RUNNER");
-  std::optional<mlp::RunnerKind> Kind = mlp::parseRunnerKind(KindText);
-  if (!Kind) {
+  mlb::Expected<mlp::RunnerSettings> C = RunnerOpts.read(EmbeddedModelName);
+  if (!C) {
     mlp::diagnose(Ctx, Prefix, DS_Warning,
-                  "unknown runner '" + KindText +
-                      "' (auto, onnx, compiled, pipe, grpc, default); the "
-                      "module is left as it is");
+                  C.status().message() + "; the module is left as it is");
     return PreservedAnalyses::all();
   }
-  C.Kind = *Kind;
-  C.Model = mlp::stringSetting(ModelOpt, "MLBRIDGE_PO_MODEL");
-  C.Channel = mlp::stringSetting(ChannelOpt, "MLBRIDGE_PO_CHANNEL");
-  C.Server = mlp::stringSetting(ServerOpt, "MLBRIDGE_PO_SERVER");
-  C.Format = mlp::stringSetting(FormatOpt, "MLBRIDGE_PO_FORMAT");
-  C.Timeout = std::chrono::milliseconds(
-      mlp::unsignedSetting(TimeoutOpt, "MLBRIDGE_PO_TIMEOUT_MS"));
-  C.EmbeddedModel = EmbeddedModelName;
-  const mlp::RunnerKind K = mlp::resolveRunnerKind(C);
+  const mlp::RunnerKind K = mlp::resolveRunnerKind(*C);
   const std::string LogPath = mlp::stringSetting(LogOpt, "MLBRIDGE_PO_LOG");
   const bool InterProcess =
       K == mlp::RunnerKind::Pipe || K == mlp::RunnerKind::Grpc;
@@ -660,24 +625,19 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
                  size_t FallbackSteps, const std::string &Error) {
     if (LogPath.empty())
       return;
-    std::string L = "{\"plugin\":\"phase-order\",\"module\":\"" +
-                    mlp::jsonEscape(M.getModuleIdentifier()) +
-                    "\",\"runner\":\"" + Runner + "\",\"actions\":[";
-    if (Env)
-      for (size_t I = 0; I < Env->trace().size(); ++I)
-        L += (I ? "," : "") + std::to_string(Env->trace()[I]);
-    L += "],\"code_size\":[";
-    if (Env)
-      for (size_t I = 0; I < Env->sizes().size(); ++I)
-        L += (I ? "," : "") + std::to_string(Env->sizes()[I]);
-    L += "],\"size\":\"" +
-         std::string(Size == SizeMeasure::Text  ? "text"
-                      : Size == SizeMeasure::TTI ? "tti"
-                                                 : "none") +
-         "\",\"no_ops\":" + std::to_string(Env ? Env->noOps() : 0) +
-         ",\"fallback_steps\":" + std::to_string(FallbackSteps) +
-         ",\"error\":\"" + mlp::jsonEscape(Error) + "\"}";
-    mlp::appendLine(Ctx, Prefix, LogPath, L);
+    const std::vector<int64_t> None;
+    mlp::appendLogLine(
+        Ctx, Prefix, LogPath,
+        mlp::LogLine(Prefix, M.getModuleIdentifier(), Runner,
+                     Env ? Env->trace().size() : 0, FallbackSteps)
+            .add("actions", Env ? Env->trace() : None)
+            .add("code_size", Env ? Env->sizes() : None)
+            .add("size", Size == SizeMeasure::Text  ? "text"
+                         : Size == SizeMeasure::TTI ? "tti"
+                                                    : "none")
+            .add("no_ops", static_cast<int64_t>(Env ? Env->noOps() : 0))
+            .add("error", Error)
+            .str());
   };
   auto GiveUp = [&](const Twine &Why) {
     mlp::diagnose(Ctx, Prefix, DS_Warning,
@@ -687,7 +647,7 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
   };
 
   if (K == mlp::RunnerKind::Default) {
-    if (C.Kind != mlp::RunnerKind::Default)
+    if (C->Kind != mlp::RunnerKind::Default)
       return GiveUp("no agent configured (set -mlbridge-po-model, -channel or "
                     "-server)");
     Log("default", nullptr, 0, "");
@@ -704,35 +664,25 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
                     ": cannot build its pipeline: " + toString(std::move(E)));
   }
 
-  if (K == mlp::RunnerKind::Pipe)
-    for (const char *Suffix : {".in", ".out"})
-      if (!sys::fs::exists(C.Channel + Suffix))
-        return GiveUp("pipe: no FIFO '" + C.Channel + Suffix + "'");
-
   mlp::RunnerRequest Req;
   Req.Features = phaseOrderFeatureSpecs(Lookahead);
   Req.Advice = mlb::TensorSpec::create<int64_t>("action");
   Req.Diagnostics = mlp::llvmDiagnosticSink(Ctx, Prefix, Verbose);
-#if MLBRIDGE_PLUGINS_HAVE_COMPILED
-  Req.MakeEmbedded = makeEmbeddedRunner;
-#endif
-  auto Runner = mlp::makeRunner(K, C, Req);
-  if (!Runner)
-    return GiveUp("cannot use the agent: " + Runner.status().toString());
-  mlp::FeatureBinding Binding;
-  if (mlb::Status S = Binding.bind(**Runner, Req.Features); !S.isOk())
-    return GiveUp("the agent does not fit the pass: " + S.toString());
+  Req.MakeEmbedded = MakeEmbedded;
+  auto Bound = mlp::makeBoundRunner(K, *C, Req, "agent", "the pass");
+  if (!Bound)
+    return GiveUp(Bound.status().message());
+  const mlp::FeatureBinding &Binding = Bound->Binding;
+  mlb::ModelRunner &Runner = *Bound->Runner;
   if (!Binding.has(FObservation))
     return GiveUp("the agent's model has no input 'observation'");
   if (Verbose)
-    mlp::diagnose(Ctx, Prefix, DS_Remark,
-                  Twine("actions chosen by the ") + mlp::runnerKindName(K) +
-                      " runner");
+    mlp::diagnose(Ctx, Prefix, DS_Remark, mlp::runnerRemark(K, "actions chosen"));
 
   const unsigned MaxSteps = mlp::unsignedSetting(MaxStepsOpt, "MLBRIDGE_PO_MAX_STEPS");
   PhaseOrderEnv Env(M, MAM, *PB, Binding, MaxSteps, Size, Lookahead, Verbose);
   mlb::rl::Driver Driver(Env);
-  (void)Driver.addAgent("phase-order", **Runner);
+  (void)Driver.addAgent("phase-order", Runner);
   mlb::rl::EpisodeOptions EO;
   EO.MaxSteps = static_cast<size_t>(MaxSteps) + 1; // + the STOP decision
   EO.Context = M.getModuleIdentifier();
@@ -748,9 +698,9 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
   }
   // A trainer on the other side of a pipe or gRPC learns the last reward
   // from one more observation, marked done; its reply is not used.
-  if (InterProcess && !(*Runner)->isUnavailable()) {
-    Env.writeFeatures(**Runner, /*Done=*/true);
-    (void)(*Runner)->evaluateRaw();
+  if (InterProcess && !Runner.isUnavailable()) {
+    Env.writeFeatures(Runner, /*Done=*/true);
+    (void)Runner.evaluateRaw();
   }
   Log(mlp::runnerKindName(K), &Env, R ? R->FallbackSteps : 0, Error);
   return Env.changed() ? PreservedAnalyses::none() : PreservedAnalyses::all();

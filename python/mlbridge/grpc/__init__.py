@@ -33,6 +33,8 @@ import importlib
 
 __all__ = [
     "GrpcCompilerInterface",
+    "GrpcInferenceInterface",
+    "GrpcTrainingInterface",
     "TlsFiles",
     "UserService",
     "load_proto",
@@ -43,6 +45,8 @@ __all__ = [
 
 _LAZY = {
     "GrpcCompilerInterface": ".interface",
+    "GrpcInferenceInterface": ".inference",
+    "GrpcTrainingInterface": ".training",
     "TlsFiles": ".interface",
     "DEFAULT_MAX_MESSAGE_BYTES": ".interface",
     "UserService": ".user",

@@ -9,7 +9,7 @@ same functions as the other SerDes modules.
 from ..errors import MessageTooLarge, ModelError, ProtocolError
 from ..messages import DEFAULT_MAX_MESSAGE_BYTES, Context, Header
 from ..observation import Observation
-from ..tensor_spec import TensorSpec
+from ..serdes import check_feature_specs
 from ._proto import pb2
 from .tensors import (array_from_pb, decode_advice as _decode_advice_msg,
                       encode_advice as _encode_advice_msg, spec_from_pb, spec_to_pb,
@@ -63,15 +63,7 @@ def encode_header(feature_specs, advice_spec, score_spec=None, continues=False):
     if score_spec is not None:
         raise ValueError("the protobuf SerDes has no score records")
     msg = pb2.PipeMessage()
-    seen = set()
-    for spec in feature_specs:
-        if not isinstance(spec, TensorSpec):
-            raise TypeError(f"feature specs must be TensorSpec, got {type(spec).__name__}")
-        if spec.is_dynamic:
-            raise ValueError(f"feature {spec.describe()}: features need concrete shapes")
-        if spec.name in seen:
-            raise ValueError(f"duplicate feature name {spec.name!r}")
-        seen.add(spec.name)
+    for spec in check_feature_specs(feature_specs):
         spec_to_pb(spec, msg.header.features.add())
     spec_to_pb(advice_spec, msg.header.advice)
     msg.header.continues = bool(continues)

@@ -19,16 +19,15 @@ DEFAULT_ACTION (factor 4, MLIR's affine-loop-unroll default).
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
+from ..build_manifest import WithRunners, load
 from ..errors import MLBridgeError
-from ..llvm.plugins._plugins import PluginNotFound, find_llvm_tool
+from ..llvm.plugins import find_llvm_tool
 
 #: The features of one innermost loop, in the plugin's order.
 FEATURES = ("trip_count", "depth", "outer_trips", "body_ops", "loads", "stores",
@@ -54,43 +53,25 @@ CLANG_FLAGS = ("-O2", "-Wno-override-module")
 TIMEOUT = 120.0
 
 
-class PluginNotBuilt(PluginNotFound):
-    """The build was configured without the MLIR plugin (it says why)."""
-
-
 @dataclass
-class MLIRPluginInfo:
-    """The built plugin, as described by ``lib/mlir-plugins/mlir-plugin.json``."""
+class MLIRPluginInfo(WithRunners):
+    """The built plugin, as the build manifest's ``mlir_plugin`` section
+    describes it (:mod:`mlbridge.build_manifest`)."""
 
     unroll: Path
     runners: Dict[str, bool] = field(default_factory=dict)
     llvm_bin_dir: str = ""
     source: Optional[Path] = None
 
-    def has_runner(self, name: str) -> bool:
-        return bool(self.runners.get(name, False))
-
 
 def find_plugin(build_dir=None) -> MLIRPluginInfo:
-    """Finds mlir-plugin.json under ``build_dir``, ``$MLBRIDGE_BUILD_DIR`` or
-    ``<repo>/build``."""
-    bases = [Path(b) for b in (build_dir, os.environ.get("MLBRIDGE_BUILD_DIR")) if b]
-    bases.append(_REPO_ROOT / "build")
-    for base in bases:
-        cand = base / "lib" / "mlir-plugins" / "mlir-plugin.json"
-        if cand.is_file():
-            data = json.loads(cand.read_text())
-            if not data.get("built", True):
-                raise PluginNotBuilt(f"the build left the MLIR plugin out: {data.get('reason')}")
-            info = MLIRPluginInfo(Path(data["unroll"]), dict(data.get("runners", {})),
-                                  data.get("llvm_bin_dir", ""), cand)
-            if not info.unroll.is_file():
-                raise PluginNotFound(f"{cand} names {info.unroll}, which does not exist: "
-                                     f"build the target MLBridgeMLIRUnroll")
-            return info
-    raise PluginNotFound("the MLIR plugin is not built (no lib/mlir-plugins/mlir-plugin.json "
-                         "under " + ", ".join(map(str, bases)) + "); install libmlir-19-dev "
-                         "and build the target MLBridgeMLIRUnroll")
+    """The plugin of the build in ``build_dir``, ``$MLBRIDGE_BUILD_DIR`` or
+    ``<repo>/build``; raises :class:`mlbridge.build_manifest.ComponentOff`
+    when the build left it out."""
+    manifest = load(build_dir)
+    sec = manifest.section("mlir_plugin", paths=("unroll",))
+    return MLIRPluginInfo(Path(sec["unroll"]), dict(sec.get("runners", {})),
+                          sec.get("llvm_bin_dir", ""), manifest.path)
 
 
 # ---- kernels -----------------------------------------------------------------------

@@ -12,8 +12,10 @@ Each SerDes module offers the same functions:
 
 from . import bitstream
 from . import json
+# Shared with the SerDes outside this package (protobuf, in mlbridge.grpc).
+from ._common import check_feature_specs
 
-__all__ = ["bitstream", "json", "get", "NAMES"]
+__all__ = ["bitstream", "json", "get", "NAMES", "check_feature_specs"]
 
 _BY_NAME = {bitstream.NAME: bitstream, json.NAME: json}
 

@@ -171,10 +171,10 @@ def parse_context(obj, state):
     return Context(name)
 
 
-def encode_header_line(feature_specs, advice_spec, score_spec=None, continues=False):
-    """``{"features":[...],"advice":SPEC}\\n`` (LLVM's key order: features,
-    score, advice), plus ``"continue":true`` for a spec update within the
-    session. Raises ValueError for specs a peer would reject."""
+def check_feature_specs(feature_specs):
+    """The feature specs of a header as a list; TypeError / ValueError for
+    what a peer would reject (not a TensorSpec, a dynamic shape, a name
+    twice)."""
     feature_specs = list(feature_specs)
     seen = set()
     for spec in feature_specs:
@@ -185,6 +185,14 @@ def encode_header_line(feature_specs, advice_spec, score_spec=None, continues=Fa
         if spec.name in seen:
             raise ValueError(f"duplicate feature name {spec.name!r}")
         seen.add(spec.name)
+    return feature_specs
+
+
+def encode_header_line(feature_specs, advice_spec, score_spec=None, continues=False):
+    """``{"features":[...],"advice":SPEC}\\n`` (LLVM's key order: features,
+    score, advice), plus ``"continue":true`` for a spec update within the
+    session. Raises ValueError for specs a peer would reject."""
+    feature_specs = check_feature_specs(feature_specs)
     if not isinstance(advice_spec, TensorSpec):
         raise TypeError("advice_spec must be a TensorSpec")
     parts = ['{"features":[', ",".join(s.to_json() for s in feature_specs), "]"]

@@ -215,14 +215,6 @@ TEST(CompiledModelRunner, BadConstructionIsReported) {
       CompiledModelRunner::create(Old);
   ASSERT_FALSE(O);
   EXPECT_NE(O.status().message().find("regenerate it"), std::string::npos);
-  // The deprecated plain constructor reports the same error on every call.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-  CompiledModelRunner Plain(Old);
-#pragma GCC diagnostic pop
-  EXPECT_EQ(Plain.evaluate<int64_t>().status().code(),
-            ErrorCode::InvalidArgument);
-  EXPECT_EQ(Plain.evaluateOr<int64_t>(5), 5);
 }
 
 TEST(CompiledModelRunner, ExtraFeaturesAreErrors) {

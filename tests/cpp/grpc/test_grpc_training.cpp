@@ -36,8 +36,11 @@ struct Trainer {
     C.set_wait_for_ready(true);
     return Stub->GetObservation(&C, v1::ObservationRequest(), &R);
   }
-  grpc::Status send(uint64_t Id, int64_t Value, v1::DType D = v1::DTYPE_INT64) {
+  /// An action for observation Id of Session.
+  grpc::Status send(const std::string &Session, uint64_t Id, int64_t Value,
+                    v1::DType D = v1::DTYPE_INT64) {
     v1::Action A;
+    A.set_session(Session);
     A.set_id(Id);
     auto *T = A.mutable_advice()->mutable_tensor();
     T->set_dtype(D);
@@ -97,12 +100,21 @@ TEST(GrpcTraining, TrainerDrivesTheCompiler) {
     v1::ObservationReply Again;
     ASSERT_TRUE(T.get(Again).ok());
     EXPECT_EQ(Again.observation().id(), Obs.id());
-    // A stale id is refused; a wrong dtype is refused and stays pending.
-    EXPECT_EQ(T.send(Obs.id() + 100, 0).error_code(), grpc::FAILED_PRECONDITION);
-    grpc::Status Bad = T.send(Obs.id(), 0, v1::DTYPE_DOUBLE);
+    EXPECT_EQ(Obs.session(), (*R)->sessionId());
+    // A stale id, or the pending id of another session, is refused; so is
+    // an action naming no session; a wrong dtype is refused and stays
+    // pending.
+    EXPECT_EQ(T.send(Obs.session(), Obs.id() + 100, 0).error_code(),
+              grpc::FAILED_PRECONDITION);
+    grpc::Status Other = T.send("an earlier compiler", Obs.id(), 0);
+    EXPECT_EQ(Other.error_code(), grpc::FAILED_PRECONDITION);
+    EXPECT_NE(Other.error_message().find("not this compiler's session"), std::string::npos)
+        << Other.error_message();
+    EXPECT_EQ(T.send("", Obs.id(), 0).error_code(), grpc::INVALID_ARGUMENT);
+    grpc::Status Bad = T.send(Obs.session(), Obs.id(), 0, v1::DTYPE_DOUBLE);
     EXPECT_EQ(Bad.error_code(), grpc::INVALID_ARGUMENT);
     EXPECT_NE(Bad.error_message().find("type"), std::string::npos) << Bad.error_message();
-    ASSERT_TRUE(T.send(Obs.id(), 10 * K).ok());
+    ASSERT_TRUE(T.send(Obs.session(), Obs.id(), 10 * K).ok());
   }
   v1::ObservationReply End;
   ASSERT_TRUE(T.get(End).ok());
@@ -247,6 +259,7 @@ TEST(GrpcTraining, TlsTrainerRoundTrip) {
     ASSERT_TRUE(Stub->GetObservation(&Ctx, v1::ObservationRequest(), &Obs).ok());
   }
   v1::Action A;
+  A.set_session(Obs.observation().session());
   A.set_id(Obs.observation().id());
   auto *T = A.mutable_advice()->mutable_tensor();
   T->set_dtype(v1::DTYPE_INT64);

@@ -28,16 +28,6 @@ TEST(ProtobufUnavailable, PipeRunnerReportsIt) {
   EXPECT_NE(R.status().message().find("protobuf"), std::string::npos)
       << R.status().toString();
   EXPECT_NE(R.status().message().find("enableProtobufSerDes"), std::string::npos);
-
-  // The deprecated plain-object form reports it from every call instead.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-  PipeModelRunner Obj("/nonexistent/mlb-channel", {}, std::nullopt, O);
-#pragma GCC diagnostic pop
-  Expected<int> V = Obj.evaluate<int>();
-  ASSERT_FALSE(V);
-  EXPECT_NE(V.status().message().find("not available"), std::string::npos);
-  EXPECT_FALSE(Obj.switchContext("f").isOk());
 }
 
 TEST(ProtobufUnavailable, CApiReportsIt) {

@@ -40,35 +40,25 @@ TEST(UserMessage, LoadsAndChecksTheSchema) {
   auto C = UserMessageCodec::load(schema());
   ASSERT_TRUE(C) << C.status().toString();
 
-  UserMessageSchema S = schema();
-  S.Method = "/usertest.LoopOptimizer/Nope";
-  auto E = UserMessageCodec::load(S);
-  ASSERT_FALSE(E);
-  EXPECT_NE(E.status().message().find("no method"), std::string::npos);
-
-  S = schema();
-  S.AdviceField = "decision.unrol";
-  E = UserMessageCodec::load(S);
-  ASSERT_FALSE(E);
-  EXPECT_NE(E.status().message().find("has no field 'unrol'"), std::string::npos)
-      << E.status().toString();
-  EXPECT_NE(E.status().message().find("unroll, order"), std::string::npos);
-
-  S = schema();
-  S.AdviceField = "decision";
-  E = UserMessageCodec::load(S);
-  ASSERT_FALSE(E);
-  EXPECT_NE(E.status().message().find("is a message"), std::string::npos);
-
-  S = schema();
-  S.ProtoFile = "/nonexistent/x.proto";
-  E = UserMessageCodec::load(S);
-  ASSERT_FALSE(E);
-  EXPECT_EQ(E.status().code(), ErrorCode::NotFound);
-
-  S = schema();
-  S.RequestType = "usertest.Missing";
-  EXPECT_FALSE(UserMessageCodec::load(S));
+  // The error of loading schema() with one change (the load must fail).
+  auto LoadError = [](auto Change) {
+    UserMessageSchema S = schema();
+    Change(S);
+    auto E = UserMessageCodec::load(S);
+    EXPECT_FALSE(E);
+    return E ? Status::ok() : E.status();
+  };
+  Status E = LoadError([](auto &S) { S.Method = "/usertest.LoopOptimizer/Nope"; });
+  EXPECT_NE(E.message().find("no method"), std::string::npos) << E.toString();
+  E = LoadError([](auto &S) { S.AdviceField = "decision.unrol"; });
+  EXPECT_NE(E.message().find("has no field 'unrol'"), std::string::npos) << E.toString();
+  EXPECT_NE(E.message().find("unroll, order"), std::string::npos);
+  E = LoadError([](auto &S) { S.AdviceField = "decision"; });
+  EXPECT_NE(E.message().find("is a message"), std::string::npos) << E.toString();
+  E = LoadError([](auto &S) { S.ProtoFile = "/nonexistent/x.proto"; });
+  EXPECT_EQ(E.code(), ErrorCode::NotFound) << E.toString();
+  E = LoadError([](auto &S) { S.RequestType = "usertest.Missing"; });
+  EXPECT_FALSE(E.isOk());
 }
 
 TEST(UserMessage, FillsNestedAndRepeatedFieldsByName) {
@@ -114,6 +104,10 @@ TEST(UserMessage, FieldErrorsAreClear) {
   EXPECT_EQ(Fail(value<int32_t>("blocks.size", {1})).code(), ErrorCode::InvalidArgument);
   EXPECT_EQ(Fail(value<int32_t>("function", {1})).code(), ErrorCode::TypeMismatch);
   EXPECT_EQ(Fail(value<int32_t>("a..b", {1})).code(), ErrorCode::InvalidArgument);
+  S = Fail(value<int32_t>("function.x", {1})); // a path through a scalar
+  EXPECT_EQ(S.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(S.message().find("'function' is not a message field"), std::string::npos)
+      << S.toString();
   EXPECT_EQ(Fail(value<int32_t>("blocks[99999999].size", {1})).code(),
             ErrorCode::InvalidArgument);
 }

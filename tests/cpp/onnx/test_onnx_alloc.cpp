@@ -2,6 +2,7 @@
 // given shapes, OnnxModelRunner::evaluateRaw makes exactly as many heap
 // allocations as ONNX Runtime's own Run over pre-made values (the floor).
 // Own executable: it replaces the global operator new to count.
+#include "../alloc_counting.h"
 #include "onnx_test_util.h"
 
 #include "mlbridge/onnx_model_runner.h"
@@ -10,31 +11,6 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <new>
-
-// The replacements below pair malloc with free on purpose.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
-namespace {
-std::atomic<long> Allocations{0};
-}
-
-void *operator new(std::size_t N) {
-  ++Allocations;
-  if (void *P = std::malloc(N ? N : 1))
-    return P;
-  throw std::bad_alloc();
-}
-void *operator new[](std::size_t N) { return operator new(N); }
-void operator delete(void *P) noexcept { std::free(P); }
-void operator delete[](void *P) noexcept { std::free(P); }
-void operator delete(void *P, std::size_t) noexcept { std::free(P); }
-void operator delete[](void *P, std::size_t) noexcept { std::free(P); }
-
 using namespace mlbridge;
 
 namespace {
@@ -42,10 +18,10 @@ namespace {
 constexpr int kCalls = 200;
 
 template <typename F> long allocationsOf(F &&Body) {
-  const long Before = Allocations.load();
+  const long Before = alloc_counting::Allocations.load();
   for (int I = 0; I < kCalls; ++I)
     Body(I);
-  return Allocations.load() - Before;
+  return alloc_counting::Allocations.load() - Before;
 }
 
 #define ORT_OK(X)                                                              \
@@ -140,9 +116,9 @@ TEST(OnnxAlloc, ShapeChangesAllocateOnceThenSettle) {
   ASSERT_TRUE(R.evaluateRaw().isOk());
   const long Steady = allocationsOf([&](int) { (void)R.evaluateRaw(); });
   ASSERT_TRUE(R.setFeature("x", Three).isOk()); // batch 3: relearn outputs
-  const long Before = Allocations.load();
+  const long Before = alloc_counting::Allocations.load();
   ASSERT_TRUE(R.evaluateRaw().isOk());
-  EXPECT_GT(Allocations.load() - Before, 0);
+  EXPECT_GT(alloc_counting::Allocations.load() - Before, 0);
   EXPECT_EQ(R.advice().spec().shape(), (std::vector<int64_t>{3, 15}));
   ASSERT_TRUE(R.evaluateRaw().isOk());
   const long Settled = allocationsOf([&](int) { (void)R.evaluateRaw(); });

@@ -3,6 +3,7 @@
 #include "onnx_test_util.h"
 
 #include "mlbridge/c/onnx.h"
+#include "mlbridge/c/rl.h"
 
 #include <gtest/gtest.h>
 
@@ -160,4 +161,38 @@ TEST(OnnxCApi, OneShotRun) {
             MLB_ERR_INVALID_ARGUMENT); // several inputs: name one
   EXPECT_EQ(mlb_onnx_run_float("/nonexistent.onnx", nullptr, Out, 1, Out, 1, &N),
             MLB_ERR_NOT_FOUND);
+}
+
+// The runner from settings with the ONNX factory, and the decoded action:
+// one score per action -> the index of the largest.
+TEST(OnnxCApi, SettingsMakeTheRunnerAndTheActionIsTheArgmax) {
+  const std::string Path = model("rl_pass_agent.onnx");
+  mlb_runner_settings S;
+  mlb_runner_settings_init(&S);
+  S.onnx = mlb_onnx_runner_from_settings;
+  ASSERT_EQ(mlb_runner_settings_set(&S, "model", Path.c_str()), MLB_OK);
+  mlb_runner *R = nullptr;
+  mlb_runner_kind K = MLB_RUNNER_AUTO;
+  ASSERT_EQ(mlb_runner_create_from_settings(&S, &K, &R), MLB_OK) << mlb_last_error();
+  EXPECT_EQ(K, MLB_RUNNER_ONNX);
+  for (const reftest::Case &C : casesOf("rl_pass_agent.onnx")) {
+    const float *Scores = C.Outputs[0].dataAs<float>();
+    int64_t Best = 0;
+    for (int64_t A = 1; A < 6; ++A)
+      if (Scores[A] > Scores[Best])
+        Best = A;
+    ASSERT_EQ(mlb_set_float_array(R, "obs", C.Inputs[0].dataAs<float>(), 8), MLB_OK);
+    int64_t Action = -1;
+    ASSERT_EQ(mlb_evaluate_action(R, 6, &Action), MLB_OK) << mlb_last_error();
+    EXPECT_EQ(Action, Best);
+    if (Best > 0) {
+      EXPECT_EQ(mlb_evaluate_action(R, Best, &Action), MLB_ERR_MALFORMED);
+      EXPECT_NE(std::string(mlb_last_error()).find("answered action"), std::string::npos);
+    }
+  }
+  mlb_runner_destroy(R);
+
+  ASSERT_EQ(mlb_runner_settings_set(&S, "model", "/nonexistent/p.onnx"), MLB_OK);
+  EXPECT_EQ(mlb_runner_create_from_settings(&S, &K, &R), MLB_ERR_NOT_FOUND);
+  EXPECT_EQ(R, nullptr);
 }

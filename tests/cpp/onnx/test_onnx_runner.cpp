@@ -381,18 +381,6 @@ TEST(OnnxRunner, MissingModelFileIsNotFound) {
   EXPECT_EQ(R.status().code(), ErrorCode::NotFound);
   EXPECT_NE(R.status().message().find("/nonexistent/dir/model.onnx"),
             std::string::npos);
-  // The deprecated plain-object form reports the same error from every
-  // call, so a pass falls back instead of crashing.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-  OnnxModelRunner Plain("/nonexistent/dir/model.onnx");
-#pragma GCC diagnostic pop
-  EXPECT_EQ(Plain.model(), nullptr);
-  EXPECT_EQ(Plain.setFeature("x", 1.0f).code(), ErrorCode::NotFound);
-  EXPECT_EQ(Plain.evaluateOr<float>(-7.f), -7.f);
-  EXPECT_EQ(Plain.evaluate<float>().status().code(), ErrorCode::NotFound);
-  EXPECT_EQ(Plain.selectAdvice("scores").code(), ErrorCode::NotFound);
-  EXPECT_EQ(Plain.output(size_t(0)), nullptr);
 }
 
 TEST(OnnxRunner, CorruptModelFilesAreMalformed) {

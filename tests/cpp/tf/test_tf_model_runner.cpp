@@ -294,20 +294,3 @@ TEST(TfModelRunner, RepeatedEvaluationsAreDeterministic) {
   }
 }
 
-// The 0.1 forms (advice output as an argument, plain constructor) keep
-// compiling, deprecated, and behave as create() with TfOptions.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-TEST(TfModelRunner, DeprecatedFormsStillWork) {
-  auto R = TfModelRunner::create(policy(), "logits");
-  ASSERT_TRUE(R) << R.status().toString();
-  EXPECT_EQ((*R)->adviceSpec()->name(), "logits");
-  EXPECT_FALSE(TfModelRunner::create(policy(), "probabilities"));
-  // The plain constructor reports an error on every call.
-  TfModelRunner Broken(policy(), "probabilities");
-  EXPECT_EQ(Broken.evaluate<int64_t>().status().code(), ErrorCode::InvalidArgument);
-  TfModelRunner Plain(policy(), "value");
-  ASSERT_TRUE(Plain.setFeature("action_mask", std::vector<float>{1, 1, 1, 1}).isOk());
-  EXPECT_TRUE(Plain.evaluate<float>());
-}
-#pragma GCC diagnostic pop

@@ -1,7 +1,8 @@
 // mlbridge-e2e-compiler: the compiler side of the end-to-end tests. It plays
 // a pass talking to a Python model over real FIFOs (--base B) or shared
 // memory (--shm SOCKET) and prints one JSON object per result on stdout,
-// which tests/e2e/test_pipe_e2e.py and test_shm_e2e.py check.
+// which tests/e2e/test_pipe_e2e.py and test_shm_e2e.py check. The
+// scenarios are e2e_scenarios.h's (shared with grpc_compiler.cpp).
 //
 //   --scenario types     one session per dtype: extreme values out, the
 //                        model echoes them back, compare exactly
@@ -11,24 +12,17 @@
 //                        --first F: send i = F + k instead; --contexts 0:
 //                        all in one context "requests")
 //   --scenario rtt       --size N float vector, --count K timed requests
-#include "e2e_report.h"
+//   --scenario soak      --count N requests through injected faults
+#include "e2e_scenarios.h"
 #include "mlbridge/pipe_model_runner.h"
 #include "mlbridge/shm_model_runner.h"
 
-#include <algorithm>
 #include <chrono>
-#include <cinttypes>
-#include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <limits>
 #include <string>
-#include <thread>
 #include <vector>
 
-
 using namespace mlbridge;
-using e2e::Clock;
 
 namespace {
 
@@ -43,9 +37,6 @@ struct Args {
   int SpinUs = -1; // shm: ShmOptions::Spin (-1: the default)
 };
 
-using e2e::msSince;
-using e2e::printError;
-
 template <typename Options> Options options(const Args &A) {
   Options O;
   O.Format = A.Format;
@@ -54,219 +45,87 @@ template <typename Options> Options options(const Args &A) {
   return O;
 }
 
-/// A pipe or shared-memory runner, as the arguments ask.
-Expected<std::unique_ptr<StreamModelRunner>>
-makeRunner(const Args &A, std::vector<TensorSpec> Features = {},
+/// A pipe or shared-memory runner, as the arguments ask; null (the error
+/// printed) when it cannot be made.
+std::unique_ptr<StreamModelRunner>
+makeRunner(const Args &A, const char *What, std::vector<TensorSpec> Features = {},
            std::optional<TensorSpec> Advice = std::nullopt) {
-  if (!A.Shm.empty()) {
-    ShmOptions O = options<ShmOptions>(A);
-    if (A.SpinUs >= 0)
-      O.Spin = std::chrono::microseconds(A.SpinUs);
-    auto R = ShmModelRunner::create(A.Shm, std::move(Features),
-                                    std::move(Advice), std::move(O));
-    if (!R)
-      return R.takeStatus();
-    return std::unique_ptr<StreamModelRunner>(std::move(*R));
+  Expected<std::unique_ptr<StreamModelRunner>> R = [&]()
+      -> Expected<std::unique_ptr<StreamModelRunner>> {
+    if (!A.Shm.empty()) {
+      ShmOptions O = options<ShmOptions>(A);
+      if (A.SpinUs >= 0)
+        O.Spin = std::chrono::microseconds(A.SpinUs);
+      auto S = ShmModelRunner::create(A.Shm, std::move(Features),
+                                      std::move(Advice), std::move(O));
+      if (!S)
+        return S.takeStatus();
+      return std::unique_ptr<StreamModelRunner>(std::move(*S));
+    }
+    auto P = PipeModelRunner::create(A.Base, std::move(Features),
+                                     std::move(Advice), options<PipeOptions>(A));
+    if (!P)
+      return P.takeStatus();
+    return std::unique_ptr<StreamModelRunner>(std::move(*P));
+  }();
+  if (!R) {
+    if (What)
+      e2e::printError(What, R.status(), 0);
+    return nullptr;
   }
-  auto R = PipeModelRunner::create(A.Base, std::move(Features),
-                                   std::move(Advice), options<PipeOptions>(A));
-  if (!R)
-    return R.takeStatus();
-  return std::unique_ptr<StreamModelRunner>(std::move(*R));
+  return std::move(*R);
 }
 
-template <typename T> std::vector<T> extremes() {
-  using L = std::numeric_limits<T>;
-  if constexpr (std::is_same_v<T, bool>)
-    return {true, false, true, true};
-  else if constexpr (std::is_floating_point_v<T>)
-    return {-L::infinity(), L::infinity(), L::denorm_min(), L::lowest()};
-  else
-    return {L::min(), L::max(), T(0), T(1)};
-}
-
-template <typename T> bool sameBits(T A, T B) {
-  if constexpr (std::is_floating_point_v<T>)
-    if (std::isnan(A) || std::isnan(B))
-      return std::isnan(A) && std::isnan(B);
-  return std::memcmp(&A, &B, sizeof(T)) == 0;
-}
-
-// One session for dtype T: scalar + 4-vector + a label out, echo back.
-template <typename T> bool echoType(const Args &A) {
-  const DType Type = DTypeOf<T>::value;
-  const std::string Name(dtypeName(Type));
-  auto Runner = makeRunner(
-      A,
-      {TensorSpec("scalar", Type, {1}), TensorSpec("vector", Type, {4}),
-       TensorSpec("label", DType::String, {kDynamicDim})},
-      TensorSpec("echo", Type, {kDynamicDim}));
-  if (!Runner) {
-    printError(Name.c_str(), Runner.status(), 0);
-    return false;
-  }
-  std::vector<T> Vec = extremes<T>();
-  T Scalar;
-  if constexpr (std::is_floating_point_v<T>)
-    Scalar = std::numeric_limits<T>::quiet_NaN();
-  else
-    Scalar = Vec[1];
-  (*Runner)->setFeature("scalar", Scalar);
-  (*Runner)->setFeature("vector", Vec);
-  (*Runner)->setFeature("label", "dtype " + Name + " \xE2\x9C\x93");
-  auto Start = Clock::now();
-  Expected<std::vector<T>> Echo = (*Runner)->evaluate<std::vector<T>>();
-  if (!Echo) {
-    printError(Name.c_str(), Echo.status(), msSince(Start));
-    return false;
-  }
-  bool Ok = Echo->size() == 5 && sameBits<T>((*Echo)[0], Scalar);
-  for (size_t I = 0; Ok && I < 4; ++I)
-    Ok = sameBits<T>((*Echo)[I + 1], Vec[I]);
-  std::printf("{\"event\":\"echo\",\"dtype\":\"%s\",\"ok\":%s,\"count\":%zu}\n",
-              Name.c_str(), Ok ? "true" : "false", Echo->size());
-  return Ok;
-}
-
-bool echoString(const Args &A) {
-  auto Runner = makeRunner(A);
-  if (!Runner)
-    return false;
-  const std::string Text = "h\xC3\xA9llo \xE2\x9C\x93 \xF0\x9D\x84\x9E \"q\"\n";
-  (*Runner)->setFeature("text", Text);
-  Expected<std::string> Echo = (*Runner)->evaluate<std::string>();
-  if (!Echo) {
-    printError("string", Echo.status(), 0);
-    return false;
-  }
-  bool Ok = *Echo == Text;
-  std::printf("{\"event\":\"echo\",\"dtype\":\"string\",\"ok\":%s}\n",
-              Ok ? "true" : "false");
-  return Ok;
-}
-
+// One session per dtype: scalar + 4-vector + a label, declared up front.
 bool scenarioTypes(const Args &A) {
-  bool Ok = echoType<float>(A);
-  Ok &= echoType<double>(A);
-  Ok &= echoType<int8_t>(A);
-  Ok &= echoType<int16_t>(A);
-  Ok &= echoType<int32_t>(A);
-  Ok &= echoType<int64_t>(A);
-  Ok &= echoType<uint8_t>(A);
-  Ok &= echoType<uint16_t>(A);
-  Ok &= echoType<uint32_t>(A);
-  Ok &= echoType<uint64_t>(A);
-  Ok &= echoType<bool>(A);
-  Ok &= echoString(A);
-  return Ok;
+  bool Ok = e2e::echoEveryDType([&](auto Tag) {
+    using T = decltype(Tag);
+    const DType Type = DTypeOf<T>::value;
+    auto R = makeRunner(A, std::string(dtypeName(Type)).c_str(),
+                        {TensorSpec("scalar", Type, {1}), TensorSpec("vector", Type, {4}),
+                         TensorSpec("label", DType::String, {kDynamicDim})},
+                        TensorSpec("echo", Type, {kDynamicDim}));
+    return R && e2e::echoType<T>(*R, "scalar", "vector");
+  });
+  auto R = makeRunner(A, nullptr);
+  return R && e2e::echoString(*R) && Ok;
+}
+
+std::unique_ptr<StreamModelRunner> twiceRunner(const Args &A) {
+  return makeRunner(A, nullptr, {TensorSpec::create<int64_t>("i")},
+                    TensorSpec::create<int64_t>("twice"));
 }
 
 bool scenarioRequests(const Args &A) {
-  auto Runner = makeRunner(A, {TensorSpec::create<int64_t>("i")},
-                           TensorSpec::create<int64_t>("twice"));
-  if (!Runner)
-    return false;
-  bool Ok = true;
-  for (int K = 0; K < A.Count; ++K) {
-    if (K && A.PauseMs)
-      std::this_thread::sleep_for(std::chrono::milliseconds(A.PauseMs));
-    auto Start = Clock::now();
-    Status S = A.Contexts || !K
-                   ? (*Runner)->switchContext(A.Contexts ? "request" + std::to_string(K)
-                                                         : std::string("requests"))
-                   : Status::ok();
-    const int64_t I = A.First + K;
-    *(*Runner)->getTensor<int64_t>(0) = I;
-    Expected<int64_t> R =
-        S.isOk() ? (*Runner)->evaluate<int64_t>() : Expected<int64_t>(S);
-    if (!R) {
-      printError("evaluate", R.status(), msSince(Start));
-      // A broken runner must refuse at once, not wait again.
-      Start = Clock::now();
-      Expected<int64_t> Again = (*Runner)->evaluate<int64_t>();
-      printError("evaluate-again", Again.status(), msSince(Start));
-      return false;
-    }
-    std::printf("{\"event\":\"advice\",\"i\":%" PRId64 ",\"value\":%" PRId64
-                "}\n",
-                I, *R);
-    std::fflush(stdout);
-    Ok &= *R == 2 * I;
-  }
-  return Ok;
-}
-
-bool scenarioSoak(const Args &A) {
-  return e2e::soakRequests(A.Count, [&] {
-    auto R = makeRunner(A, {TensorSpec::create<int64_t>("i")},
-                        TensorSpec::create<int64_t>("twice"));
-    return R ? std::move(*R) : nullptr;
-  });
+  auto R = twiceRunner(A);
+  return R && e2e::requests(*R, {A.Count, A.First, A.PauseMs, A.Contexts != 0});
 }
 
 bool scenarioRtt(const Args &A) {
-  auto Runner = makeRunner(A, {TensorSpec::create<float>("x", {A.Size})},
-                           TensorSpec::create<float>("y"));
-  if (!Runner)
-    return false;
-  float *X = (*Runner)->getTensor<float>(0);
-  for (int I = 0; I < A.Size; ++I)
-    X[I] = 1.0f / float(I + 1);
-  std::vector<double> Us;
-  const int Warmup = 20;
-  for (int K = 0; K < A.Count + Warmup; ++K) {
-    auto Start = Clock::now();
-    Expected<float> R = (*Runner)->evaluate<float>();
-    double Elapsed = msSince(Start) * 1000.0;
-    if (!R) {
-      printError("rtt", R.status(), Elapsed / 1000.0);
-      return false;
-    }
-    if (K >= Warmup)
-      Us.push_back(Elapsed);
-  }
-  std::sort(Us.begin(), Us.end());
-  std::printf("{\"event\":\"rtt\",\"serdes\":\"%s\",\"size\":%d,\"count\":%d,"
-              "\"median_us\":%.1f,\"p90_us\":%.1f}\n",
-              serdesKindName(A.Format), A.Size, A.Count, Us[Us.size() / 2],
-              Us[Us.size() * 9 / 10]);
-  return true;
+  auto R = makeRunner(A, nullptr, {TensorSpec::create<float>("x", {A.Size})},
+                      TensorSpec::create<float>("y"));
+  return R && e2e::rtt(*R, A.Size, A.Count,
+                       std::string("\"serdes\":\"") + serdesKindName(A.Format) + "\",");
 }
 
 bool parse(int Argc, char **Argv, Args &A) {
-  for (int I = 1; I + 1 < Argc; I += 2) {
-    std::string K = Argv[I], V = Argv[I + 1];
-    if (K == "--base")
-      A.Base = V;
-    else if (K == "--shm")
-      A.Shm = V;
-    else if (K == "--scenario")
-      A.Scenario = V;
-    else if (K == "--serdes") {
-      Expected<SerDesKind> F = serdesKindFromName(V);
-      if (!F)
-        return false;
-      A.Format = *F;
-    } else if (K == "--open-timeout-ms")
-      A.OpenTimeoutMs = std::stoi(V);
-    else if (K == "--reply-timeout-ms")
-      A.ReplyTimeoutMs = std::stoi(V);
-    else if (K == "--count")
-      A.Count = std::stoi(V);
-    else if (K == "--size")
-      A.Size = std::stoi(V);
-    else if (K == "--pause-ms")
-      A.PauseMs = std::stoi(V);
-    else if (K == "--first")
-      A.First = std::stoi(V);
-    else if (K == "--contexts")
-      A.Contexts = std::stoi(V);
-    else if (K == "--spin-us")
-      A.SpinUs = std::stoi(V);
-    else
-      return false;
-  }
-  return A.Base.empty() != A.Shm.empty() && Argc % 2 == 1;
+  e2e::Flags F;
+  F.Strings = {{"--base", &A.Base}, {"--shm", &A.Shm}, {"--scenario", &A.Scenario}};
+  F.Ints = {{"--open-timeout-ms", &A.OpenTimeoutMs},
+            {"--reply-timeout-ms", &A.ReplyTimeoutMs},
+            {"--count", &A.Count},
+            {"--size", &A.Size},
+            {"--pause-ms", &A.PauseMs},
+            {"--first", &A.First},
+            {"--contexts", &A.Contexts},
+            {"--spin-us", &A.SpinUs}};
+  F.Custom = {{"--serdes", [&](const std::string &V) {
+                 Expected<SerDesKind> K = serdesKindFromName(V);
+                 if (K)
+                   A.Format = *K;
+                 return bool(K);
+               }}};
+  return F.parse(Argc, Argv) && A.Base.empty() != A.Shm.empty();
 }
 
 } // namespace
@@ -281,17 +140,13 @@ int main(int Argc, char **Argv) {
                  "[--first N] [--spin-us N]\n");
     return 2;
   }
-  bool Ok;
   if (A.Scenario == "types")
-    Ok = scenarioTypes(A);
-  else if (A.Scenario == "requests")
-    Ok = scenarioRequests(A);
-  else if (A.Scenario == "rtt")
-    Ok = scenarioRtt(A);
-  else if (A.Scenario == "soak")
-    Ok = scenarioSoak(A);
-  else
-    return 2;
-  std::printf("{\"event\":\"done\",\"ok\":%s}\n", Ok ? "true" : "false");
-  return Ok ? 0 : 1;
+    return e2e::done(scenarioTypes(A));
+  if (A.Scenario == "requests")
+    return e2e::done(scenarioRequests(A));
+  if (A.Scenario == "rtt")
+    return e2e::done(scenarioRtt(A));
+  if (A.Scenario == "soak")
+    return e2e::done(e2e::soakRequests(A.Count, [&] { return twiceRunner(A); }));
+  return 2;
 }

@@ -148,9 +148,10 @@ class FaultInjectingCompilerService(pb2_grpc.CompilerServiceServicer):
     def SendAction(self, action, context):
         with self.lock:
             k = self.k
-            if k == COUNT or action.id != k + 1:
+            if k == COUNT or action.id != k + 1 or action.session != SESSION:
                 context.abort(grpc.StatusCode.FAILED_PRECONDITION,
-                              f"observation {action.id} is not awaiting an action")
+                              f"observation {action.id} of session {action.session!r} is "
+                              f"not awaiting an action")
             if k == 1 and self.fault_here("reply"):
                 freeze_or_die(self.fault)  # the action came: gone before taking it
             if not is_right(action.advice, k):

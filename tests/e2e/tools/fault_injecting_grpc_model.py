@@ -107,7 +107,7 @@ def train(address, faults):
         if reply.WhichOneof("result") != "observation":
             return 1
         faults.request(index)
-        action = pb2.Action(id=reply.observation.id,
+        action = pb2.Action(id=reply.observation.id, session=reply.observation.session,
                             advice=faults.advice(reply.observation, index))
         try:
             stub.SendAction(action, timeout=FAKE_PATIENCE_S)

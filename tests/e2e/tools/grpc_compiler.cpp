@@ -16,8 +16,9 @@
 //                          EndSession calls or --max-seconds
 //
 // Training mode (--mode training) listens on --address (default
-// 127.0.0.1:0) and prints {"event":"listening","port":P} first.
-#include "e2e_report.h"
+// 127.0.0.1:0) and prints {"event":"listening","port":P} first. The
+// scenarios are e2e_scenarios.h's (shared with e2e_compiler.cpp).
+#include "e2e_scenarios.h"
 #include "mlbridge/grpc_model_runner.h"
 #include "mlbridge/pipe_model_runner.h"
 #include "mlbridge/protobuf_serdes.h"
@@ -26,14 +27,10 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <algorithm>
 #include <chrono>
-#include <cinttypes>
-#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <limits>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -48,7 +45,7 @@ struct Args {
   GrpcMode Mode = GrpcMode::Inference;
   int CallTimeoutMs = 10000, ConnectTimeoutMs = 5000;
   int Count = 3, Size = 1, Sessions = 1, MaxSeconds = 60;
-  int64_t Offset = 0;
+  int Offset = 0;
   bool Tls = false;
   std::string TlsRoot, TlsCert, TlsKey, ServerName;
   std::string Proto, Method, RequestType, ReplyType, AdviceField;
@@ -102,72 +99,14 @@ std::unique_ptr<GrpcModelRunner> makeRunner(const Args &A,
   return std::move(*R);
 }
 
-template <typename T> std::vector<T> extremes() {
-  using L = std::numeric_limits<T>;
-  if constexpr (std::is_same_v<T, bool>)
-    return {true, false, true, true};
-  else if constexpr (std::is_floating_point_v<T>)
-    return {-L::infinity(), L::infinity(), L::denorm_min(), L::lowest()};
-  else
-    return {L::min(), L::max(), T(0), T(1)};
-}
-
-template <typename T> bool sameBits(T A, T B) {
-  if constexpr (std::is_floating_point_v<T>)
-    if (std::isnan(A) || std::isnan(B))
-      return std::isnan(A) && std::isnan(B);
-  return std::memcmp(&A, &B, sizeof(T)) == 0;
-}
-
-// Sets s_<dtype> and v_<dtype>; the model echoes them for advice <dtype>.
-template <typename T> bool echoType(ModelRunner &R) {
-  const std::string Name(dtypeName(DTypeOf<T>::value));
-  std::vector<T> Vec = extremes<T>();
-  T Scalar;
-  if constexpr (std::is_floating_point_v<T>)
-    Scalar = std::numeric_limits<T>::quiet_NaN();
-  else
-    Scalar = Vec[1];
-  R.setFeature("s_" + Name, Scalar);
-  R.setFeature("v_" + Name, Vec);
-  R.setFeature("label", "dtype " + Name + " \xE2\x9C\x93");
-  auto Start = Clock::now();
-  Expected<std::vector<T>> Echo = R.evaluate<std::vector<T>>();
-  if (!Echo) {
-    printError(Name.c_str(), Echo.status(), msSince(Start));
-    return false;
-  }
-  bool Ok = Echo->size() == 5 && sameBits<T>((*Echo)[0], Scalar);
-  for (size_t I = 0; Ok && I < 4; ++I)
-    Ok = sameBits<T>((*Echo)[I + 1], Vec[I]);
-  std::printf("{\"event\":\"echo\",\"dtype\":\"%s\",\"ok\":%s,\"count\":%zu}\n",
-              Name.c_str(), Ok ? "true" : "false", Echo->size());
-  std::fflush(stdout);
-  return Ok;
-}
-
+// One session, every dtype: features s_<dtype> and v_<dtype>, declared as
+// they come.
 bool echoAll(ModelRunner &R) {
-  bool Ok = echoType<float>(R);
-  Ok &= echoType<double>(R);
-  Ok &= echoType<int8_t>(R);
-  Ok &= echoType<int16_t>(R);
-  Ok &= echoType<int32_t>(R);
-  Ok &= echoType<int64_t>(R);
-  Ok &= echoType<uint8_t>(R);
-  Ok &= echoType<uint16_t>(R);
-  Ok &= echoType<uint32_t>(R);
-  Ok &= echoType<uint64_t>(R);
-  Ok &= echoType<bool>(R);
-  const std::string Text = "h\xC3\xA9llo \xE2\x9C\x93 \xF0\x9D\x84\x9E \"q\"\n";
-  R.setFeature("text", Text);
-  Expected<std::string> Echo = R.evaluate<std::string>();
-  if (!Echo) {
-    printError("string", Echo.status(), 0);
-    return false;
-  }
-  std::printf("{\"event\":\"echo\",\"dtype\":\"string\",\"ok\":%s}\n",
-              *Echo == Text ? "true" : "false");
-  return Ok && *Echo == Text;
+  bool Ok = e2e::echoEveryDType([&](auto Tag) {
+    const std::string Name(dtypeName(DTypeOf<decltype(Tag)>::value));
+    return e2e::echoType<decltype(Tag)>(R, "s_" + Name, "v_" + Name);
+  });
+  return e2e::echoString(R) && Ok;
 }
 
 bool scenarioTypes(const Args &A) {
@@ -200,28 +139,8 @@ bool scenarioRequests(const Args &A) {
                       TensorSpec::create<int64_t>("twice"));
   if (!R)
     return false;
-  bool Ok = true;
-  for (int K = 0; K < A.Count; ++K) {
-    auto Start = Clock::now();
-    const int64_t Value = A.Offset + K;
-    Status S = R->switchContext("request" + std::to_string(K));
-    *R->getTensor<int64_t>(0) = Value;
-    Expected<int64_t> V = S.isOk() ? R->evaluate<int64_t>() : Expected<int64_t>(S);
-    if (!V) {
-      printError("evaluate", V.status(), msSince(Start));
-      // A broken runner must refuse at once, not wait again.
-      Start = Clock::now();
-      Expected<int64_t> Again = R->evaluate<int64_t>();
-      printError("evaluate-again", Again.status(), msSince(Start));
-      return false;
-    }
-    std::printf("{\"event\":\"advice\",\"i\":%" PRId64 ",\"value\":%" PRId64
-                "}\n",
-                Value, *V);
-    std::fflush(stdout);
-    Ok &= *V == 2 * Value;
-  }
-  if (A.Mode == GrpcMode::Training) {
+  const bool Ok = e2e::requests(*R, {A.Count, A.Offset, 0, true});
+  if (A.Mode == GrpcMode::Training) { // whether the trainer ended the episode
     Status S = R->waitForEpisodeEnd(std::chrono::milliseconds(0));
     std::printf("{\"event\":\"episode\",\"ended\":%s}\n",
                 S.isOk() ? "true" : "false");
@@ -232,29 +151,7 @@ bool scenarioRequests(const Args &A) {
 bool scenarioRtt(const Args &A) {
   auto R = makeRunner(A, {TensorSpec::create<float>("x", {A.Size})},
                       TensorSpec::create<float>("y"));
-  if (!R)
-    return false;
-  float *X = R->getTensor<float>(0);
-  for (int I = 0; I < A.Size; ++I)
-    X[I] = 1.0f / float(I + 1);
-  std::vector<double> Us;
-  const int Warmup = 20;
-  for (int K = 0; K < A.Count + Warmup; ++K) {
-    auto Start = Clock::now();
-    Expected<float> V = R->evaluate<float>();
-    double Elapsed = msSince(Start) * 1000.0;
-    if (!V) {
-      printError("rtt", V.status(), Elapsed / 1000.0);
-      return false;
-    }
-    if (K >= Warmup)
-      Us.push_back(Elapsed);
-  }
-  std::sort(Us.begin(), Us.end());
-  std::printf("{\"event\":\"rtt\",\"size\":%d,\"count\":%d,"
-              "\"median_us\":%.1f,\"p90_us\":%.1f}\n",
-              A.Size, A.Count, Us[Us.size() / 2], Us[Us.size() * 9 / 10]);
-  return true;
+  return R && e2e::rtt(*R, A.Size, A.Count);
 }
 
 // The user-defined service of tests/e2e/tools/grpc_user.proto.
@@ -355,56 +252,37 @@ bool scenarioServeModel(const Args &A) {
 }
 
 bool parse(int Argc, char **Argv, Args &A) {
-  for (int I = 1; I + 1 < Argc; I += 2) {
-    std::string K = Argv[I], V = Argv[I + 1];
-    if (K == "--address")
-      A.Address = V;
-    else if (K == "--base")
-      A.Base = V;
-    else if (K == "--scenario")
-      A.Scenario = V;
-    else if (K == "--mode") {
-      if (V != "inference" && V != "training")
-        return false;
-      A.Mode = V == "training" ? GrpcMode::Training : GrpcMode::Inference;
-    } else if (K == "--call-timeout-ms")
-      A.CallTimeoutMs = std::stoi(V);
-    else if (K == "--connect-timeout-ms")
-      A.ConnectTimeoutMs = std::stoi(V);
-    else if (K == "--linger-ms")
-      A.LingerMs = std::stoi(V);
-    else if (K == "--count")
-      A.Count = std::stoi(V);
-    else if (K == "--size")
-      A.Size = std::stoi(V);
-    else if (K == "--offset")
-      A.Offset = std::stoll(V);
-    else if (K == "--sessions")
-      A.Sessions = std::stoi(V);
-    else if (K == "--max-seconds")
-      A.MaxSeconds = std::stoi(V);
-    else if (K == "--tls-root")
-      A.TlsRoot = V, A.Tls = true;
-    else if (K == "--tls-cert")
-      A.TlsCert = V, A.Tls = true;
-    else if (K == "--tls-key")
-      A.TlsKey = V, A.Tls = true;
-    else if (K == "--server-name")
-      A.ServerName = V;
-    else if (K == "--proto")
-      A.Proto = V;
-    else if (K == "--method")
-      A.Method = V;
-    else if (K == "--request-type")
-      A.RequestType = V;
-    else if (K == "--reply-type")
-      A.ReplyType = V;
-    else if (K == "--advice-field")
-      A.AdviceField = V;
-    else
-      return false;
-  }
-  return Argc % 2 == 1;
+  e2e::Flags F;
+  F.Strings = {{"--address", &A.Address},   {"--base", &A.Base},
+               {"--scenario", &A.Scenario}, {"--server-name", &A.ServerName},
+               {"--proto", &A.Proto},       {"--method", &A.Method},
+               {"--request-type", &A.RequestType},
+               {"--reply-type", &A.ReplyType},
+               {"--advice-field", &A.AdviceField}};
+  F.Ints = {{"--call-timeout-ms", &A.CallTimeoutMs},
+            {"--connect-timeout-ms", &A.ConnectTimeoutMs},
+            {"--linger-ms", &A.LingerMs},
+            {"--count", &A.Count},
+            {"--size", &A.Size},
+            {"--offset", &A.Offset},
+            {"--sessions", &A.Sessions},
+            {"--max-seconds", &A.MaxSeconds}};
+  auto TlsFile = [&](std::string &File) {
+    return [&](const std::string &V) {
+      File = V;
+      A.Tls = true;
+      return true;
+    };
+  };
+  F.Custom = {{"--mode",
+               [&](const std::string &V) {
+                 A.Mode = V == "training" ? GrpcMode::Training : GrpcMode::Inference;
+                 return V == "inference" || V == "training";
+               }},
+              {"--tls-root", TlsFile(A.TlsRoot)},
+              {"--tls-cert", TlsFile(A.TlsCert)},
+              {"--tls-key", TlsFile(A.TlsKey)}};
+  return F.parse(Argc, Argv);
 }
 
 } // namespace
@@ -417,24 +295,19 @@ int main(int Argc, char **Argv) {
                          "(see the comment at the top of grpc_compiler.cpp)\n");
     return 2;
   }
-  bool Ok;
   if (A.Scenario == "types")
-    Ok = scenarioTypes(A);
-  else if (A.Scenario == "requests")
-    Ok = scenarioRequests(A);
-  else if (A.Scenario == "soak")
-    Ok = scenarioSoak(A);
-  else if (A.Scenario == "rtt")
-    Ok = scenarioRtt(A);
-  else if (A.Scenario == "user")
-    Ok = scenarioUser(A);
-  else if (A.Scenario == "pipe-types")
-    Ok = scenarioPipeTypes(A);
-  else if (A.Scenario == "serve-model")
-    Ok = scenarioServeModel(A);
-  else
-    return 2;
-  std::printf("{\"event\":\"done\",\"ok\":%s}\n", Ok ? "true" : "false");
-  std::fflush(stdout);
-  return Ok ? 0 : 1;
+    return e2e::done(scenarioTypes(A));
+  if (A.Scenario == "requests")
+    return e2e::done(scenarioRequests(A));
+  if (A.Scenario == "soak")
+    return e2e::done(scenarioSoak(A));
+  if (A.Scenario == "rtt")
+    return e2e::done(scenarioRtt(A));
+  if (A.Scenario == "user")
+    return e2e::done(scenarioUser(A));
+  if (A.Scenario == "pipe-types")
+    return e2e::done(scenarioPipeTypes(A));
+  if (A.Scenario == "serve-model")
+    return e2e::done(scenarioServeModel(A));
+  return 2;
 }

@@ -76,6 +76,15 @@ ALL_DTYPES = {"float", "double", "int8_t", "int16_t", "int32_t", "int64_t", "uin
               "uint16_t", "uint32_t", "uint64_t", "bool", "string"}
 
 
+def check_every_type_echoed(proc):
+    """The "types" scenario's compiler ended well and every dtype came back
+    bit-exact."""
+    lines, err = events(proc)
+    assert proc.returncode == 0, err + str(lines)
+    echoed = {e["dtype"]: e["ok"] for e in by_event(lines, "echo")}
+    assert set(echoed) == ALL_DTYPES and all(echoed.values()), echoed
+
+
 def start_model_process(procs, body, *, address="127.0.0.1:0", extra_kwargs=""):
     """A separate Python model process serving inference requests; ``body``
     runs for each observation with ``iface`` and ``obs`` bound. Returns

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Optional, Sequence
 
+from ...build_manifest import NotBuilt as PluginNotFound
+from ...build_manifest import WithRunners, load
 from ...errors import MLBridgeError
 from ..advisors import INLINE_FEATURES
 
@@ -47,17 +48,12 @@ NUM_ACTIONS = len(ACTIONS)
 STOP_ACTION = NUM_ACTIONS - 1
 
 LLVM_BIN_DIRS = ("/usr/lib/llvm-19/bin",)
-_REPO_ROOT = Path(__file__).resolve().parents[4]  # python/mlbridge/llvm/plugins/ -> repo
-
-
-class PluginNotFound(MLBridgeError, FileNotFoundError):
-    """The plugins (or an LLVM 19 tool) are not where they were looked for."""
 
 
 @dataclass
-class PluginInfo:
-    """The built plugins, as described by ``lib/llvm-plugins/plugins.json``
-    in the CMake build directory."""
+class PluginInfo(WithRunners):
+    """The built plugins, as the build manifest's ``llvm_plugins`` section
+    describes them (:mod:`mlbridge.build_manifest`)."""
 
     inline_advisor: Path
     phase_order: Path
@@ -67,48 +63,19 @@ class PluginInfo:
     llvm_bin_dir: str = ""
     source: Optional[Path] = None
 
-    def has_runner(self, name: str) -> bool:
-        return bool(self.runners.get(name, False))
-
-
-def _candidates(build_dir) -> List[Path]:
-    out = []
-    if build_dir:
-        out.append(Path(build_dir))
-    for var in ("MLBRIDGE_PLUGIN_DIR", "MLBRIDGE_BUILD_DIR"):
-        if os.environ.get(var):
-            out.append(Path(os.environ[var]))
-    out.append(_REPO_ROOT / "build")
-    return out
-
 
 def find_plugins(build_dir=None) -> PluginInfo:
-    """Finds plugins.json under ``build_dir``, ``$MLBRIDGE_PLUGIN_DIR``,
-    ``$MLBRIDGE_BUILD_DIR`` or ``<repo>/build`` (first found wins)."""
-    tried = []
-    for base in _candidates(build_dir):
-        for cand in (base / "plugins.json", base / "lib" / "llvm-plugins" / "plugins.json"):
-            tried.append(str(cand))
-            if cand.is_file():
-                data = json.loads(cand.read_text())
-                info = PluginInfo(
-                    inline_advisor=Path(data["inline_advisor"]),
-                    phase_order=Path(data["phase_order"]),
-                    runners=dict(data.get("runners", {})),
-                    sanitize=data.get("sanitize", ""),
-                    cxx_compiler=data.get("cxx_compiler", ""),
-                    llvm_bin_dir=data.get("llvm_bin_dir", ""),
-                    source=cand)
-                for p in (info.inline_advisor, info.phase_order):
-                    if not p.is_file():
-                        raise PluginNotFound(
-                            f"{cand} names {p}, which does not exist: build the "
-                            f"targets MLBridgeInlineAdvisor and MLBridgePhaseOrder")
-                return info
-    raise PluginNotFound(
-        "the LLVM plugins are not built (no plugins.json in: " + ", ".join(tried) +
-        "); configure with LLVM 19 (llvm-19-dev) and build the target "
-        "mlbridge-llvm-plugins")
+    """The plugins of the build in ``build_dir``, ``$MLBRIDGE_BUILD_DIR`` or
+    ``<repo>/build``. Raises :class:`PluginNotFound` when they are not built."""
+    manifest = load(build_dir)
+    sec = manifest.section("llvm_plugins", paths=("inline_advisor", "phase_order"))
+    return PluginInfo(inline_advisor=Path(sec["inline_advisor"]),
+                      phase_order=Path(sec["phase_order"]),
+                      runners=dict(sec.get("runners", {})),
+                      sanitize=manifest.sanitize,
+                      cxx_compiler=sec.get("cxx_compiler", ""),
+                      llvm_bin_dir=sec.get("llvm_bin_dir", ""),
+                      source=manifest.path)
 
 
 def find_llvm_tool(name: str) -> str:

@@ -1,4 +1,4 @@
-//===- runners/unavailability.h - When a remote runner gives up -*- C++ -*-===//
+//===- core/unavailability.h - When a remote runner gives up ---*- C++ -*-===//
 //
 // Internal to the library. The one rule every remote runner (pipe, shared
 // memory, gRPC) applies after a request failed: may the runner send the
@@ -6,8 +6,8 @@
 // (ModelRunner::markUnavailable)?
 //
 //===----------------------------------------------------------------------===//
-#ifndef MLBRIDGE_RUNNERS_UNAVAILABILITY_H
-#define MLBRIDGE_RUNNERS_UNAVAILABILITY_H
+#ifndef MLBRIDGE_CORE_UNAVAILABILITY_H
+#define MLBRIDGE_CORE_UNAVAILABILITY_H
 
 #include "mlbridge/status.h"
 
@@ -57,4 +57,4 @@ inline bool makesUnavailable(ErrorCode Code, Failure Where, Framing F) {
 
 } // namespace mlbridge::remote
 
-#endif // MLBRIDGE_RUNNERS_UNAVAILABILITY_H
+#endif // MLBRIDGE_CORE_UNAVAILABILITY_H
