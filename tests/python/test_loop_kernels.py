@@ -158,3 +158,16 @@ def test_the_command_line_lists_and_generates(tmp_path, capsys):
     assert {r[2] for r in rows} == {"held_out"}
     assert loops.main(["generate", str(tmp_path), "--per-kernel", "1", "--seed", "5"]) == 0
     assert f"{len(list(tmp_path.glob('*.c')))} mutations written" in capsys.readouterr().out
+
+
+def test_hand_distributed_kernels_keep_the_results_and_cost_less_than_O3(tmp_path):
+    """corpus/loops/reference: a partition LLVM does not choose, same outputs, lower Ir."""
+    ref = tmp_path / "ref.O3"
+    loops.build(loops.ROOT / "reference" / "distributed.c", ["-O3"], ref)
+    originals = tmp_path / "mixed.O3"
+    loops.build(loops.ROOT / "kernels" / "mixed.c", ["-O3"], originals)
+    for name in ("mixed_rec_map", "mixed_long_body"):
+        ir_ref, out_ref = loops.measure(ref, name)
+        ir_o3, out_o3 = loops.measure(originals, name)
+        assert out_ref == out_o3
+        assert ir_ref < 0.7 * ir_o3, (name, ir_ref, ir_o3)
