@@ -43,9 +43,10 @@ SerDesLimits limits() {
 
 std::unique_ptr<SerDes> codec() {
 #ifdef FUZZ_FORMAT_PROTOBUF
-  enableProtobufSerDes();
-#endif
+  std::unique_ptr<SerDes> C = createProtobufSerDes();
+#else
   std::unique_ptr<SerDes> C = createSerDes(kKind);
+#endif
   if (!C)
     std::abort();
   return C;
