@@ -47,7 +47,7 @@ std::unique_ptr<SerDes> codec() {
 #else
   std::unique_ptr<SerDes> C = createSerDes(kKind);
 #endif
-  if (!C)
+  if (!C || C->kind() != kKind)
     std::abort();
   return C;
 }
