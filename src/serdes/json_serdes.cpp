@@ -416,17 +416,6 @@ Status decodeValue(json::Reader &R, const TensorSpec &Spec,
 
 // ---- compiler side ---------------------------------------------------------
 
-void JsonSerDes::encodeHeader(const std::vector<const TensorValue *> &Features,
-                              const TensorSpec &Advice,
-                              bool ContinuesSession, uint64_t SessionId,
-                              WireMessage &Out) {
-  encodeHeaderLine(Features, Advice, ContinuesSession, SessionId, Out);
-}
-
-void JsonSerDes::encodeContext(std::string_view Name, WireMessage &Out) {
-  encodeContextLine(Name, Out);
-}
-
 Status
 JsonSerDes::encodeObservation(int64_t Index,
                               const std::vector<const TensorValue *> &Features,
