@@ -14,6 +14,15 @@ namespace mlbridge::grpc_detail {
 namespace gp = google::protobuf;
 using FD = gp::FieldDescriptor;
 
+// The numeric field types: X(cpp_type, Reflection accessor suffix, C++ type).
+#define MLBRIDGE_PROTO_NUMERIC_FIELDS(X)                                        \
+  X(INT32, Int32, int32_t)                                                     \
+  X(INT64, Int64, int64_t)                                                     \
+  X(UINT32, UInt32, uint32_t)                                                  \
+  X(UINT64, UInt64, uint64_t)                                                  \
+  X(DOUBLE, Double, double)                                                    \
+  X(FLOAT, Float, float)
+
 namespace {
 
 class CollectErrors final : public gp::compiler::MultiFileErrorCollector {
@@ -198,33 +207,27 @@ Status writeField(gp::Message &M, const FD *F, const Num &N,
   using Refl = gp::Reflection;
   // Set or Add (repeated) the value, which an integer field must hold
   // exactly, and a real field approximately (never a bool).
-  auto Integer = [&](auto Set, auto Add, auto Tag) -> Status {
-    std::optional<decltype(Tag)> V = asInteger<decltype(Tag)>(N);
-    if (!V)
-      return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
-                      describe(N));
-    (R->*(Rep ? Add : Set))(&M, F, *V);
-    return Status::ok();
-  };
-  auto Real = [&](auto Set, auto Add, auto Tag) -> Status {
-    if (N.K == Num::Bool)
-      return Mismatch("cannot hold a bool");
-    (R->*(Rep ? Add : Set))(&M, F, decltype(Tag)(asDouble(N)));
+  auto Number = [&](auto Set, auto Add, auto Tag) -> Status {
+    using T = decltype(Tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      if (N.K == Num::Bool)
+        return Mismatch("cannot hold a bool");
+      (R->*(Rep ? Add : Set))(&M, F, T(asDouble(N)));
+    } else {
+      std::optional<T> V = asInteger<T>(N);
+      if (!V)
+        return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
+                        describe(N));
+      (R->*(Rep ? Add : Set))(&M, F, *V);
+    }
     return Status::ok();
   };
   switch (F->cpp_type()) {
-  case FD::CPPTYPE_INT32:
-    return Integer(&Refl::SetInt32, &Refl::AddInt32, int32_t());
-  case FD::CPPTYPE_INT64:
-    return Integer(&Refl::SetInt64, &Refl::AddInt64, int64_t());
-  case FD::CPPTYPE_UINT32:
-    return Integer(&Refl::SetUInt32, &Refl::AddUInt32, uint32_t());
-  case FD::CPPTYPE_UINT64:
-    return Integer(&Refl::SetUInt64, &Refl::AddUInt64, uint64_t());
-  case FD::CPPTYPE_DOUBLE:
-    return Real(&Refl::SetDouble, &Refl::AddDouble, double());
-  case FD::CPPTYPE_FLOAT:
-    return Real(&Refl::SetFloat, &Refl::AddFloat, float());
+#define MLBRIDGE_CASE(Cpp, Accessor, Ty)                                       \
+  case FD::CPPTYPE_##Cpp:                                                      \
+    return Number(&Refl::Set##Accessor, &Refl::Add##Accessor, Ty());
+    MLBRIDGE_PROTO_NUMERIC_FIELDS(MLBRIDGE_CASE)
+#undef MLBRIDGE_CASE
   case FD::CPPTYPE_BOOL:
     if (N.K != Num::Bool)
       return Mismatch("needs a bool, got " + std::string(kindName(N.K)));
@@ -254,22 +257,13 @@ Num readField(const gp::Message &M, const FD *F, int Index) {
     return Num::of(Rep ? (R->*Repeated)(M, F, Index) : (R->*Single)(M, F));
   };
   switch (F->cpp_type()) {
-  case FD::CPPTYPE_INT32:
-    return Get(&Refl::GetInt32, &Refl::GetRepeatedInt32);
-  case FD::CPPTYPE_INT64:
-    return Get(&Refl::GetInt64, &Refl::GetRepeatedInt64);
-  case FD::CPPTYPE_UINT32:
-    return Get(&Refl::GetUInt32, &Refl::GetRepeatedUInt32);
-  case FD::CPPTYPE_UINT64:
-    return Get(&Refl::GetUInt64, &Refl::GetRepeatedUInt64);
-  case FD::CPPTYPE_DOUBLE:
-    return Get(&Refl::GetDouble, &Refl::GetRepeatedDouble);
-  case FD::CPPTYPE_FLOAT:
-    return Get(&Refl::GetFloat, &Refl::GetRepeatedFloat);
-  case FD::CPPTYPE_BOOL:
-    return Get(&Refl::GetBool, &Refl::GetRepeatedBool);
-  case FD::CPPTYPE_ENUM:
-    return Get(&Refl::GetEnumValue, &Refl::GetRepeatedEnumValue);
+#define MLBRIDGE_CASE(Cpp, Accessor, Ty)                                       \
+  case FD::CPPTYPE_##Cpp:                                                      \
+    return Get(&Refl::Get##Accessor, &Refl::GetRepeated##Accessor);
+    MLBRIDGE_PROTO_NUMERIC_FIELDS(MLBRIDGE_CASE)
+    MLBRIDGE_CASE(BOOL, Bool, bool)
+    MLBRIDGE_CASE(ENUM, EnumValue, int)
+#undef MLBRIDGE_CASE
   default:
     return Num();
   }
@@ -318,6 +312,8 @@ Status writeTensor(TensorValue &Out, size_t Index, const Num &N,
   }
   return Mismatch();
 }
+
+#undef MLBRIDGE_PROTO_NUMERIC_FIELDS
 
 } // namespace
 
