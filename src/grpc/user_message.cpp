@@ -113,6 +113,30 @@ const FD *messageStep(const gp::Message &M, const Segment &S,
   return F;
 }
 
+/// Parses Path and follows its message steps from Root: Enter(R, Cur, F, S)
+/// moves Cur into field F (segment S) of the message it points at. Leaf is
+/// then the last segment's field of *Cur, and Last that segment.
+template <typename MessageT, typename EnterFn>
+Status followPath(MessageT &Root, const std::string &Path, EnterFn &&Enter,
+                  MessageT *&Cur, const FD *&Leaf, Segment &Last) {
+  std::vector<Segment> Segs;
+  if (Status S = parsePath(Path, Segs); !S.isOk())
+    return S;
+  Cur = &Root;
+  for (size_t I = 0; I + 1 < Segs.size(); ++I) {
+    Status Err;
+    const FD *F = messageStep(*Cur, Segs[I], Path, Err);
+    if (!F)
+      return Err;
+    if (Status S = Enter(*Cur->GetReflection(), Cur, F, Segs[I]); !S.isOk())
+      return S;
+  }
+  Last = std::move(Segs.back());
+  Status Err;
+  Leaf = findField(Cur->GetDescriptor(), Last, Path, Err);
+  return Leaf ? Status::ok() : Err;
+}
+
 /// One element, as read from a tensor or a field.
 struct Num {
   enum Kind { Int, UInt, Float, Bool } K = Int;
@@ -424,39 +448,32 @@ UserMessageCodec::load(const UserMessageSchema &Schema) {
 
 Status UserMessageCodec::setField(gp::Message &Root, const std::string &Path,
                                   const TensorValue &V) {
-  std::vector<Segment> Segs;
-  if (Status S = parsePath(Path, Segs); !S.isOk())
-    return S;
-  gp::Message *Cur = &Root;
-  for (size_t I = 0; I + 1 < Segs.size(); ++I) {
-    const Segment &S = Segs[I];
-    Status Err;
-    const FD *F = messageStep(*Cur, S, Path, Err);
-    if (!F)
-      return Err;
-    const gp::Reflection *R = Cur->GetReflection();
+  // Message steps are created as needed.
+  auto Enter = [&](const gp::Reflection &R, gp::Message *&Cur, const FD *F,
+                   const Segment &S) {
     if (F->is_repeated()) {
       if (S.Index < 0)
         return Status(ErrorCode::InvalidArgument,
                       "field path '" + Path + "': '" + S.Name +
                           "' is repeated; name an element, e.g. " + S.Name +
                           "[0]");
-      while (R->FieldSize(*Cur, F) <= S.Index)
-        R->AddMessage(Cur, F);
-      Cur = R->MutableRepeatedMessage(Cur, F, int(S.Index));
+      while (R.FieldSize(*Cur, F) <= S.Index)
+        R.AddMessage(Cur, F);
+      Cur = R.MutableRepeatedMessage(Cur, F, int(S.Index));
     } else {
       if (S.Index >= 0)
         return Status(ErrorCode::InvalidArgument,
                       "field path '" + Path + "': '" + S.Name +
                           "' is not repeated and cannot be indexed");
-      Cur = R->MutableMessage(Cur, F);
+      Cur = R.MutableMessage(Cur, F);
     }
-  }
-  const Segment &Last = Segs.back();
-  Status Err;
-  const FD *F = findField(Cur->GetDescriptor(), Last, Path, Err);
-  if (!F)
-    return Err;
+    return Status::ok();
+  };
+  gp::Message *Cur = nullptr;
+  const FD *F = nullptr;
+  Segment Last;
+  if (Status S = followPath(Root, Path, Enter, Cur, F, Last); !S.isOk())
+    return S;
   if (Last.Index >= 0)
     return Status(ErrorCode::InvalidArgument,
                   "field path '" + Path +
@@ -501,40 +518,34 @@ Status UserMessageCodec::setField(gp::Message &Root, const std::string &Path,
 Status UserMessageCodec::getField(const gp::Message &Root,
                                   const std::string &Path,
                                   const TensorSpec &Spec, TensorValue &Out) {
-  std::vector<Segment> Segs;
-  if (Status S = parsePath(Path, Segs); !S.isOk())
-    return S;
-  const gp::Message *Cur = &Root;
   auto Missing = [&](const std::string &Name) {
     return Status(ErrorCode::Malformed, "reply does not set field '" + Name +
                                             "' (advice '" + Path + "')");
   };
-  for (size_t I = 0; I + 1 < Segs.size(); ++I) {
-    const Segment &S = Segs[I];
-    Status Err;
-    const FD *F = messageStep(*Cur, S, Path, Err);
-    if (!F)
-      return Err;
-    const gp::Reflection *R = Cur->GetReflection();
+  // Every message step must be set in the reply.
+  auto Enter = [&](const gp::Reflection &R, const gp::Message *&Cur,
+                   const FD *F, const Segment &S) {
     if (F->is_repeated()) {
-      if (S.Index < 0 || R->FieldSize(*Cur, F) <= S.Index)
+      if (S.Index < 0 || R.FieldSize(*Cur, F) <= S.Index)
         return Missing(S.Name + "[" + std::to_string(S.Index) + "]");
-      Cur = &R->GetRepeatedMessage(*Cur, F, int(S.Index));
+      Cur = &R.GetRepeatedMessage(*Cur, F, int(S.Index));
     } else {
-      if (!R->HasField(*Cur, F))
+      if (!R.HasField(*Cur, F))
         return Missing(S.Name);
-      Cur = &R->GetMessage(*Cur, F);
+      Cur = &R.GetMessage(*Cur, F);
     }
-  }
-  Status Err;
-  const FD *F = findField(Cur->GetDescriptor(), Segs.back(), Path, Err);
-  if (!F)
-    return Err;
+    return Status::ok();
+  };
+  const gp::Message *Cur = nullptr;
+  const FD *F = nullptr;
+  Segment Last;
+  if (Status S = followPath(Root, Path, Enter, Cur, F, Last); !S.isOk())
+    return S;
   const gp::Reflection *R = Cur->GetReflection();
   // A field with presence must be set: a default value is never taken for
   // an answer. (proto3 scalars without `optional` cannot tell.)
   if (!F->is_repeated() && F->has_presence() && !R->HasField(*Cur, F))
-    return Missing(Segs.back().Name);
+    return Missing(Last.Name);
   if (F->cpp_type() == FD::CPPTYPE_MESSAGE)
     return Status(ErrorCode::InvalidArgument,
                   "advice field '" + Path + "' is a message");
