@@ -55,16 +55,20 @@ def find_llvm_tool(name: str) -> Optional[str]:
         return None
 
 
+def required(found, missing: str):
+    """found, unless it is None: then the test fails with `missing` (a setup
+    problem, reported without a traceback)."""
+    if found is None:
+        pytest.fail(missing, pytrace=False)
+    return found
+
+
 def require_llvm_tool(name: str) -> str:
-    path = find_llvm_tool(name)
-    if path is None:
-        pytest.fail(
-            f"{name} not found on PATH or in /usr/lib/llvm-19/bin: the "
-            f"end-to-end tests need LLVM 19 (Debian: apt-get install llvm-19 "
-            f"clang-19)",
-            pytrace=False,
-        )
-    return path
+    return required(
+        find_llvm_tool(name),
+        f"{name} not found on PATH or in /usr/lib/llvm-19/bin: the "
+        f"end-to-end tests need LLVM 19 (Debian: apt-get install llvm-19 "
+        f"clang-19)")
 
 
 def find_built_program(name: str) -> Optional[Path]:
@@ -87,16 +91,12 @@ def find_built_program(name: str) -> Optional[Path]:
 
 
 def require_built_program(name: str) -> Path:
-    path = find_built_program(name)
-    if path is None:
-        pytest.fail(
-            f"{name} not found under the build directory {build_dir()} "
-            f"(set MLBRIDGE_BUILD_DIR, or run: cmake -S {REPO_ROOT} -B "
-            f"{REPO_ROOT / 'build'} -G Ninja && cmake --build "
-            f"{REPO_ROOT / 'build'} --target {name})",
-            pytrace=False,
-        )
-    return path
+    return required(
+        find_built_program(name),
+        f"{name} not found under the build directory {build_dir()} "
+        f"(set MLBRIDGE_BUILD_DIR, or run: cmake -S {REPO_ROOT} -B "
+        f"{REPO_ROOT / 'build'} -G Ninja && cmake --build "
+        f"{REPO_ROOT / 'build'} --target {name})")
 
 
 class ProcessGuard:
