@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
 from ...build_manifest import NotBuilt as PluginNotFound
 from ...build_manifest import WithRunners, load
-from ...errors import MLBridgeError
 from ..advisors import INLINE_FEATURES
 
 #: LLVM 19's ML inliner features, in the order LLVM (and the inline advisor
@@ -93,10 +91,10 @@ def find_llvm_tool(name: str) -> str:
 
 
 def _runtime_library(compiler: str, name: str) -> Optional[str]:
+    from ...toolchain import CompileError, run_tool
     try:
-        out = subprocess.run([compiler, f"-print-file-name={name}"], capture_output=True,
-                             text=True, timeout=30).stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
+        out = run_tool([compiler, f"-print-file-name={name}"], timeout=30).strip()
+    except CompileError:
         return None
     if out and out != name and Path(out).exists():
         return str(Path(out).resolve())
@@ -131,10 +129,8 @@ def compile_to_ir(source, output, *, clang: Optional[str] = None,
     mark every function optnone/noinline). For code-size experiments pass
     ``flags=["-Oz"]`` (a later -O wins): -O2 IR lacks the optsize/minsize
     attributes of real ``clang-19 -Oz`` (docs/llvm.md, "Pitfalls")."""
+    from ...toolchain import compile
     clang = clang or find_llvm_tool("clang-19")
-    cmd = [clang, "-O2", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-S",
-           *flags, str(source), "-o", str(output)]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if res.returncode != 0:
-        raise MLBridgeError(f"{' '.join(cmd)} failed ({res.returncode}):\n{res.stderr[-2000:]}")
+    compile([clang, "-O2", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-S",
+             *flags, str(source), "-o", str(output)], timeout=timeout, measure_text=False)
     return Path(output)
