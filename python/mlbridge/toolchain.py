@@ -191,19 +191,8 @@ def run_tool(cmd: Sequence, *, timeout: float = COMPILE_TIMEOUT, stderr: bool = 
     the tool's first error if it fails, or if it runs past ``timeout`` (it is
     killed)."""
     cmd = [os.fspath(c) for c in cmd]
-    try:
-        proc = process.start(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                             cwd=cwd)
-    except OSError as e:
-        raise CompileError(f"cannot run {cmd[0]}: {e}") from None
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.kill(proc, wait=10)
-        raise CompileError(f"timed out after {timeout:g} s: {_describe(cmd)} (killed)") from None
-    except BaseException:
-        process.kill(proc, wait=10)
-        raise
+    proc, (out, err) = _bounded(cmd, timeout, lambda p: p.communicate(timeout=timeout),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd)
     err_text = err.decode(errors="replace")
     if proc.returncode != 0:
         raise CompileError(_failure(cmd, proc.returncode, err_text))
@@ -211,21 +200,29 @@ def run_tool(cmd: Sequence, *, timeout: float = COMPILE_TIMEOUT, stderr: bool = 
     return (out_text, err_text) if stderr else out_text
 
 
+def _bounded(cmd, timeout, finish, **popen_kwargs):
+    """(process, finish(process)) for ``cmd`` started under the supervisor;
+    ``finish`` waits at most ``timeout``. A timeout, or anything else that
+    interrupts the wait, kills the compiler."""
+    try:
+        proc = process.start(cmd, **popen_kwargs)
+    except OSError as e:
+        raise CompileError(f"cannot run {cmd[0]}: {e}") from None
+    try:
+        return proc, finish(proc)
+    except subprocess.TimeoutExpired:
+        process.kill(proc, wait=10)
+        raise CompileError(f"timed out after {timeout:g} s: {_describe(cmd)} (killed)") from None
+    except BaseException:
+        process.kill(proc, wait=10)
+        raise
+
+
 def _plain(cmd, timeout, env, cwd):
     """(returncode, CPU seconds, stderr tail) of one unserved run."""
     with tempfile.TemporaryFile() as err:
-        try:
-            proc = process.start(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=cwd)
-        except OSError as e:
-            raise CompileError(f"cannot run {cmd[0]}: {e}") from None
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            process.kill(proc, wait=10)
-            raise CompileError(f"timed out after {timeout:g} s: {_describe(cmd)}") from None
-        except BaseException:
-            process.kill(proc, wait=10)
-            raise
+        proc, _ = _bounded(cmd, timeout, lambda p: p.wait(timeout=timeout),
+                           stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=cwd)
         size = err.seek(0, os.SEEK_END)
         err.seek(max(0, size - STDERR_TAIL))
         stderr = err.read().decode(errors="replace")
