@@ -7,7 +7,8 @@
 * LLVM 19 tools are required: a missing ``opt-19``/``clang-19`` is a test
   *failure* with a message saying what to install, never a skip. The plugin
   tests run on every LLVM version the build has plugins for
-  (``plugins_any_llvm``, with that version's ``opt`` and ``clang``).
+  and the LLVM host tests on every LLVM version the build has (``llvm_major``
+  with that version's ``opt``, ``clang``, ``llc``).
 * Optional components (tests/build_components.py): a test is skipped only
   when the build says the component is off.
 
@@ -48,7 +49,7 @@ def build_dir() -> Path:
 
 
 def find_llvm_tool(name: str) -> Optional[str]:
-    """Path of an LLVM 19 tool ("opt-19", "clang-19", ...), or None."""
+    """Path of a versioned LLVM tool ("opt-19", "clang-22", ...), or None."""
     from mlbridge.llvm.plugins import PluginNotFound
     from mlbridge.llvm.plugins import find_llvm_tool as find
     try:
@@ -60,10 +61,11 @@ def find_llvm_tool(name: str) -> Optional[str]:
 def require_llvm_tool(name: str) -> str:
     path = find_llvm_tool(name)
     if path is None:
+        major = name.rpartition("-")[2]
         pytest.fail(
-            f"{name} not found on PATH or in /usr/lib/llvm-19/bin: the "
-            f"end-to-end tests need LLVM 19 (Debian: apt-get install llvm-19 "
-            f"clang-19)",
+            f"{name} not found on PATH or in /usr/lib/llvm-{major}/bin: the "
+            f"end-to-end tests need LLVM {major} (Debian: apt-get install llvm-{major} "
+            f"clang-{major}; LLVM 22: scripts/deps/llvm22.apt)",
             pytrace=False,
         )
     return path
@@ -232,41 +234,51 @@ def plugins(mlbridge_pkg):
     return require_built("llvm_plugins", lambda: find_plugins(llvm=19))
 
 
-#: The LLVM versions the plugins can be built for, with the build manifest's
-#: component of each (docs/llvm-versions.md).
-PLUGIN_LLVM_COMPONENTS = {19: "llvm_plugins", 22: "llvm_plugins_llvm22"}
+#: The LLVM versions the tests run on, with the build manifest's component
+#: that says the build has that version (docs/llvm-versions.md): LLVM 19 is
+#: always required; LLVM 22 when the build has its plugins (llvm-22-dev and
+#: the tools of scripts/deps/llvm22.apt were found).
+LLVM_VERSION_COMPONENTS = {19: "llvm_plugins", 22: "llvm_plugins_llvm22"}
 
 
-@pytest.fixture(scope="module", params=sorted(PLUGIN_LLVM_COMPONENTS), ids=lambda v: f"llvm{v}")
-def plugins_any_llvm(request, mlbridge_pkg):
+@pytest.fixture(scope="module", params=sorted(LLVM_VERSION_COMPONENTS),
+                ids=lambda v: f"llvm{v}")
+def llvm_major(request, mlbridge_pkg) -> int:
+    """Each LLVM major version in turn (a test module using ``opt``,
+    ``clang``, ``llc`` runs once per version); 22 is skipped only when the
+    build says it has no LLVM 22 (then its tools need not be installed)."""
+    from build_components import require_component
+    if request.param != 19:
+        require_component(LLVM_VERSION_COMPONENTS[request.param])
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def plugins_any_llvm(llvm_major):
     """The built plugins of each LLVM version in turn (a test module whose
-    ``plugins`` fixture returns this runs once per version); a version is
-    skipped only when the build says its plugins are off."""
+    ``plugins`` fixture returns this runs once per version)."""
     from build_components import require_built
     from mlbridge.llvm.plugins import find_plugins
-    return require_built(PLUGIN_LLVM_COMPONENTS[request.param],
-                         lambda: find_plugins(llvm=request.param))
+    return require_built(LLVM_VERSION_COMPONENTS[llvm_major],
+                         lambda: find_plugins(llvm=llvm_major))
 
 
 @pytest.fixture(scope="module")
-def opt(plugins_any_llvm) -> str:
-    """The opt of the LLVM version of ``plugins_any_llvm``."""
-    return _plugin_tool(plugins_any_llvm, "opt")
+def opt(llvm_major) -> str:
+    """opt of the LLVM version ``llvm_major``."""
+    return require_llvm_tool(f"opt-{llvm_major}")
 
 
 @pytest.fixture(scope="module")
-def clang(plugins_any_llvm) -> str:
-    """The clang of the LLVM version of ``plugins_any_llvm``."""
-    return _plugin_tool(plugins_any_llvm, "clang")
+def clang(llvm_major) -> str:
+    """clang of the LLVM version ``llvm_major``."""
+    return require_llvm_tool(f"clang-{llvm_major}")
 
 
-def _plugin_tool(plugins, name: str) -> str:
-    from mlbridge.llvm.plugins import PluginNotFound
-    try:
-        return plugins.tool(name)
-    except PluginNotFound as exc:
-        pytest.fail(f"{exc}: the build has plugins for LLVM {plugins.llvm_major}, so its "
-                    f"tools must be installed", pytrace=False)
+@pytest.fixture(scope="module")
+def llc(llvm_major) -> str:
+    """llc of the LLVM version ``llvm_major``."""
+    return require_llvm_tool(f"llc-{llvm_major}")
 
 
 #: The csmith programs of the plugin tests (with the hand-written ones in
