@@ -30,6 +30,7 @@ set(_mlb_component_targets
     ir2vec_llvm22 MLBridgeIR2Vec22
     mlir_plugin MLBridgeMLIRUnroll
     c_tool mlb-loop-pragmas
+    c_tool_llvm22 mlb-loop-pragmas-22
     fuzzers mlbridge-fuzzers)
 
 if(MLBRIDGE_SANITIZE)
