@@ -43,10 +43,6 @@
 #include "scaling.h"
 #include "sweep.h"
 
-#ifdef MLBRIDGE_BENCH_GRPC
-#include "mlbridge/protobuf_serdes.h"
-#endif
-
 #include <algorithm>
 #include <cmath>
 #include <csignal>
@@ -76,9 +72,6 @@ int main(int Argc, char **Argv) {
       Cfg.Self.assign(B, size_t(K));
   }
   ::signal(SIGPIPE, SIG_IGN);
-#ifdef MLBRIDGE_BENCH_GRPC
-  mlbridge::enableProtobufSerDes();
-#endif
   if (Argc > 1 && std::string(Argv[1]) == "--worker")
     return workerMain(Argc, Argv);
 #ifdef MLBRIDGE_BENCH_GRPC

@@ -7,6 +7,7 @@
 #include "mlbridge/shm_model_runner.h"
 #ifdef MLBRIDGE_BENCH_GRPC
 #include "mlbridge/grpc_model_runner.h"
+#include "mlbridge/protobuf_serdes.h"
 #endif
 #ifdef MLBRIDGE_BENCH_ONNX
 #include "mlbridge/onnx_model_runner.h"
@@ -101,6 +102,9 @@ std::unique_ptr<ModelRunner> makeRemoteRunner(const char *What,
 template <typename Options> Options streamOptions(SerDesKind K) {
   Options O;
   O.Format = K;
+#ifdef MLBRIDGE_BENCH_GRPC
+  O.ProtobufSerDes = createProtobufSerDes;
+#endif
   O.OpenTimeout = std::chrono::seconds(30);
   O.ReplyTimeout = std::chrono::seconds(60);
   return O;

@@ -7,14 +7,15 @@
 // observation), the model answers with Advice. The Python side is
 // mlbridge.serdes.get("protobuf").
 //
-// The core library has no protobuf dependency, so this SerDes is made
-// available to createSerDes() (and to PipeModelRunner) by registering it:
+// The core library has no protobuf dependency, so a runner gets this
+// SerDes through its options, not by name alone:
 //
-//   mlbridge::enableProtobufSerDes();
-//   PipeOptions O; O.Format = SerDesKind::Protobuf;
+//   PipeOptions O;
+//   O.Format = SerDesKind::Protobuf;
+//   O.ProtobufSerDes = mlbridge::createProtobufSerDes;
 //   auto Runner = PipeModelRunner::create("/tmp/ch", {}, std::nullopt, O);
 //
-// Only this call registers it (a GrpcModelRunner uses no SerDes).
+// (ShmOptions alike; a GrpcModelRunner uses no SerDes.)
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLBRIDGE_PROTOBUF_SERDES_H
@@ -26,11 +27,7 @@
 
 namespace mlbridge {
 
-/// Registers the Protobuf SerDes with createSerDes(). Idempotent, thread
-/// safe.
-void enableProtobufSerDes();
-
-/// A new Protobuf SerDes (without going through the registry).
+/// A new Protobuf SerDes; a SerDesFactory, for StreamOptions::ProtobufSerDes.
 std::unique_ptr<SerDes> createProtobufSerDes();
 
 } // namespace mlbridge

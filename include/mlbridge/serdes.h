@@ -110,15 +110,14 @@ public:
                               WireMessage &Out) = 0;
 };
 
-/// Creates the SerDes of the given kind; nullptr when that kind is not
-/// built into this program (Protobuf without the MLBridge::grpc component,
-/// or before mlbridge::enableProtobufSerDes() registered it).
+/// Creates a SerDes of the kinds the core library builds in (Bitstream,
+/// Json); nullptr for Protobuf, which is the MLBridge::grpc component's
+/// (mlbridge::createProtobufSerDes, mlbridge/protobuf_serdes.h).
 std::unique_ptr<SerDes> createSerDes(SerDesKind Kind);
 
-/// For optional components: makes createSerDes(Kind) use Factory. Thread
-/// safe; the last registration wins.
+/// Makes a new SerDes: how a component hands a kind the core library does
+/// not build in to a runner (StreamOptions::ProtobufSerDes).
 using SerDesFactory = std::unique_ptr<SerDes> (*)();
-void registerSerDesFactory(SerDesKind Kind, SerDesFactory Factory);
 
 } // namespace mlbridge
 

@@ -48,6 +48,10 @@ struct ReplyFrame {
 /// The settings every stream runner has.
 struct StreamOptions : RunnerOptions {
   SerDesKind Format = SerDesKind::Bitstream;
+  /// Makes the SerDes when Format is SerDesKind::Protobuf, which the core
+  /// library does not build in: set it to mlbridge::createProtobufSerDes
+  /// (mlbridge/protobuf_serdes.h, link MLBridge::grpc). Unused otherwise.
+  SerDesFactory ProtobufSerDes = nullptr;
   /// How long opening may wait for the model side to be there and take the
   /// channel (what that means is the transport's: PipeOptions, ShmOptions).
   std::chrono::milliseconds OpenTimeout{30000};

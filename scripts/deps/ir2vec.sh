@@ -14,6 +14,8 @@
 # matches.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+DEPS_NAME=ir2vec.sh
+source scripts/deps/lib/install.sh
 
 VERSION=2.1.1
 WHEEL=IR2Vec-$VERSION-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
@@ -24,40 +26,26 @@ STAMP=$DEST/.installed
 CONVERTER=scripts/deps/ir2vec_vocab.py
 want="$WHEEL_SHA256 $(sha256sum "$CONVERTER" | cut -d' ' -f1)"
 
-if [[ -f $STAMP && $(cat "$STAMP") == "$want" && -f $DEST/seedEmbeddingVocab.txt \
-      && -f $DEST/seedEmbeddingVocab.json ]]; then
+if deps_installed "$STAMP" "$want" "$DEST/seedEmbeddingVocab.txt" \
+     "$DEST/seedEmbeddingVocab.json"; then
   exit 0
 fi
 python=python3
 [[ -x .venv/bin/python ]] && python=.venv/bin/python
-for tool in unzip sha256sum; do
-  command -v "$tool" >/dev/null || { echo "ir2vec.sh: '$tool' is required" >&2; exit 1; }
-done
+deps_require "" unzip sha256sum
 
 echo "install-deps: IR2Vec $VERSION seed vocabulary from PyPI"
-mkdir -p .deps
-work=$(mktemp -d .deps/ir2vec-tmp.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+deps_workdir
 
 # The wheel is platform-specific; pip is told which one so it downloads that
 # exact file on any host (nothing of it is installed or run).
 "$python" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
   --python-version 3.11 --implementation cp --platform manylinux_2_17_x86_64 \
   "IR2Vec==$VERSION" -d "$work" >&2
-[[ -f $work/$WHEEL ]] || { echo "ir2vec.sh: pip did not download $WHEEL" >&2; exit 1; }
-check() { # sha256 file what
-  local got
-  got=$(sha256sum "$2" | cut -d' ' -f1)
-  if [[ $got != "$1" ]]; then
-    echo "ir2vec.sh: sha256 mismatch for $3 ($2)" >&2
-    echo "  expected $1" >&2
-    echo "  got      $got" >&2
-    exit 1
-  fi
-}
-check "$WHEEL_SHA256" "$work/$WHEEL" "the wheel"
+[[ -f $work/$WHEEL ]] || deps_fail "pip did not download $WHEEL"
+deps_check sha256 "$WHEEL_SHA256" "$work/$WHEEL" "the wheel"
 unzip -q -j "$work/$WHEEL" ir2vec/seedEmbeddingVocab.txt "IR2Vec-$VERSION.dist-info/METADATA" -d "$work"
-check "$VOCAB_SHA256" "$work/seedEmbeddingVocab.txt" "the vocabulary"
+deps_check sha256 "$VOCAB_SHA256" "$work/seedEmbeddingVocab.txt" "the vocabulary"
 
 stage=$work/stage
 mkdir -p "$stage"
@@ -70,8 +58,4 @@ $VOCAB_SHA256) from the PyPI wheel $WHEEL
 seedEmbeddingVocab.json is generated from it by $CONVERTER.
 Licence: BSD 4-Clause (METADATA; https://github.com/IITH-Compilers/IR2Vec).
 SRC
-echo "$want" > "$stage/.installed"
-
-rm -rf "$DEST"
-mv "$stage" "$DEST"
-echo "install-deps: IR2Vec vocabulary installed in $DEST"
+deps_commit "$stage" "$DEST" "$want" "IR2Vec vocabulary"

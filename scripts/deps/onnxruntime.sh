@@ -19,6 +19,8 @@
 # stamp file matches.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+DEPS_NAME=onnxruntime.sh
+source scripts/deps/lib/install.sh
 
 ORT_VERSION=1.29.0
 NPM_PACKAGE=com.github.asus4.onnxruntime
@@ -30,50 +32,31 @@ MS_NOTICES_SHA256=4c5b864d8974c94b37461f38163facef79a1bb5dea461667ee9e5be6a8e73f
 DEST=.deps/onnxruntime-$ORT_VERSION
 STAMP=$DEST/.installed
 
-if [[ -f $STAMP && $(cat "$STAMP") == "$NPM_SHA512" && -f $DEST/lib/libonnxruntime.so.$ORT_VERSION \
-      && -f $DEST/include/onnxruntime_c_api.h ]]; then
+if deps_installed "$STAMP" "$NPM_SHA512" "$DEST/lib/libonnxruntime.so.$ORT_VERSION" \
+     "$DEST/include/onnxruntime_c_api.h"; then
   exit 0
 fi
 if [[ $(uname -s)/$(uname -m) != Linux/x86_64 ]]; then
-  echo "onnxruntime.sh: the npm package only has a Linux x86_64 library;" \
-       "install an official ONNX Runtime release and configure with -DONNXRUNTIME_ROOT=<dir>" >&2
-  exit 1
+  deps_fail "the npm package only has a Linux x86_64 library;" \
+            "install an official ONNX Runtime release and configure with -DONNXRUNTIME_ROOT=<dir>"
 fi
-for tool in npm unzip sha512sum tar; do
-  if ! command -v "$tool" >/dev/null; then
-    echo "onnxruntime.sh: '$tool' is required (npm comes with Node.js; unzip with scripts/deps/onnx.apt)" >&2
-    exit 1
-  fi
-done
+deps_require " (npm comes with Node.js; unzip with scripts/deps/onnx.apt)" npm unzip sha512sum tar
 
 echo "install-deps: ONNX Runtime $ORT_VERSION from npm $NPM_PACKAGE@$NPM_VERSION"
-mkdir -p .deps
-work=$(mktemp -d .deps/onnxruntime-tmp.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+deps_workdir
 
 tarball=$(cd "$work" && npm pack --silent --loglevel=error "$NPM_PACKAGE@$NPM_VERSION" 2>/dev/null | tail -n1)
-[[ -f $work/$tarball ]] || { echo "onnxruntime.sh: npm pack did not produce a tarball" >&2; exit 1; }
-got=$(sha512sum "$work/$tarball" | cut -d' ' -f1)
-if [[ $got != "$NPM_SHA512" ]]; then
-  echo "onnxruntime.sh: sha512 mismatch for $tarball" >&2
-  echo "  expected $NPM_SHA512" >&2
-  echo "  got      $got" >&2
-  exit 1
-fi
+[[ -f $work/$tarball ]] || deps_fail "npm pack did not produce a tarball"
+deps_check sha512 "$NPM_SHA512" "$work/$tarball" "the npm package"
 
 tar -xzf "$work/$tarball" -C "$work" \
   package/LICENSE package/ThirdPartyNotices.txt package/package.json \
   package/Plugins/Linux/x64/libonnxruntime.so \
   package/Plugins/Linux/x64/libonnxruntime_providers_shared.so \
   package/Plugins/Android/onnxruntime.aar
-for check in "$MS_LIB_SHA256 $work/package/Plugins/Linux/x64/libonnxruntime.so" \
-             "$MS_NOTICES_SHA256 $work/package/ThirdPartyNotices.txt"; do
-  if ! sha256sum --quiet -c <<<"${check/ /  }" >/dev/null 2>&1; then
-    echo "onnxruntime.sh: ${check#* } is not Microsoft's file (sha256 differs from" \
-         "com.microsoft.onnxruntime:onnxruntime:$ORT_VERSION)" >&2
-    exit 1
-  fi
-done
+microsoft="Microsoft's file (com.microsoft.onnxruntime:onnxruntime:$ORT_VERSION)"
+deps_check sha256 "$MS_LIB_SHA256" "$work/package/Plugins/Linux/x64/libonnxruntime.so" "$microsoft"
+deps_check sha256 "$MS_NOTICES_SHA256" "$work/package/ThirdPartyNotices.txt" "$microsoft"
 stage=$work/stage
 mkdir -p "$stage/include" "$stage/lib"
 # The official C/C++ headers are in the Android archive (identical for all
@@ -81,7 +64,7 @@ mkdir -p "$stage/include" "$stage/lib"
 unzip -q -j "$work/package/Plugins/Android/onnxruntime.aar" 'headers/*' -d "$stage/include"
 api=$(cut -d. -f2 <<<"$ORT_VERSION")
 grep -Eq "^#define ORT_API_VERSION $api\b" "$stage/include/onnxruntime_c_api.h" \
-  || { echo "onnxruntime.sh: the headers are not those of ONNX Runtime $ORT_VERSION" >&2; exit 1; }
+  || deps_fail "the headers are not those of ONNX Runtime $ORT_VERSION"
 install -m 0644 "$work/package/Plugins/Linux/x64/libonnxruntime.so" "$stage/lib/libonnxruntime.so.$ORT_VERSION"
 install -m 0644 "$work/package/Plugins/Linux/x64/libonnxruntime_providers_shared.so" "$stage/lib/"
 ln -s "libonnxruntime.so.$ORT_VERSION" "$stage/lib/libonnxruntime.so.1"
@@ -97,8 +80,4 @@ are byte-identical to those of Microsoft's com.microsoft.onnxruntime:onnxruntime
 (sha256 $MS_LIB_SHA256 and $MS_NOTICES_SHA256).
 Licence: LICENSE (MIT) and ThirdPartyNotices.txt.
 SRC
-echo "$NPM_SHA512" > "$stage/.installed"
-
-rm -rf "$DEST"
-mv "$stage" "$DEST"
-echo "install-deps: ONNX Runtime installed in $DEST"
+deps_commit "$stage" "$DEST" "$NPM_SHA512" "ONNX Runtime"

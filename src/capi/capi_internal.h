@@ -10,6 +10,7 @@
 
 #include "mlbridge/c/mlbridge.h"
 #include "mlbridge/model_runner.h"
+#include "mlbridge/serdes.h"
 
 #include <cstring>
 #include <memory>
@@ -18,6 +19,11 @@
 
 struct mlb_runner {
   std::unique_ptr<mlbridge::ModelRunner> Runner;
+};
+
+/// What a component's C API hands out for a SerDes the core lacks.
+struct mlb_serdes_factory {
+  mlbridge::SerDesFactory Make;
 };
 
 namespace mlbridge::capi {

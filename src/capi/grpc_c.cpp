@@ -88,6 +88,9 @@ mlb_status mlb_grpc_runner_from_settings(const mlb_runner_settings *S,
   return mlb_grpc_runner_create(S->server, &O, Out);
 }
 
-void mlb_enable_protobuf_serdes(void) { enableProtobufSerDes(); }
+const mlb_serdes_factory *mlb_protobuf_serdes(void) {
+  static constexpr mlb_serdes_factory Protobuf{&createProtobufSerDes};
+  return &Protobuf;
+}
 
 } // extern "C"

@@ -87,8 +87,15 @@ Expected<Options> streamOptions(mlb_serdes Serdes, const COptions &C) {
   Expected<SerDesKind> Format = serdesKind(Serdes);
   if (!Format)
     return Format.status();
+  if (*Format == SerDesKind::Protobuf && !C.protobuf_serdes)
+    return Status(ErrorCode::InvalidArgument,
+                  "SerDes \"protobuf\" needs the options' protobuf_serdes: "
+                  "set it to mlb_protobuf_serdes() (mlbridge/c/grpc.h, link "
+                  "MLBridge::grpc)");
   Options O;
   O.Format = *Format;
+  if (C.protobuf_serdes)
+    O.ProtobufSerDes = C.protobuf_serdes->Make;
   O.OpenTimeout = std::chrono::milliseconds(C.open_timeout_ms);
   O.ReplyTimeout = std::chrono::milliseconds(C.reply_timeout_ms);
   if (C.diagnostics_to_stderr)
@@ -108,6 +115,7 @@ void mlb_pipe_options_init(mlb_pipe_options *Opts) {
   Opts->reply_timeout_ms = static_cast<int>(Defaults.ReplyTimeout.count());
   Opts->create_fifos = Defaults.CreateFifos ? 1 : 0;
   Opts->diagnostics_to_stderr = 0;
+  Opts->protobuf_serdes = nullptr;
 }
 
 const char *mlb_last_error(void) { return LastError.c_str(); }
@@ -139,6 +147,7 @@ void mlb_shm_options_init(mlb_shm_options *Opts) {
   Opts->reply_timeout_ms = static_cast<int>(Defaults.ReplyTimeout.count());
   Opts->spin_us = static_cast<int>(Defaults.Spin.count());
   Opts->diagnostics_to_stderr = 0;
+  Opts->protobuf_serdes = nullptr;
 }
 
 mlb_status mlb_shm_runner_create(const char *SocketPath, mlb_serdes Serdes,

@@ -255,16 +255,10 @@ private:
   std::string Buffer;
 };
 
-std::unique_ptr<SerDes> makeProtobufSerDes() {
-  return std::make_unique<ProtobufSerDes>();
-}
-
 } // namespace
 
-std::unique_ptr<SerDes> createProtobufSerDes() { return makeProtobufSerDes(); }
-
-void enableProtobufSerDes() {
-  registerSerDesFactory(SerDesKind::Protobuf, &makeProtobufSerDes);
+std::unique_ptr<SerDes> createProtobufSerDes() {
+  return std::make_unique<ProtobufSerDes>();
 }
 
 } // namespace mlbridge

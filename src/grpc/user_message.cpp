@@ -14,6 +14,15 @@ namespace mlbridge::grpc_detail {
 namespace gp = google::protobuf;
 using FD = gp::FieldDescriptor;
 
+// The numeric field types: X(cpp_type, Reflection accessor suffix, C++ type).
+#define MLBRIDGE_PROTO_NUMERIC_FIELDS(X)                                        \
+  X(INT32, Int32, int32_t)                                                     \
+  X(INT64, Int64, int64_t)                                                     \
+  X(UINT32, UInt32, uint32_t)                                                  \
+  X(UINT64, UInt64, uint64_t)                                                  \
+  X(DOUBLE, Double, double)                                                    \
+  X(FLOAT, Float, float)
+
 namespace {
 
 class CollectErrors final : public gp::compiler::MultiFileErrorCollector {
@@ -102,6 +111,30 @@ const FD *messageStep(const gp::Message &M, const Segment &S,
     return nullptr;
   }
   return F;
+}
+
+/// Parses Path and follows its message steps from Root: Enter(R, Cur, F, S)
+/// moves Cur into field F (segment S) of the message it points at. Leaf is
+/// then the last segment's field of *Cur, and Last that segment.
+template <typename MessageT, typename EnterFn>
+Status followPath(MessageT &Root, const std::string &Path, EnterFn &&Enter,
+                  MessageT *&Cur, const FD *&Leaf, Segment &Last) {
+  std::vector<Segment> Segs;
+  if (Status S = parsePath(Path, Segs); !S.isOk())
+    return S;
+  Cur = &Root;
+  for (size_t I = 0; I + 1 < Segs.size(); ++I) {
+    Status Err;
+    const FD *F = messageStep(*Cur, Segs[I], Path, Err);
+    if (!F)
+      return Err;
+    if (Status S = Enter(*Cur->GetReflection(), Cur, F, Segs[I]); !S.isOk())
+      return S;
+  }
+  Last = std::move(Segs.back());
+  Status Err;
+  Leaf = findField(Cur->GetDescriptor(), Last, Path, Err);
+  return Leaf ? Status::ok() : Err;
 }
 
 /// One element, as read from a tensor or a field.
@@ -198,33 +231,27 @@ Status writeField(gp::Message &M, const FD *F, const Num &N,
   using Refl = gp::Reflection;
   // Set or Add (repeated) the value, which an integer field must hold
   // exactly, and a real field approximately (never a bool).
-  auto Integer = [&](auto Set, auto Add, auto Tag) -> Status {
-    std::optional<decltype(Tag)> V = asInteger<decltype(Tag)>(N);
-    if (!V)
-      return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
-                      describe(N));
-    (R->*(Rep ? Add : Set))(&M, F, *V);
-    return Status::ok();
-  };
-  auto Real = [&](auto Set, auto Add, auto Tag) -> Status {
-    if (N.K == Num::Bool)
-      return Mismatch("cannot hold a bool");
-    (R->*(Rep ? Add : Set))(&M, F, decltype(Tag)(asDouble(N)));
+  auto Number = [&](auto Set, auto Add, auto Tag) -> Status {
+    using T = decltype(Tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      if (N.K == Num::Bool)
+        return Mismatch("cannot hold a bool");
+      (R->*(Rep ? Add : Set))(&M, F, T(asDouble(N)));
+    } else {
+      std::optional<T> V = asInteger<T>(N);
+      if (!V)
+        return Mismatch("cannot hold " + std::string(kindName(N.K)) + " " +
+                        describe(N));
+      (R->*(Rep ? Add : Set))(&M, F, *V);
+    }
     return Status::ok();
   };
   switch (F->cpp_type()) {
-  case FD::CPPTYPE_INT32:
-    return Integer(&Refl::SetInt32, &Refl::AddInt32, int32_t());
-  case FD::CPPTYPE_INT64:
-    return Integer(&Refl::SetInt64, &Refl::AddInt64, int64_t());
-  case FD::CPPTYPE_UINT32:
-    return Integer(&Refl::SetUInt32, &Refl::AddUInt32, uint32_t());
-  case FD::CPPTYPE_UINT64:
-    return Integer(&Refl::SetUInt64, &Refl::AddUInt64, uint64_t());
-  case FD::CPPTYPE_DOUBLE:
-    return Real(&Refl::SetDouble, &Refl::AddDouble, double());
-  case FD::CPPTYPE_FLOAT:
-    return Real(&Refl::SetFloat, &Refl::AddFloat, float());
+#define MLBRIDGE_CASE(Cpp, Accessor, Ty)                                       \
+  case FD::CPPTYPE_##Cpp:                                                      \
+    return Number(&Refl::Set##Accessor, &Refl::Add##Accessor, Ty());
+    MLBRIDGE_PROTO_NUMERIC_FIELDS(MLBRIDGE_CASE)
+#undef MLBRIDGE_CASE
   case FD::CPPTYPE_BOOL:
     if (N.K != Num::Bool)
       return Mismatch("needs a bool, got " + std::string(kindName(N.K)));
@@ -254,22 +281,13 @@ Num readField(const gp::Message &M, const FD *F, int Index) {
     return Num::of(Rep ? (R->*Repeated)(M, F, Index) : (R->*Single)(M, F));
   };
   switch (F->cpp_type()) {
-  case FD::CPPTYPE_INT32:
-    return Get(&Refl::GetInt32, &Refl::GetRepeatedInt32);
-  case FD::CPPTYPE_INT64:
-    return Get(&Refl::GetInt64, &Refl::GetRepeatedInt64);
-  case FD::CPPTYPE_UINT32:
-    return Get(&Refl::GetUInt32, &Refl::GetRepeatedUInt32);
-  case FD::CPPTYPE_UINT64:
-    return Get(&Refl::GetUInt64, &Refl::GetRepeatedUInt64);
-  case FD::CPPTYPE_DOUBLE:
-    return Get(&Refl::GetDouble, &Refl::GetRepeatedDouble);
-  case FD::CPPTYPE_FLOAT:
-    return Get(&Refl::GetFloat, &Refl::GetRepeatedFloat);
-  case FD::CPPTYPE_BOOL:
-    return Get(&Refl::GetBool, &Refl::GetRepeatedBool);
-  case FD::CPPTYPE_ENUM:
-    return Get(&Refl::GetEnumValue, &Refl::GetRepeatedEnumValue);
+#define MLBRIDGE_CASE(Cpp, Accessor, Ty)                                       \
+  case FD::CPPTYPE_##Cpp:                                                      \
+    return Get(&Refl::Get##Accessor, &Refl::GetRepeated##Accessor);
+    MLBRIDGE_PROTO_NUMERIC_FIELDS(MLBRIDGE_CASE)
+    MLBRIDGE_CASE(BOOL, Bool, bool)
+    MLBRIDGE_CASE(ENUM, EnumValue, int)
+#undef MLBRIDGE_CASE
   default:
     return Num();
   }
@@ -318,6 +336,8 @@ Status writeTensor(TensorValue &Out, size_t Index, const Num &N,
   }
   return Mismatch();
 }
+
+#undef MLBRIDGE_PROTO_NUMERIC_FIELDS
 
 } // namespace
 
@@ -428,39 +448,32 @@ UserMessageCodec::load(const UserMessageSchema &Schema) {
 
 Status UserMessageCodec::setField(gp::Message &Root, const std::string &Path,
                                   const TensorValue &V) {
-  std::vector<Segment> Segs;
-  if (Status S = parsePath(Path, Segs); !S.isOk())
-    return S;
-  gp::Message *Cur = &Root;
-  for (size_t I = 0; I + 1 < Segs.size(); ++I) {
-    const Segment &S = Segs[I];
-    Status Err;
-    const FD *F = messageStep(*Cur, S, Path, Err);
-    if (!F)
-      return Err;
-    const gp::Reflection *R = Cur->GetReflection();
+  // Message steps are created as needed.
+  auto Enter = [&](const gp::Reflection &R, gp::Message *&Cur, const FD *F,
+                   const Segment &S) {
     if (F->is_repeated()) {
       if (S.Index < 0)
         return Status(ErrorCode::InvalidArgument,
                       "field path '" + Path + "': '" + S.Name +
                           "' is repeated; name an element, e.g. " + S.Name +
                           "[0]");
-      while (R->FieldSize(*Cur, F) <= S.Index)
-        R->AddMessage(Cur, F);
-      Cur = R->MutableRepeatedMessage(Cur, F, int(S.Index));
+      while (R.FieldSize(*Cur, F) <= S.Index)
+        R.AddMessage(Cur, F);
+      Cur = R.MutableRepeatedMessage(Cur, F, int(S.Index));
     } else {
       if (S.Index >= 0)
         return Status(ErrorCode::InvalidArgument,
                       "field path '" + Path + "': '" + S.Name +
                           "' is not repeated and cannot be indexed");
-      Cur = R->MutableMessage(Cur, F);
+      Cur = R.MutableMessage(Cur, F);
     }
-  }
-  const Segment &Last = Segs.back();
-  Status Err;
-  const FD *F = findField(Cur->GetDescriptor(), Last, Path, Err);
-  if (!F)
-    return Err;
+    return Status::ok();
+  };
+  gp::Message *Cur = nullptr;
+  const FD *F = nullptr;
+  Segment Last;
+  if (Status S = followPath(Root, Path, Enter, Cur, F, Last); !S.isOk())
+    return S;
   if (Last.Index >= 0)
     return Status(ErrorCode::InvalidArgument,
                   "field path '" + Path +
@@ -505,40 +518,34 @@ Status UserMessageCodec::setField(gp::Message &Root, const std::string &Path,
 Status UserMessageCodec::getField(const gp::Message &Root,
                                   const std::string &Path,
                                   const TensorSpec &Spec, TensorValue &Out) {
-  std::vector<Segment> Segs;
-  if (Status S = parsePath(Path, Segs); !S.isOk())
-    return S;
-  const gp::Message *Cur = &Root;
   auto Missing = [&](const std::string &Name) {
     return Status(ErrorCode::Malformed, "reply does not set field '" + Name +
                                             "' (advice '" + Path + "')");
   };
-  for (size_t I = 0; I + 1 < Segs.size(); ++I) {
-    const Segment &S = Segs[I];
-    Status Err;
-    const FD *F = messageStep(*Cur, S, Path, Err);
-    if (!F)
-      return Err;
-    const gp::Reflection *R = Cur->GetReflection();
+  // Every message step must be set in the reply.
+  auto Enter = [&](const gp::Reflection &R, const gp::Message *&Cur,
+                   const FD *F, const Segment &S) {
     if (F->is_repeated()) {
-      if (S.Index < 0 || R->FieldSize(*Cur, F) <= S.Index)
+      if (S.Index < 0 || R.FieldSize(*Cur, F) <= S.Index)
         return Missing(S.Name + "[" + std::to_string(S.Index) + "]");
-      Cur = &R->GetRepeatedMessage(*Cur, F, int(S.Index));
+      Cur = &R.GetRepeatedMessage(*Cur, F, int(S.Index));
     } else {
-      if (!R->HasField(*Cur, F))
+      if (!R.HasField(*Cur, F))
         return Missing(S.Name);
-      Cur = &R->GetMessage(*Cur, F);
+      Cur = &R.GetMessage(*Cur, F);
     }
-  }
-  Status Err;
-  const FD *F = findField(Cur->GetDescriptor(), Segs.back(), Path, Err);
-  if (!F)
-    return Err;
+    return Status::ok();
+  };
+  const gp::Message *Cur = nullptr;
+  const FD *F = nullptr;
+  Segment Last;
+  if (Status S = followPath(Root, Path, Enter, Cur, F, Last); !S.isOk())
+    return S;
   const gp::Reflection *R = Cur->GetReflection();
   // A field with presence must be set: a default value is never taken for
   // an answer. (proto3 scalars without `optional` cannot tell.)
   if (!F->is_repeated() && F->has_presence() && !R->HasField(*Cur, F))
-    return Missing(Segs.back().Name);
+    return Missing(Last.Name);
   if (F->cpp_type() == FD::CPPTYPE_MESSAGE)
     return Status(ErrorCode::InvalidArgument,
                   "advice field '" + Path + "' is a message");

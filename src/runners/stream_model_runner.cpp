@@ -53,6 +53,13 @@ Status discard(ByteSource &In, uint64_t N) {
   return Status::ok();
 }
 
+/// Bitstream and Json are built in; Protobuf comes with the options.
+std::unique_ptr<SerDes> makeCodec(const StreamOptions &Options) {
+  if (Options.Format != SerDesKind::Protobuf)
+    return createSerDes(Options.Format);
+  return Options.ProtobufSerDes ? Options.ProtobufSerDes() : nullptr;
+}
+
 } // namespace
 
 void ReplyFrame::encode(char (&Out)[Bytes]) const {
@@ -76,7 +83,7 @@ StreamModelRunner::StreamModelRunner(std::vector<TensorSpec> FeatureSpecs,
                                      const char *EndpointKind)
     : ModelRunner(std::move(FeatureSpecs), std::move(Advice), Options),
       ReplyTimeout(Options.ReplyTimeout), Limits(Options.Limits),
-      Codec(createSerDes(Options.Format)) {
+      Codec(makeCodec(Options)) {
   detectConcurrentUse(); // free next to a round trip
   if (Endpoint.empty())
     setConstructionError(Status(ErrorCode::InvalidArgument,
@@ -84,9 +91,16 @@ StreamModelRunner::StreamModelRunner(std::vector<TensorSpec> FeatureSpecs,
   else if (!Codec)
     setConstructionError(Status(
         ErrorCode::InvalidArgument,
-        std::string("SerDes \"") + serdesKindName(Options.Format) +
-            "\" is not available in this program (protobuf: link "
-            "MLBridge::grpc and call mlbridge::enableProtobufSerDes())"));
+        Options.Format == SerDesKind::Protobuf
+            ? "SerDes \"protobuf\" needs the options' ProtobufSerDes: set it "
+              "to mlbridge::createProtobufSerDes (mlbridge/protobuf_serdes.h, "
+              "link MLBridge::grpc)"
+            : "unknown SerDes kind"));
+  else if (Codec->kind() != Options.Format)
+    setConstructionError(Status(
+        ErrorCode::InvalidArgument,
+        std::string("the options' ProtobufSerDes made a \"") +
+            serdesKindName(Codec->kind()) + "\" SerDes, not a \"protobuf\" one"));
   else if (Options.OpenTimeout.count() <= 0)
     setConstructionError(
         Status(ErrorCode::InvalidArgument, "the open timeout must be positive"));

@@ -28,16 +28,6 @@ std::string hexByte(unsigned char C) {
 
 // ---- compiler side ---------------------------------------------------------
 
-void BitstreamSerDes::encodeHeader(
-    const std::vector<const TensorValue *> &Features, const TensorSpec &Advice,
-    bool ContinuesSession, uint64_t SessionId, WireMessage &Out) {
-  encodeHeaderLine(Features, Advice, ContinuesSession, SessionId, Out);
-}
-
-void BitstreamSerDes::encodeContext(std::string_view Name, WireMessage &Out) {
-  encodeContextLine(Name, Out);
-}
-
 Status BitstreamSerDes::encodeObservation(
     int64_t Index, const std::vector<const TensorValue *> &Features,
     WireMessage &Out) {

@@ -15,15 +15,10 @@
 
 namespace mlbridge {
 
-class BitstreamSerDes final : public SerDes {
+class BitstreamSerDes final : public serdes_detail::ControlLineSerDes {
 public:
   SerDesKind kind() const override { return SerDesKind::Bitstream; }
 
-  void encodeHeader(const std::vector<const TensorValue *> &Features,
-                    const TensorSpec &Advice, bool ContinuesSession,
-                    uint64_t SessionId, WireMessage &Out) override;
-  using SerDes::encodeHeader;
-  void encodeContext(std::string_view Name, WireMessage &Out) override;
   /// Borrows every feature buffer: they must outlive the write of Out.
   Status encodeObservation(int64_t Index,
                            const std::vector<const TensorValue *> &Features,
@@ -47,8 +42,6 @@ private:
   Status readRecordEnd(ByteSource &In, int64_t Index, const char *Record);
   Status skipOutcome(ByteSource &In, const SerDesLimits &Limits);
 
-  serdes_detail::ControlLine Ctl; // reused parse state
-  std::string Line;               // reused line buffer
   std::optional<TensorSpec> ScoreSpec;
   std::vector<unsigned char> Scratch; // skipped outcome payloads
 };

@@ -206,13 +206,21 @@ bool startsNumber(int C) {
   return C == '-' || (C >= '0' && C <= '9') || C == 'N' || C == 'I';
 }
 
-template <typename T>
-Status readInteger(json::Reader &R, T &Out, const Where &W) {
+/// Reads the number token at the cursor; anything else is a wrong value.
+Status readNumberToken(json::Reader &R, json::NumberToken &Tok,
+                       const Where &W) {
   if (!startsNumber(R.peek()))
     return wrongValue(R, W);
-  json::NumberToken Tok;
   if (Status S = R.readNumber(Tok))
     return S.addContext(W.prefix());
+  return Status::ok();
+}
+
+template <typename T>
+Status readInteger(json::Reader &R, T &Out, const Where &W) {
+  json::NumberToken Tok;
+  if (Status S = readNumberToken(R, Tok, W))
+    return S;
   if (Tok.Kind != json::NumberToken::Form::Integer)
     return W.mismatch(Where::describe(Tok));
   const char *B = Tok.Text.data();
@@ -228,11 +236,9 @@ Status readInteger(json::Reader &R, T &Out, const Where &W) {
 
 template <typename T>
 Status readFloating(json::Reader &R, T &Out, const Where &W) {
-  if (!startsNumber(R.peek()))
-    return wrongValue(R, W);
   json::NumberToken Tok;
-  if (Status S = R.readNumber(Tok))
-    return S.addContext(W.prefix());
+  if (Status S = readNumberToken(R, Tok, W))
+    return S;
   switch (Tok.Kind) {
   case json::NumberToken::Form::NaN:
     Out = std::numeric_limits<T>::quiet_NaN();
@@ -415,17 +421,6 @@ Status decodeValue(json::Reader &R, const TensorSpec &Spec,
 } // namespace
 
 // ---- compiler side ---------------------------------------------------------
-
-void JsonSerDes::encodeHeader(const std::vector<const TensorValue *> &Features,
-                              const TensorSpec &Advice,
-                              bool ContinuesSession, uint64_t SessionId,
-                              WireMessage &Out) {
-  encodeHeaderLine(Features, Advice, ContinuesSession, SessionId, Out);
-}
-
-void JsonSerDes::encodeContext(std::string_view Name, WireMessage &Out) {
-  encodeContextLine(Name, Out);
-}
 
 Status
 JsonSerDes::encodeObservation(int64_t Index,

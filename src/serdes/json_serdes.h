@@ -14,15 +14,10 @@
 
 namespace mlbridge {
 
-class JsonSerDes final : public SerDes {
+class JsonSerDes final : public serdes_detail::ControlLineSerDes {
 public:
   SerDesKind kind() const override { return SerDesKind::Json; }
 
-  void encodeHeader(const std::vector<const TensorValue *> &Features,
-                    const TensorSpec &Advice, bool ContinuesSession,
-                    uint64_t SessionId, WireMessage &Out) override;
-  using SerDes::encodeHeader;
-  void encodeContext(std::string_view Name, WireMessage &Out) override;
   Status encodeObservation(int64_t Index,
                            const std::vector<const TensorValue *> &Features,
                            WireMessage &Out) override;
@@ -42,8 +37,6 @@ private:
                              const std::vector<TensorSpec> &Specs,
                              CompilerMessage &Msg);
 
-  serdes_detail::ControlLine Ctl; // reused parse state
-  std::string Line;               // reused line buffer
   std::string Text;               // reused string scratch
   std::string Key;                // reused key scratch
   std::vector<unsigned char> Seen;

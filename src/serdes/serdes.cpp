@@ -8,7 +8,6 @@
 #include "serdes/serdes_internal.h"
 #include "support/utf8.h"
 
-#include <atomic>
 #include <cstdio>
 
 namespace mlbridge {
@@ -39,25 +38,13 @@ Expected<SerDesKind> serdesKindFromName(std::string_view Name) {
                     "\" (expected \"bitstream\", \"json\" or \"protobuf\")");
 }
 
-namespace {
-// Kinds provided by optional components (registerSerDesFactory).
-std::atomic<SerDesFactory> ProtobufFactory{nullptr};
-} // namespace
-
-void registerSerDesFactory(SerDesKind Kind, SerDesFactory Factory) {
-  if (Kind == SerDesKind::Protobuf)
-    ProtobufFactory.store(Factory);
-}
-
 std::unique_ptr<SerDes> createSerDes(SerDesKind Kind) {
   switch (Kind) {
   case SerDesKind::Bitstream:
     return std::make_unique<BitstreamSerDes>();
   case SerDesKind::Json:
     return std::make_unique<JsonSerDes>();
-  case SerDesKind::Protobuf:
-    if (SerDesFactory F = ProtobufFactory.load())
-      return F();
+  case SerDesKind::Protobuf: // the MLBridge::grpc component's
     return nullptr;
   }
   return nullptr;

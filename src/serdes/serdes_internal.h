@@ -79,6 +79,25 @@ struct ControlLine {
   }
 };
 
+/// Base of the two line formats (bitstream, JSON): they write the same
+/// header and context lines, and read each compiler line into Ctl.
+class ControlLineSerDes : public SerDes {
+public:
+  void encodeHeader(const std::vector<const TensorValue *> &Features,
+                    const TensorSpec &Advice, bool ContinuesSession,
+                    uint64_t SessionId, WireMessage &Out) final {
+    encodeHeaderLine(Features, Advice, ContinuesSession, SessionId, Out);
+  }
+  using SerDes::encodeHeader;
+  void encodeContext(std::string_view Name, WireMessage &Out) final {
+    encodeContextLine(Name, Out);
+  }
+
+protected:
+  ControlLine Ctl;  // reused parse state
+  std::string Line; // reused line buffer
+};
+
 enum class LineKind { Header, Context, Observation, Outcome };
 
 /// Parses the member called Ctl.Key (the reader is at its value), except a

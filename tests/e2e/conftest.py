@@ -58,17 +58,21 @@ def find_llvm_tool(name: str) -> Optional[str]:
         return None
 
 
+def required(found, missing: str):
+    """found, unless it is None: then the test fails with `missing` (a setup
+    problem, reported without a traceback)."""
+    if found is None:
+        pytest.fail(missing, pytrace=False)
+    return found
+
+
 def require_llvm_tool(name: str) -> str:
-    path = find_llvm_tool(name)
-    if path is None:
-        major = name.rpartition("-")[2]
-        pytest.fail(
-            f"{name} not found on PATH or in /usr/lib/llvm-{major}/bin: the "
-            f"end-to-end tests need LLVM {major} (Debian: apt-get install llvm-{major} "
-            f"clang-{major}; LLVM 22: scripts/deps/llvm22.apt)",
-            pytrace=False,
-        )
-    return path
+    major = name.rpartition("-")[2]
+    return required(
+        find_llvm_tool(name),
+        f"{name} not found on PATH or in /usr/lib/llvm-{major}/bin: the "
+        f"end-to-end tests need LLVM {major} (Debian: apt-get install llvm-{major} "
+        f"clang-{major}; LLVM 22: scripts/deps/llvm22.apt)")
 
 
 def find_built_program(name: str) -> Optional[Path]:
@@ -91,16 +95,12 @@ def find_built_program(name: str) -> Optional[Path]:
 
 
 def require_built_program(name: str) -> Path:
-    path = find_built_program(name)
-    if path is None:
-        pytest.fail(
-            f"{name} not found under the build directory {build_dir()} "
-            f"(set MLBRIDGE_BUILD_DIR, or run: cmake -S {REPO_ROOT} -B "
-            f"{REPO_ROOT / 'build'} -G Ninja && cmake --build "
-            f"{REPO_ROOT / 'build'} --target {name})",
-            pytrace=False,
-        )
-    return path
+    return required(
+        find_built_program(name),
+        f"{name} not found under the build directory {build_dir()} "
+        f"(set MLBRIDGE_BUILD_DIR, or run: cmake -S {REPO_ROOT} -B "
+        f"{REPO_ROOT / 'build'} -G Ninja && cmake --build "
+        f"{REPO_ROOT / 'build'} --target {name})")
 
 
 class ProcessGuard:

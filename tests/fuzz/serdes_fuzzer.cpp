@@ -43,10 +43,11 @@ SerDesLimits limits() {
 
 std::unique_ptr<SerDes> codec() {
 #ifdef FUZZ_FORMAT_PROTOBUF
-  enableProtobufSerDes();
-#endif
+  std::unique_ptr<SerDes> C = createProtobufSerDes();
+#else
   std::unique_ptr<SerDes> C = createSerDes(kKind);
-  if (!C)
+#endif
+  if (!C || C->kind() != kKind)
     std::abort();
   return C;
 }

@@ -10,6 +10,7 @@ int mlb_header_check(void) {
   mlb_pipe_options opts;
   mlb_runner_settings settings;
   mlb_pipe_options_init(&opts);
+  opts.protobuf_serdes = NULL;
   mlb_runner_settings_init(&settings);
   (void)mlb_runner_kind_name(mlb_runner_settings_resolve(&settings));
   mlb_training_log_destroy(NULL);

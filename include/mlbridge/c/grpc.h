@@ -61,10 +61,10 @@ mlb_status mlb_grpc_runner_port(const mlb_runner *runner, int *port);
  *  evaluations fail. Also done by mlb_runner_destroy. */
 mlb_status mlb_grpc_runner_end_session(mlb_runner *runner);
 
-/** Makes MLB_SERDES_PROTOBUF available to mlb_pipe_runner_create and
- *  mlb_shm_runner_create (as mlbridge::enableProtobufSerDes() in C++).
- *  Idempotent and thread safe. */
-void mlb_enable_protobuf_serdes(void);
+/** The Protobuf SerDes, for the protobuf_serdes field of mlb_pipe_options
+ *  and mlb_shm_options (MLB_SERDES_PROTOBUF); a constant, never NULL. As
+ *  mlbridge::createProtobufSerDes for StreamOptions::ProtobufSerDes in C++. */
+const mlb_serdes_factory *mlb_protobuf_serdes(void);
 
 /** The grpc runner of mlb_runner_create_from_settings (mlbridge/c/settings.h):
  *  set settings.grpc to this function to make it available there. Uses

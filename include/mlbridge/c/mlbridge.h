@@ -44,9 +44,9 @@ typedef enum mlb_serdes {
   MLB_SERDES_BITSTREAM = 0,
   MLB_SERDES_JSON = 1,
   /** Length-delimited protobuf messages (docs/protocol.md). Needs the gRPC
-   *  component: link MLBridge::grpc and call mlb_enable_protobuf_serdes()
-   *  (mlbridge/c/grpc.h) once; otherwise creating a runner with it fails
-   *  with MLB_ERR_INVALID_ARGUMENT. */
+   *  component: link MLBridge::grpc and set the options' protobuf_serdes to
+   *  mlb_protobuf_serdes() (mlbridge/c/grpc.h); otherwise creating a
+   *  runner with it fails with MLB_ERR_INVALID_ARGUMENT. */
   MLB_SERDES_PROTOBUF = 2
 } mlb_serdes;
 
@@ -68,12 +68,18 @@ typedef enum mlb_dtype {
 
 typedef struct mlb_runner mlb_runner;
 
+/** Makes a SerDes the core library does not build in; given by the
+ *  component that has it (mlb_protobuf_serdes() in mlbridge/c/grpc.h). */
+typedef struct mlb_serdes_factory mlb_serdes_factory;
+
 /** Options of a pipe runner; initialise with mlb_pipe_options_init. */
 typedef struct mlb_pipe_options {
   int open_timeout_ms;       /**< wait for FIFOs and peer (default 30000) */
   int reply_timeout_ms;      /**< one request, send + reply (default 30000) */
   int create_fifos;          /**< non-zero: create missing FIFOs (default 0) */
   int diagnostics_to_stderr; /**< non-zero: warnings to stderr (default 0) */
+  /** MLB_SERDES_PROTOBUF: mlb_protobuf_serdes() (default NULL) */
+  const mlb_serdes_factory *protobuf_serdes;
 } mlb_pipe_options;
 
 /** Fills *opts with the defaults. */
@@ -98,6 +104,8 @@ typedef struct mlb_shm_options {
   int reply_timeout_ms;      /**< one request, send + reply (default 30000) */
   int spin_us;               /**< poll for a reply before sleeping (default 50) */
   int diagnostics_to_stderr; /**< non-zero: warnings to stderr (default 0) */
+  /** MLB_SERDES_PROTOBUF: mlb_protobuf_serdes() (default NULL) */
+  const mlb_serdes_factory *protobuf_serdes;
 } mlb_shm_options;
 
 /** Fills *opts with the defaults. */

@@ -29,7 +29,7 @@ proto/mlbridge.proto by the build (CMake), ``scripts/install-deps.sh`` or
 mlbridge`` never needs gRPC.
 """
 
-import importlib
+from .._lazy import lazy_attributes as _lazy_attributes
 
 __all__ = [
     "GrpcCompilerInterface",
@@ -43,7 +43,7 @@ __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
 ]
 
-_LAZY = {
+__getattr__, __dir__ = _lazy_attributes(globals(), {
     "GrpcCompilerInterface": ".interface",
     "GrpcInferenceInterface": ".inference",
     "GrpcTrainingInterface": ".training",
@@ -53,17 +53,4 @@ _LAZY = {
     "load_proto": ".user",
     "pb2": "._proto",
     "pb2_grpc": "._proto",
-}
-
-
-def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(list(globals()) + list(_LAZY))
+})

@@ -27,6 +27,7 @@ package's policies (:mod:`~mlbridge.llvm.policies`), its feature table
 supervisor (:mod:`~mlbridge.llvm.process`).
 """
 
+from .._lazy import lazy_attributes as _lazy_attributes
 from .advisors import (ADVISORS, EVICT, INLINE, PRIORITY, Advisor, InvalidAdvice, Layout,
                        eviction_mask, layout_of, legal_columns)
 from .host import Compilation, PolicyError, RunError, RunResult, run
@@ -40,9 +41,5 @@ __all__ = [
     "TorchPolicy", "Tracer", "Trace", "TraceDataset", "load_trace", "InliningEnv",
 ]
 
-
-def __getattr__(name):
-    if name == "InliningEnv":  # needs gymnasium: imported only when asked for
-        from .env import InliningEnv
-        return InliningEnv
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# InliningEnv needs gymnasium: imported only when asked for.
+__getattr__, __dir__ = _lazy_attributes(globals(), {"InliningEnv": ".env"})

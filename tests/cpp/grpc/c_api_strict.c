@@ -14,3 +14,14 @@ int use_grpc_c_api(void) {
   mlb_runner_destroy(r);
   return port;
 }
+
+int use_protobuf_serdes(void) {
+  mlb_pipe_options o;
+  mlb_runner *r = 0;
+  mlb_pipe_options_init(&o);
+  o.protobuf_serdes = mlb_protobuf_serdes();
+  if (mlb_pipe_runner_create("/tmp/mlb", MLB_SERDES_PROTOBUF, &o, &r) != MLB_OK)
+    return -1;
+  mlb_runner_destroy(r);
+  return 0;
+}

@@ -19,7 +19,6 @@ int64_t useGrpc() {
   (*R)->setFeature("x", 1.0f);
   (void)(*R)->port();
   (void)(*R)->endSession();
-  mlbridge::enableProtobufSerDes();
   std::unique_ptr<mlbridge::SerDes> S = mlbridge::createProtobufSerDes();
   (void)S;
   return (*R)->evaluateOr<int64_t>(0);

@@ -70,14 +70,36 @@ TEST(GrpcCApi, TrainingModeListens) {
   mlb_runner_destroy(R);
 }
 
-// MLB_SERDES_PROTOBUF over pipes: available once the gRPC component's C
-// API enabled it (the runner opens its FIFOs lazily, so creating one needs
-// no peer).
-TEST(GrpcCApi, ProtobufSerDesForPipeRunners) {
-  mlb_enable_protobuf_serdes();
+// MLB_SERDES_PROTOBUF over pipes and shared memory: available when the
+// options carry the gRPC component's SerDes (the runners open their
+// channels lazily, so creating one needs no peer).
+TEST(GrpcCApi, ProtobufSerDesThroughOptions) {
+  mlb_pipe_options P;
+  mlb_pipe_options_init(&P);
+  EXPECT_EQ(P.protobuf_serdes, nullptr);
   mlb_runner *R = nullptr;
+  EXPECT_EQ(mlb_pipe_runner_create("/nonexistent/mlb-channel",
+                                   MLB_SERDES_PROTOBUF, &P, &R),
+            MLB_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(mlb_last_error()).find("protobuf_serdes"),
+            std::string::npos)
+      << mlb_last_error();
+  P.protobuf_serdes = mlb_protobuf_serdes();
+  ASSERT_NE(P.protobuf_serdes, nullptr);
   ASSERT_EQ(mlb_pipe_runner_create("/nonexistent/mlb-channel",
-                                   MLB_SERDES_PROTOBUF, nullptr, &R),
+                                   MLB_SERDES_PROTOBUF, &P, &R),
+            MLB_OK)
+      << mlb_last_error();
+  ASSERT_NE(R, nullptr);
+  mlb_runner_destroy(R);
+
+  mlb_shm_options S;
+  mlb_shm_options_init(&S);
+  EXPECT_EQ(S.protobuf_serdes, nullptr);
+  S.protobuf_serdes = mlb_protobuf_serdes();
+  R = nullptr;
+  ASSERT_EQ(mlb_shm_runner_create("/nonexistent/mlb.sock", MLB_SERDES_PROTOBUF,
+                                  &S, &R),
             MLB_OK)
       << mlb_last_error();
   ASSERT_NE(R, nullptr);

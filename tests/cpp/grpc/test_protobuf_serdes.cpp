@@ -1,6 +1,8 @@
 // The Protobuf SerDes: length-delimited messages on a byte stream, both
-// sides, and the registry that makes it available to createSerDes().
+// sides, and how a runner gets it (through its options, not createSerDes).
+#include "mlbridge/pipe_model_runner.h"
 #include "mlbridge/protobuf_serdes.h"
+#include "mlbridge/shm_model_runner.h"
 
 #include "mlbridge.pb.h"
 
@@ -32,13 +34,40 @@ std::string varint(uint64_t N) {
 
 } // namespace
 
-TEST(ProtobufSerDes, RegistryMakesItAvailable) {
-  enableProtobufSerDes();
-  enableProtobufSerDes(); // idempotent
-  auto S = createSerDes(SerDesKind::Protobuf);
-  ASSERT_NE(S, nullptr);
-  EXPECT_EQ(S->kind(), SerDesKind::Protobuf);
+TEST(ProtobufSerDes, RunnersTakeItThroughOptions) {
   EXPECT_EQ(createProtobufSerDes()->kind(), SerDesKind::Protobuf);
+  // The core library never makes it by kind alone.
+  EXPECT_EQ(createSerDes(SerDesKind::Protobuf), nullptr);
+  PipeOptions P;
+  P.Format = SerDesKind::Protobuf;
+  auto Without = PipeModelRunner::create("/nonexistent/mlb-channel", {},
+                                         std::nullopt, P);
+  ASSERT_FALSE(Without);
+  EXPECT_NE(Without.status().message().find("ProtobufSerDes"),
+            std::string::npos)
+      << Without.status().toString();
+  P.ProtobufSerDes = createProtobufSerDes;
+  auto With = PipeModelRunner::create("/nonexistent/mlb-channel", {},
+                                      std::nullopt, P);
+  EXPECT_TRUE(With) << With.status().toString();
+  ShmOptions S;
+  S.Format = SerDesKind::Protobuf;
+  S.ProtobufSerDes = createProtobufSerDes;
+  auto Shm = ShmModelRunner::create("/nonexistent/mlb.sock", {}, std::nullopt, S);
+  EXPECT_TRUE(Shm) << Shm.status().toString();
+}
+
+// A factory of the wrong kind is caught when the runner is made.
+TEST(ProtobufSerDes, OptionsFactoryOfAnotherKindIsRejected) {
+  PipeOptions P;
+  P.Format = SerDesKind::Protobuf;
+  P.ProtobufSerDes = [] { return createSerDes(SerDesKind::Json); };
+  auto R = PipeModelRunner::create("/nonexistent/mlb-channel", {},
+                                   std::nullopt, P);
+  ASSERT_FALSE(R);
+  EXPECT_EQ(R.status().code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(R.status().message().find("\"json\""), std::string::npos)
+      << R.status().toString();
 }
 
 TEST(ProtobufSerDes, CompilerMessagesRoundTrip) {

@@ -1,6 +1,7 @@
 // The core library without the gRPC component (this test links mlbridge
-// only): the Protobuf SerDes is absent, and asking for it is a clear error,
-// never a crash.
+// only): the Protobuf SerDes is absent, and asking for it without handing
+// it over in the options is a clear error naming what to set, never a
+// crash.
 #include "mlbridge/c/mlbridge.h"
 #include "mlbridge/pipe_model_runner.h"
 #include "mlbridge/serdes.h"
@@ -27,7 +28,10 @@ TEST(ProtobufUnavailable, PipeRunnerReportsIt) {
   EXPECT_EQ(R.status().code(), ErrorCode::InvalidArgument);
   EXPECT_NE(R.status().message().find("protobuf"), std::string::npos)
       << R.status().toString();
-  EXPECT_NE(R.status().message().find("enableProtobufSerDes"), std::string::npos);
+  EXPECT_NE(R.status().message().find("ProtobufSerDes"), std::string::npos)
+      << R.status().toString();
+  EXPECT_NE(R.status().message().find("mlbridge::createProtobufSerDes"),
+            std::string::npos);
 }
 
 TEST(ProtobufUnavailable, CApiReportsIt) {
@@ -36,8 +40,11 @@ TEST(ProtobufUnavailable, CApiReportsIt) {
                                    MLB_SERDES_PROTOBUF, nullptr, &R),
             MLB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(R, nullptr);
-  EXPECT_NE(std::string(mlb_last_error()).find("protobuf"), std::string::npos)
+  EXPECT_NE(std::string(mlb_last_error()).find("protobuf_serdes"),
+            std::string::npos)
       << mlb_last_error();
+  EXPECT_NE(std::string(mlb_last_error()).find("mlb_protobuf_serdes()"),
+            std::string::npos);
   EXPECT_EQ(mlb_pipe_runner_create("/nonexistent/mlb-channel",
                                    static_cast<mlb_serdes>(7), nullptr, &R),
             MLB_ERR_INVALID_ARGUMENT);

@@ -115,9 +115,9 @@ bool scenarioTypes(const Args &A) {
 }
 
 bool scenarioPipeTypes(const Args &A) {
-  enableProtobufSerDes();
   PipeOptions O;
   O.Format = SerDesKind::Protobuf;
+  O.ProtobufSerDes = createProtobufSerDes;
   O.OpenTimeout = O.ReplyTimeout = std::chrono::milliseconds(A.CallTimeoutMs);
   auto R = PipeModelRunner::create(A.Base, {}, std::nullopt, O);
   if (!R) {

@@ -18,6 +18,7 @@ build needs) and wraps the phase-ordering pass as a
 needed for it).
 """
 
+from ..._lazy import lazy_attributes as _lazy_attributes
 from ._plugins import (ACTIONS, INLINER_FEATURES, NUM_ACTIONS, NUM_OBSERVATIONS,
                        OBSERVATION_NAMES, STOP_ACTION, PluginInfo, PluginNotFound,
                        built_llvm_versions, compile_to_ir, find_llvm_tool, find_plugins,
@@ -41,18 +42,7 @@ __all__ = [
     "PolicyNet",
 ]
 
-_LAZY = {
+__getattr__, __dir__ = _lazy_attributes(globals(), {
     "PhaseOrderEnv": ".phase_order",
     "PolicyNet": ".policy",
-}
-
-
-def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+})

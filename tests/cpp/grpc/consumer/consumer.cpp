@@ -1,6 +1,8 @@
-// Uses the installed MLBridge::grpc: a training-mode runner listens, and an
-// inference-mode runner fails cleanly against an absent server.
+// Uses the installed MLBridge::grpc: a training-mode runner listens, an
+// inference-mode runner fails cleanly against an absent server, and a pipe
+// runner takes the Protobuf SerDes through its options.
 #include "mlbridge/grpc_model_runner.h"
+#include "mlbridge/pipe_model_runner.h"
 #include "mlbridge/protobuf_serdes.h"
 
 #include <cstdio>
@@ -21,8 +23,10 @@ int main() {
   (*Client)->setFeature("x", 1);
   if ((*Client)->evaluateOr<int>(-7) != -7)
     return 3;
-  enableProtobufSerDes();
-  if (!createSerDes(SerDesKind::Protobuf))
+  PipeOptions P;
+  P.Format = SerDesKind::Protobuf;
+  P.ProtobufSerDes = createProtobufSerDes;
+  if (!PipeModelRunner::create("/nonexistent/mlb-channel", {}, std::nullopt, P))
     return 4;
   std::printf("grpc consumer ok\n");
   return 0;
