@@ -1,5 +1,6 @@
 // The C API's argument checking and error reporting, and the runner from
 // settings (no peer needed).
+#include "c_api_test_util.h"
 #include "mlbridge/c/mlbridge.h"
 #include "mlbridge/c/rl.h"
 #include "mlbridge/c/settings.h"
@@ -82,19 +83,8 @@ TEST(CApi, IntrospectionWorksForEveryRunner) {
   EXPECT_EQ(mlb_runner_input_count(R), 0u);
   const float F[3] = {1, 2, 3};
   ASSERT_EQ(mlb_set_float_array(R, "f", F, 3), MLB_OK);
-  ASSERT_EQ(mlb_runner_input_count(R), 1u);
-  const char *Name = nullptr;
-  mlb_dtype Type = MLB_BOOL;
-  const int64_t *Shape = nullptr;
-  size_t Rank = 0;
-  ASSERT_EQ(mlb_runner_input_info(R, 0, &Name, &Type, &Shape, &Rank), MLB_OK);
-  EXPECT_STREQ(Name, "f");
-  EXPECT_EQ(Type, MLB_FLOAT);
-  ASSERT_EQ(Rank, 1u);
-  EXPECT_EQ(Shape[0], 3);
-  EXPECT_EQ(mlb_runner_input_info(R, 1, &Name, nullptr, nullptr, nullptr),
-            MLB_ERR_INVALID_ARGUMENT);
-  EXPECT_STREQ(mlb_dtype_name(Type), "float");
+  capitest::expectOnlyInput(R, "f", MLB_FLOAT, {3});
+  EXPECT_STREQ(mlb_dtype_name(MLB_FLOAT), "float");
   EXPECT_STREQ(mlb_dtype_name(MLB_INT64), "int64_t");
   EXPECT_STREQ(mlb_dtype_name(static_cast<mlb_dtype>(99)), "<invalid dtype>");
   mlb_runner_destroy(R);

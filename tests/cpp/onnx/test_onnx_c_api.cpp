@@ -1,6 +1,7 @@
 // The C API of the ONNX runner: a model on a feature array, errors as
 // statuses with messages.
 #include "onnx_test_util.h"
+#include "../c_api_test_util.h"
 
 #include "mlbridge/c/onnx.h"
 #include "mlbridge/c/rl.h"
@@ -20,19 +21,7 @@ TEST(OnnxCApi, RunsAModelOnAFeatureArray) {
             MLB_OK)
       << mlb_last_error();
   ASSERT_NE(R, nullptr);
-  ASSERT_EQ(mlb_runner_input_count(R), 1u);
-  const char *Name = nullptr;
-  mlb_dtype Type = MLB_INT8;
-  const int64_t *Shape = nullptr;
-  size_t Rank = 0;
-  ASSERT_EQ(mlb_runner_input_info(R, 0, &Name, &Type, &Shape, &Rank), MLB_OK);
-  EXPECT_STREQ(Name, "x");
-  EXPECT_EQ(Type, MLB_FLOAT);
-  ASSERT_EQ(Rank, 2u);
-  EXPECT_EQ(Shape[0], -1);
-  EXPECT_EQ(Shape[1], 300);
-  EXPECT_EQ(mlb_runner_input_info(R, 1, &Name, nullptr, nullptr, nullptr),
-            MLB_ERR_INVALID_ARGUMENT);
+  capitest::expectOnlyInput(R, "x", MLB_FLOAT, {-1, 300});
 
   for (const reftest::Case &C : casesOf("mlp_300_64_15.onnx")) {
     const size_t N = C.Inputs[0].elementCount();
