@@ -9,7 +9,10 @@
 #ifndef MLBRIDGE_INTEGRATIONS_LLVM_LLVMCOMPAT_H
 #define MLBRIDGE_INTEGRATIONS_LLVM_LLVMCOMPAT_H
 
+#include "llvm/Analysis/FunctionPropertiesAnalysis.h"
 #include "llvm/Analysis/InlineAdvisor.h"
+#include "llvm/Analysis/LoopInfo.h"
+#include "llvm/IR/Dominators.h"
 #include "llvm/Analysis/InlineCost.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -56,6 +59,22 @@ shouldInline(llvm::CallBase &CB, llvm::TargetTransformInfo &CalleeTTI,
   (void)CalleeTTI;
   return llvm::shouldInline(CB, GetCost, ORE, EnableDeferral).has_value();
 #endif
+}
+
+/// Invalidates what an inlining into Caller made stale, before its
+/// FunctionPropertiesUpdater::finish: the properties and loops, and on LLVM
+/// 19 the dominator tree. LLVM 22's finish() brings the cached dominator
+/// tree from before the inlining up to date itself (it must still be
+/// cached: given a fresh one, its edge updates corrupt it and clang crashes).
+inline void invalidateAfterInlining(llvm::FunctionAnalysisManager &FAM,
+                                    llvm::Function &Caller) {
+  llvm::PreservedAnalyses PA = llvm::PreservedAnalyses::all();
+  PA.abandon<llvm::FunctionPropertiesAnalysis>();
+  PA.abandon<llvm::LoopAnalysis>();
+#if LLVM_VERSION_MAJOR < 22
+  PA.abandon<llvm::DominatorTreeAnalysis>();
+#endif
+  FAM.invalidate(Caller, PA);
 }
 
 /// Cost's value, Invalid when it is invalid. LLVM 19's getValue() returns

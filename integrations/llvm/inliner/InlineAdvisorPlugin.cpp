@@ -396,15 +396,9 @@ void BridgeInlineAdvisor::onSuccessfulInlining(const BridgeInlineAdvice &A,
   ++Inlined;
   Function *Caller = A.caller();
   Function *Callee = A.callee();
-  {
-    PreservedAnalyses PA = PreservedAnalyses::all();
-    // The caller changed: its properties, dominator tree and loops (which
-    // the properties' update and the unreachable-call check use) are stale.
-    PA.abandon<FunctionPropertiesAnalysis>();
-    PA.abandon<DominatorTreeAnalysis>();
-    PA.abandon<LoopAnalysis>();
-    FAM.invalidate(*Caller, PA);
-  }
+  // The caller changed: its properties, loops and (by version) dominator
+  // tree, which the properties' update and the unreachable-call check use.
+  llvm_compat::invalidateAfterInlining(FAM, *Caller);
   A.updateCallerProperties(FAM);
   const int64_t IRSizeAfter =
       irSize(*Caller) + (CalleeDeleted ? 0 : A.CalleeIRSize);
