@@ -174,9 +174,6 @@ def test_features_equal_llvm_interactive_mode(plugins, opt, plugin_corpus, tmp_p
     assert total > 100  # the corpus really exercises the advisor
 
 
-# ---- a model answering LLVM's default: plain opt ---------------------------------------
-
-
 def test_inlining_at_an_invoke_keeps_the_callers_dominator_tree(plugins, opt, tmp_path):
     """A two-block callee inlined at an invoke (inline_at_invoke.ll, reduced
     from snappy.cc): on LLVM 22 the caller's cached dominator tree is brought
@@ -186,6 +183,9 @@ def test_inlining_at_an_invoke_keeps_the_callers_dominator_tree(plugins, opt, tm
     run = serve(plugins, opt, PROGRAMS / "inline_at_invoke.ll", out, "always")
     assert len(run.decisions) >= 1 and all(d == 1 for d in run.decisions)
     assert re.search(r"invoke ptr @copy\(", out.read_text()) is None, "copy was not inlined"
+
+
+# ---- a model answering LLVM's default: plain opt ---------------------------------------
 
 
 @pytest.mark.parametrize("passes,extra", [
