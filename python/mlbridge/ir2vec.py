@@ -11,15 +11,13 @@ vocabulary (``scripts/deps/ir2vec.sh``)::
     mod = ir2vec.embed("m.bc", llvm=22, level="module")  # array([...300])
     blocks = ir2vec.embed("m.bc", level="block")         # {"main": array([n_blocks, 300])}
 
-``opt`` is started and, on any error or timeout, killed by the compiler
-supervisor :mod:`mlbridge.llvm.process`.
+``opt`` runs through the compiler layer (:func:`mlbridge.toolchain.run_tool`):
+it is killed on any error or timeout.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,8 +25,9 @@ from typing import Dict, List, Optional, Union
 
 import numpy as np
 
+from . import build_manifest
 from .errors import MLBridgeError
-from .llvm import process
+from .toolchain import CompileError, run_tool
 
 __all__ = ["embed", "find", "command", "read_report", "Setup", "IR2VecError",
            "IR2VecNotFound", "LEVELS", "KINDS", "VERSIONS"]
@@ -36,8 +35,6 @@ __all__ = ["embed", "find", "command", "read_report", "Setup", "IR2VecError",
 LEVELS = ("function", "module", "block")
 KINDS = ("symbolic", "flow-aware")
 VERSIONS = (19, 22)
-_REPO_ROOT = Path(__file__).resolve().parents[2]
-_STDERR_TAIL = 4000
 
 
 class IR2VecError(MLBridgeError):
@@ -50,8 +47,8 @@ class IR2VecNotFound(IR2VecError, FileNotFoundError):
 
 @dataclass(frozen=True)
 class Setup:
-    """What embedding on one LLVM version needs (from ``lib/ir2vec/ir2vec.json``
-    in the build directory)."""
+    """What embedding on one LLVM version needs (from the build manifest's
+    ``ir2vec`` section)."""
 
     llvm: int
     version: str
@@ -60,45 +57,30 @@ class Setup:
     vocabulary: Path
 
 
-def _build_dirs(build_dir) -> List[Path]:
-    out = [Path(build_dir)] if build_dir else []
-    if os.environ.get("MLBRIDGE_BUILD_DIR"):
-        out.append(Path(os.environ["MLBRIDGE_BUILD_DIR"]))
-    out.append(_REPO_ROOT / "build")
-    return out
-
-
 def find(llvm: int = 19, build_dir=None) -> Setup:
     """The plugin, opt and vocabulary of LLVM ``llvm`` (19 or 22), from the
-    first build directory that has ``lib/ir2vec/ir2vec.json``: ``build_dir``,
-    ``$MLBRIDGE_BUILD_DIR``, ``<repo>/build``. Every file must exist."""
+    build manifest's ``ir2vec`` section (build directory: ``build_dir``,
+    ``$MLBRIDGE_BUILD_DIR`` or ``<repo>/build``). Every file must exist."""
     if llvm not in VERSIONS:
         raise ValueError(f"llvm={llvm!r}: expected one of {VERSIONS}")
-    tried = []
-    for base in _build_dirs(build_dir):
-        path = base / "lib" / "ir2vec" / "ir2vec.json"
-        tried.append(str(path))
-        if not path.is_file():
-            continue
-        data = json.loads(path.read_text())
-        entry = data.get(f"llvm{llvm}")
-        if entry is None:
-            raise IR2VecNotFound(f"{path}: the build has no IR2Vec plugin for LLVM {llvm} "
-                                 f"(LLVM 22: install llvm-22-dev, scripts/deps/llvm22.apt, "
-                                 f"and reconfigure)")
-        setup = Setup(llvm, entry["version"], Path(entry["plugin"]), Path(entry["opt"]),
-                      Path(data["vocabulary"][f"llvm{llvm}"]))
-        for what, p, fix in (("plugin", setup.plugin, "build the target MLBridgeIR2Vec"
-                              + ("22" if llvm == 22 else "")),
-                             ("opt", setup.opt, f"install llvm-{llvm}"),
-                             ("vocabulary", setup.vocabulary, "run scripts/deps/ir2vec.sh")):
-            if not p.is_file():
-                raise IR2VecNotFound(f"the IR2Vec {what} for LLVM {llvm} is missing: {p} "
-                                     f"({fix})")
-        return setup
-    raise IR2VecNotFound("the IR2Vec plugins are not built (no ir2vec.json in: " +
-                         ", ".join(tried) + "); configure with LLVM 19 and build "
-                         "MLBridgeIR2Vec")
+    try:
+        data = build_manifest.section("ir2vec", build_dir=build_dir)
+    except build_manifest.NotBuilt as e:
+        raise IR2VecNotFound(f"the IR2Vec plugins are not built: {e}") from None
+    entry = data.get(f"llvm{llvm}")
+    if entry is None:
+        raise IR2VecNotFound(f"the build has no IR2Vec plugin for LLVM {llvm} (LLVM 22: "
+                             f"install llvm-22-dev, scripts/deps/llvm22.apt, and reconfigure)")
+    setup = Setup(llvm, entry["version"], Path(entry["plugin"]), Path(entry["opt"]),
+                  Path(data["vocabulary"][f"llvm{llvm}"]))
+    for what, p, fix in (("plugin", setup.plugin, "build the target MLBridgeIR2Vec"
+                          + ("22" if llvm == 22 else "")),
+                         ("opt", setup.opt, f"install llvm-{llvm}"),
+                         ("vocabulary", setup.vocabulary, "run scripts/deps/ir2vec.sh")):
+        if not p.is_file():
+            raise IR2VecNotFound(f"the IR2Vec {what} for LLVM {llvm} is missing: {p} ({fix})")
+    return setup
+
 
 
 def command(module_path, out_path, setup: Setup, kind: str = "symbolic",
@@ -158,17 +140,13 @@ def embed(module_path, llvm: int = 19, level: str = "function", kind: str = "sym
         out = Path(tmp) / "vectors.json"
         cmd = command(module_path, out, setup, kind=kind, blocks=level == "block",
                       vocabulary=vocabulary)
-        proc = process.start(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
-            _, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            process.kill(proc, wait=5)
-            raise IR2VecError(f"opt-{llvm} did not finish embedding {module_path} "
-                              f"within {timeout} s (killed)") from None
-        finally:
-            process.kill(proc, wait=5)
-        if proc.returncode != 0 or not out.is_file():
-            tail = err.decode(errors="replace")[-_STDERR_TAIL:].strip()
-            raise IR2VecError(f"opt-{llvm} failed embedding {module_path} (exit "
-                              f"{proc.returncode}): {tail}")
+            run_tool(cmd, timeout=timeout)
+        except CompileError as e:
+            if "timed out" in str(e):
+                raise IR2VecError(f"opt-{llvm} did not finish embedding {module_path} "
+                                  f"within {timeout} s (killed)") from None
+            raise IR2VecError(f"opt-{llvm} failed embedding {module_path}: {e}") from None
+        if not out.is_file():
+            raise IR2VecError(f"opt-{llvm} wrote no vectors for {module_path}")
         return read_report(out, level)

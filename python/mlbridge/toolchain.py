@@ -183,22 +183,32 @@ def _failure(cmd, returncode, stderr):
     return f"{first_error(stderr) or 'no error message'} ({os.path.basename(cmd[0])}, {why})"
 
 
-def run_tool(cmd: Sequence, *, timeout: float = COMPILE_TIMEOUT) -> str:
-    """Standard output (text) of an LLVM tool that reads and reports, such as
-    ``llvm-dis``; CompileError if it fails."""
+def run_tool(cmd: Sequence, *, timeout: float = COMPILE_TIMEOUT, stderr: bool = False,
+             env: Optional[Dict[str, str]] = None, cwd=None):
+    """Standard output (text) of a tool that reads and reports, such as
+    ``llvm-dis``, ``clang -print-file-name``, ``mlir-opt`` or ``valgrind``
+    (with ``stderr=True``: the pair (stdout, stderr)); CompileError naming
+    the tool's first error if it fails, or if it runs past ``timeout`` (it is
+    killed)."""
     cmd = [os.fspath(c) for c in cmd]
     try:
-        proc = process.start(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = process.start(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                             cwd=cwd)
     except OSError as e:
         raise CompileError(f"cannot run {cmd[0]}: {e}") from None
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         process.kill(proc, wait=10)
-        raise CompileError(f"timed out after {timeout:g} s: {_describe(cmd)}") from None
+        raise CompileError(f"timed out after {timeout:g} s: {_describe(cmd)} (killed)") from None
+    except BaseException:
+        process.kill(proc, wait=10)
+        raise
+    err_text = err.decode(errors="replace")
     if proc.returncode != 0:
-        raise CompileError(_failure(cmd, proc.returncode, err.decode(errors="replace")))
-    return out.decode(errors="replace")
+        raise CompileError(_failure(cmd, proc.returncode, err_text))
+    out_text = out.decode(errors="replace")
+    return (out_text, err_text) if stderr else out_text
 
 
 def _plain(cmd, timeout, env, cwd):

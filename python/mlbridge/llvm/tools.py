@@ -5,11 +5,9 @@ Nothing here starts a compilation; :func:`llvm_major_version` runs
 ``<tool> --version`` once per path (cached, bounded by a timeout).
 """
 
-import functools
 import os
 import re
 import struct
-import subprocess
 
 __all__ = ["tool_kind", "llvm_major_version", "output_path", "elf_text_size",
            "TOOL_KINDS"]
@@ -19,7 +17,6 @@ __all__ = ["tool_kind", "llvm_major_version", "output_path", "elf_text_size",
 #: generation: the register allocator).
 TOOL_KINDS = ("clang", "opt", "llc")
 
-_VERSION_RE = re.compile(rb"version (\d+)\.(\d+)")
 
 
 def tool_kind(program):
@@ -38,22 +35,16 @@ def tool_kind(program):
                      f"'opt' or 'llc'")
 
 
-@functools.lru_cache(maxsize=32)
-def _version_of(program):
-    try:
-        res = subprocess.run([program, "--version"], stdin=subprocess.DEVNULL,
-                             capture_output=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    m = _VERSION_RE.search(res.stdout + res.stderr)
-    return int(m.group(1)) if m else None
-
-
 def llvm_major_version(program):
-    """LLVM major version of ``program`` (from ``--version``), or None."""
+    """LLVM major version of ``program`` (from its ``--version``, read once per
+    process by :func:`mlbridge.toolchain.toolchain`), or None."""
     from shutil import which
+    from ..toolchain import CompileError, toolchain  # toolchain imports this module
     path = which(program) or program
-    return _version_of(os.path.realpath(path) if os.path.exists(path) else path)
+    try:
+        return toolchain(os.path.realpath(path) if os.path.exists(path) else path).major
+    except CompileError:
+        return None
 
 
 def output_path(args):

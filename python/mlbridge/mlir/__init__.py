@@ -20,14 +20,14 @@ DEFAULT_ACTION (factor 4, MLIR's affine-loop-unroll default).
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..build_manifest import WithRunners, load
 from ..errors import MLBridgeError
 from ..llvm.plugins import find_llvm_tool
+from ..toolchain import CompileError, run_tool
 
 #: The features of one innermost loop, in the plugin's order.
 FEATURES = ("trip_count", "depth", "outer_trips", "body_ops", "loads", "stores",
@@ -87,13 +87,12 @@ def kernel_source(name: str) -> str:
     return (KERNELS_DIR / f"{name}.mlir").read_text() + (KERNELS_DIR / "common.mlir").read_text()
 
 
-def _run(cmd: Sequence[str], what: str, timeout: float = TIMEOUT, **kw) -> subprocess.CompletedProcess:
-    res = subprocess.run(list(map(str, cmd)), capture_output=True, text=True,
-                         timeout=timeout, stdin=subprocess.DEVNULL, **kw)
-    if res.returncode != 0:
-        raise MLBridgeError(f"{what} failed ({res.returncode}): {' '.join(map(str, cmd))}\n"
-                            f"{res.stderr[-3000:]}")
-    return res
+def _run(cmd: Sequence[str], what: str, timeout: float = TIMEOUT, **kw) -> Tuple[str, str]:
+    """(stdout, stderr) of one program run through the compiler layer."""
+    try:
+        return run_tool(cmd, timeout=timeout, stderr=True, **kw)
+    except CompileError as e:
+        raise MLBridgeError(f"{what} failed: {e}") from None
 
 
 def pass_pipeline(**options: str) -> str:
@@ -125,7 +124,7 @@ def build_executable(mlir_file: Path, exe: Path) -> Path:
 
 def run_output(exe: Path) -> str:
     """What the kernel prints: one exact (hex) checksum per output."""
-    return _run([str(exe)], str(exe)).stdout
+    return _run([str(exe)], str(exe))[0]
 
 
 _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
@@ -136,9 +135,9 @@ def count_instructions(exe: Path, function: str = "kernel") -> int:
     repeatable, unlike time on a shared machine)."""
     res = _run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
                 f"--toggle-collect={function}", str(exe)], "valgrind")
-    m = _COLLECTED.search(res.stderr)
+    m = _COLLECTED.search(res[1])
     if not m:
-        raise MLBridgeError(f"no instruction count in valgrind's output:\n{res.stderr[-2000:]}")
+        raise MLBridgeError(f"no instruction count in valgrind's output:\n{res[1][-2000:]}")
     return int(m.group(1))
 
 

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from ...build_manifest import NotBuilt as PluginNotFound
 from ...build_manifest import WithRunners, load
-from ...errors import MLBridgeError
 from ..advisors import INLINE_FEATURES
 
 #: LLVM's ML inliner features (the same 38 names in the same order on LLVM 19
@@ -142,10 +140,10 @@ def find_llvm_tool(name: str) -> str:
 
 
 def _runtime_library(compiler: str, name: str) -> Optional[str]:
+    from ...toolchain import CompileError, run_tool
     try:
-        out = subprocess.run([compiler, f"-print-file-name={name}"], capture_output=True,
-                             text=True, timeout=30).stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
+        out = run_tool([compiler, f"-print-file-name={name}"], timeout=30).strip()
+    except CompileError:
         return None
     if out and out != name and Path(out).exists():
         return str(Path(out).resolve())
@@ -181,11 +179,8 @@ def compile_to_ir(source, output, *, clang: Optional[str] = None,
     ``flags=["-Oz"]`` (a later -O wins): -O2 IR lacks the optsize/minsize
     attributes of real ``clang -Oz`` (docs/llvm.md, "Pitfalls"). ``clang``:
     default that of :func:`mlbridge.toolchain.toolchain`."""
-    from ...toolchain import toolchain
+    from ...toolchain import compile, toolchain
     clang = clang or toolchain().clang
-    cmd = [clang, "-O2", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-S",
-           *flags, str(source), "-o", str(output)]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if res.returncode != 0:
-        raise MLBridgeError(f"{' '.join(cmd)} failed ({res.returncode}):\n{res.stderr[-2000:]}")
+    compile([clang, "-O2", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-S",
+             *flags, str(source), "-o", str(output)], timeout=timeout, measure_text=False)
     return Path(output)
