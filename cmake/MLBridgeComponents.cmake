@@ -25,15 +25,18 @@ set(_mlb_component_targets
     tf_aot mlbridge_tf
     compiled_model mlbridge-model-compiler
     llvm_plugins MLBridgeInlineAdvisor
+    llvm_plugins_llvm22 MLBridgeInlineAdvisor22
     ir2vec MLBridgeIR2Vec
     ir2vec_llvm22 MLBridgeIR2Vec22
     mlir_plugin MLBridgeMLIRUnroll
     c_tool mlb-loop-pragmas
+    c_tool_llvm22 mlb-loop-pragmas-22
     fuzzers mlbridge-fuzzers)
 
 if(MLBRIDGE_SANITIZE)
   set(_mlb_na_ir2vec "not built with sanitizers (integrations/llvm/ir2vec/CMakeLists.txt)")
   set(_mlb_na_ir2vec_llvm22 "${_mlb_na_ir2vec}")
+  set(_mlb_na_llvm_plugins_llvm22 "not built with sanitizers (integrations/llvm/CMakeLists.txt)")
   set(_mlb_na_mlir_plugin "not built with sanitizers (integrations/mlir/CMakeLists.txt)")
   set(_mlb_na_fuzzers "built in unsanitized builds only (tests/CMakeLists.txt)")
   set(_mlb_na_grpc_python_core "a Python extension: built in unsanitized builds only (src/grpc/CMakeLists.txt)")

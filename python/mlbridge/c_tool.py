@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
-from .build_manifest import WithRunners, section
+from .build_manifest import NotBuilt, WithRunners, section
 from .errors import MLBridgeError
 
 FEATURES = ("depth", "trip_count", "body_stmts", "calls", "array_refs", "float_ops",
@@ -35,18 +35,32 @@ ACTIONS = (
     "#pragma clang loop vectorize(disable) unroll(disable)",
 )
 
+#: The libclang versions the tool is built against, and the build manifest's
+#: section of each (``mlb-loop-pragmas``, ``mlb-loop-pragmas-22``).
+TOOL_SECTIONS = {19: "c_tool", 22: "c_tool_llvm22"}
+
+
 @dataclass
 class CToolInfo(WithRunners):
     tool: Path
     runners: Dict[str, bool] = field(default_factory=dict)
+    llvm_major: int = 19
 
 
-def find_tool(build_dir=None) -> CToolInfo:
-    """The tool of the build in ``build_dir``, ``$MLBRIDGE_BUILD_DIR`` or
-    ``<repo>/build`` (the build manifest's ``c_tool`` section); raises
+def find_tool(build_dir=None, llvm: Optional[int] = None) -> CToolInfo:
+    """The tool on libclang ``llvm`` (19 or 22; default: the LLVM version of
+    :func:`mlbridge.toolchain.toolchain`'s clang, ``$MLBRIDGE_CLANG``) of the
+    build in ``build_dir``, ``$MLBRIDGE_BUILD_DIR`` or ``<repo>/build`` (the
+    build manifest's section of that version); raises
     :class:`mlbridge.build_manifest.ComponentOff` when the build left it out."""
-    sec = section("c_tool", paths=("tool",), build_dir=build_dir)
-    return CToolInfo(Path(sec["tool"]), dict(sec.get("runners", {})))
+    if llvm is None:
+        from .toolchain import toolchain
+        llvm = toolchain().major
+    if llvm not in TOOL_SECTIONS:
+        raise NotBuilt(f"mlb-loop-pragmas is built for libclang "
+                       f"{' and '.join(map(str, TOOL_SECTIONS))}, not {llvm}")
+    sec = section(TOOL_SECTIONS[llvm], paths=("tool",), build_dir=build_dir)
+    return CToolInfo(Path(sec["tool"]), dict(sec.get("runners", {})), llvm)
 
 
 def command(info: CToolInfo, src, out, *options: str, clang_args: Sequence[str] = ()) -> List[str]:

@@ -5,7 +5,10 @@
 * Built programs (C++ tools) are looked up under the build directory named by
   the environment variable ``MLBRIDGE_BUILD_DIR`` (default: ``<repo>/build``).
 * LLVM 19 tools are required: a missing ``opt-19``/``clang-19`` is a test
-  *failure* with a message saying what to install, never a skip.
+  *failure* with a message saying what to install, never a skip. The plugin
+  tests run on every LLVM version the build has plugins for
+  and the LLVM host tests on every LLVM version the build has (``llvm_major``
+  with that version's ``opt``, ``clang``, ``llc``).
 * Optional components (tests/build_components.py): a test is skipped only
   when the build says the component is off.
 
@@ -46,7 +49,7 @@ def build_dir() -> Path:
 
 
 def find_llvm_tool(name: str) -> Optional[str]:
-    """Path of an LLVM 19 tool ("opt-19", "clang-19", ...), or None."""
+    """Path of a versioned LLVM tool ("opt-19", "clang-22", ...), or None."""
     from mlbridge.llvm.plugins import PluginNotFound
     from mlbridge.llvm.plugins import find_llvm_tool as find
     try:
@@ -64,11 +67,12 @@ def required(found, missing: str):
 
 
 def require_llvm_tool(name: str) -> str:
+    major = name.rpartition("-")[2]
     return required(
         find_llvm_tool(name),
-        f"{name} not found on PATH or in /usr/lib/llvm-19/bin: the "
-        f"end-to-end tests need LLVM 19 (Debian: apt-get install llvm-19 "
-        f"clang-19)")
+        f"{name} not found on PATH or in /usr/lib/llvm-{major}/bin: the "
+        f"end-to-end tests need LLVM {major} (Debian: apt-get install llvm-{major} "
+        f"clang-{major}; LLVM 22: scripts/deps/llvm22.apt)")
 
 
 def find_built_program(name: str) -> Optional[Path]:
@@ -223,11 +227,58 @@ def procs() -> Iterator[ProcessGuard]:
 
 @pytest.fixture(scope="module")
 def plugins(mlbridge_pkg):
-    """The built LLVM plugins (the build manifest); skipped only when the
+    """The built LLVM 19 plugins (the build manifest); skipped only when the
     build says the plugins are off."""
     from build_components import require_built
     from mlbridge.llvm.plugins import find_plugins
-    return require_built("llvm_plugins", find_plugins)
+    return require_built("llvm_plugins", lambda: find_plugins(llvm=19))
+
+
+#: The LLVM versions the tests run on, with the build manifest's component
+#: that says the build has that version (docs/llvm-versions.md): LLVM 19 is
+#: always required; LLVM 22 when the build has its plugins (llvm-22-dev and
+#: the tools of scripts/deps/llvm22.apt were found).
+LLVM_VERSION_COMPONENTS = {19: "llvm_plugins", 22: "llvm_plugins_llvm22"}
+
+
+@pytest.fixture(scope="module", params=sorted(LLVM_VERSION_COMPONENTS),
+                ids=lambda v: f"llvm{v}")
+def llvm_major(request, mlbridge_pkg) -> int:
+    """Each LLVM major version in turn (a test module using ``opt``,
+    ``clang``, ``llc`` runs once per version); 22 is skipped only when the
+    build says it has no LLVM 22 (then its tools need not be installed)."""
+    from build_components import require_component
+    if request.param != 19:
+        require_component(LLVM_VERSION_COMPONENTS[request.param])
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def plugins_any_llvm(llvm_major):
+    """The built plugins of each LLVM version in turn (a test module whose
+    ``plugins`` fixture returns this runs once per version)."""
+    from build_components import require_built
+    from mlbridge.llvm.plugins import find_plugins
+    return require_built(LLVM_VERSION_COMPONENTS[llvm_major],
+                         lambda: find_plugins(llvm=llvm_major))
+
+
+@pytest.fixture(scope="module")
+def opt(llvm_major) -> str:
+    """opt of the LLVM version ``llvm_major``."""
+    return require_llvm_tool(f"opt-{llvm_major}")
+
+
+@pytest.fixture(scope="module")
+def clang(llvm_major) -> str:
+    """clang of the LLVM version ``llvm_major``."""
+    return require_llvm_tool(f"clang-{llvm_major}")
+
+
+@pytest.fixture(scope="module")
+def llc(llvm_major) -> str:
+    """llc of the LLVM version ``llvm_major``."""
+    return require_llvm_tool(f"llc-{llvm_major}")
 
 
 #: The csmith programs of the plugin tests (with the hand-written ones in
@@ -238,39 +289,54 @@ PLUGIN_RUN_TIMEOUT = 60.0
 
 
 @pytest.fixture(scope="session")
-def plugin_corpus(tmp_path_factory, clang19, mlbridge_pkg) -> Dict[str, Dict]:
-    """The LLVM plugin tests' programs: name -> {"ir": module for opt,
-    "sources": C files, "flags": clang flags}."""
+def plugin_corpora(tmp_path_factory, mlbridge_pkg):
+    """clang -> the LLVM plugin tests' programs compiled by that clang: name ->
+    {"ir": module for opt, "sources": C files, "flags": clang flags}; each
+    clang's once per session."""
     from mlbridge.llvm.plugins import compile_to_ir
     from mlbridge.llvm.plugins.corpus import csmith_include_dir, csmith_ir, linked_ir
-    require_llvm_tool("llvm-link-19")
     if shutil.which("csmith") is None:
         pytest.fail("csmith not found: run scripts/install-deps.sh "
                     "(scripts/deps/plugins.apt installs csmith)", pytrace=False)
-    out = tmp_path_factory.mktemp("plugin-corpus")
-    programs = PROGRAMS_DIR / "plugins"
-    progs = {}
-    for name in ("bitops", "interp"):
-        src = programs / f"{name}.c"
-        progs[name] = {"ir": compile_to_ir(src, out / f"{name}.ll", clang=clang19),
-                       "sources": [src], "flags": []}
-    mc = sorted((programs / "minicalc").glob("*.c"))
-    progs["minicalc"] = {"ir": linked_ir(mc, out / "minicalc.ll", clang=clang19),
-                         "sources": mc, "flags": []}
-    inc = csmith_include_dir()
-    for seed in PLUGIN_CSMITH_SEEDS:
-        ir = csmith_ir(seed, out, max_funcs=8, clang=clang19)
-        progs[f"csmith{seed}"] = {"ir": ir, "sources": [ir.with_suffix(".c")],
-                                  "flags": ["-w", f"-I{inc}"]}
-    return progs
+    corpora: Dict[str, Dict[str, Dict]] = {}
+
+    def build(clang: str) -> Dict[str, Dict]:
+        if clang in corpora:
+            return corpora[clang]
+        out = tmp_path_factory.mktemp("plugin-corpus")
+        programs = PROGRAMS_DIR / "plugins"
+        progs = {}
+        for name in ("bitops", "interp"):
+            src = programs / f"{name}.c"
+            progs[name] = {"ir": compile_to_ir(src, out / f"{name}.ll", clang=clang),
+                           "sources": [src], "flags": []}
+        mc = sorted((programs / "minicalc").glob("*.c"))
+        progs["minicalc"] = {"ir": linked_ir(mc, out / "minicalc.ll", clang=clang),
+                             "sources": mc, "flags": []}
+        inc = csmith_include_dir()
+        for seed in PLUGIN_CSMITH_SEEDS:
+            ir = csmith_ir(seed, out, max_funcs=8, clang=clang)
+            progs[f"csmith{seed}"] = {"ir": ir, "sources": [ir.with_suffix(".c")],
+                                      "flags": ["-w", f"-I{inc}"]}
+        corpora[clang] = progs
+        return progs
+
+    return build
+
+
+@pytest.fixture(scope="module")
+def plugin_corpus(plugin_corpora, clang) -> Dict[str, Dict]:
+    """The LLVM plugin tests' programs, compiled by the ``clang`` of the
+    plugins' LLVM version (:func:`plugin_corpora`)."""
+    return plugin_corpora(clang)
 
 
 @pytest.fixture(scope="session")
-def plugin_reference_outputs(plugin_corpus, clang19, tmp_path_factory) -> Dict[str, str]:
+def plugin_reference_outputs(plugin_corpora, clang19, tmp_path_factory) -> Dict[str, str]:
     """What each program of the plugin corpus prints, built by plain clang-19 -O0."""
     out = tmp_path_factory.mktemp("plugin-reference")
     ref = {}
-    for name, p in plugin_corpus.items():
+    for name, p in plugin_corpora(clang19).items():
         exe = out / name
         run_checked([clang19, "-O0", *p["flags"], *map(str, p["sources"]), "-o", str(exe)])
         ref[name] = run_checked([str(exe)], timeout=PLUGIN_RUN_TIMEOUT)

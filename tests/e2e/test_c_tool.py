@@ -31,9 +31,12 @@ TOOL = "mlb-loop-pragmas"
 
 
 @pytest.fixture(scope="module")
-def ct(mlbridge_pkg):
+def ct(mlbridge_pkg, llvm_major):
+    """The tool on the libclang of each LLVM version the build has
+    (mlb-loop-pragmas, mlb-loop-pragmas-22)."""
     import mlbridge.c_tool as ct
-    return ct, require_built("c_tool", ct.find_tool)
+    return ct, require_built(ct.TOOL_SECTIONS[llvm_major],
+                             lambda: ct.find_tool(llvm=llvm_major))
 
 
 @pytest.fixture(scope="module")
@@ -44,19 +47,19 @@ def programs():
 
 
 @pytest.fixture(scope="module")
-def reference(programs, clang19, tmp_path_factory, e2e):
+def reference(programs, clang, tmp_path_factory, e2e):
     out = tmp_path_factory.mktemp("ref")
     ref = {}
     for p in programs:
         exe = out / p.stem
-        e2e.run_checked([clang19, "-O2", "-Werror", str(p), "-o", str(exe)])
+        e2e.run_checked([clang, "-O2", "-Werror", str(p), "-o", str(exe)])
         ref[p.stem] = e2e.run_checked([str(exe)])
     return ref
 
 
-def compile_and_run(clang19, src: Path, exe: Path) -> str:
+def compile_and_run(clang, src: Path, exe: Path) -> str:
     # -Werror: a pragma clang cannot honour (-Wpass-failed) is an error too.
-    subprocess.run([clang19, "-O2", "-Werror", str(src), "-o", str(exe)], check=True,
+    subprocess.run([clang, "-O2", "-Werror", str(src), "-o", str(exe)], check=True,
                    capture_output=True, text=True, timeout=60)
     return subprocess.run([str(exe)], check=True, capture_output=True, text=True,
                           timeout=60).stdout
@@ -68,14 +71,14 @@ def log_entry(path: Path):
     return json.loads(lines[0])
 
 
-def test_tool_is_c99_warning_clean(clang19, tmp_path):
+def test_tool_is_c99_warning_clean(ct, clang, llvm_major, tmp_path):
     sources = [p for p in TOOL_SRC.iterdir() if p.name != "CMakeLists.txt"]
     assert sources and all(p.suffix == ".c" for p in sources), f"not only C: {sources}"
-    for cc in ("cc", clang19):
+    for cc in ("cc", clang):
         for p in sources:
             res = subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic",
                                   "-fsyntax-only", f"-I{REPO / 'include'}",
-                                  "-isystem", "/usr/lib/llvm-19/include",
+                                  "-isystem", f"/usr/lib/llvm-{llvm_major}/include",
                                   "-DMLBRIDGE_INTEGRATION_HAVE_ONNX=1", "-DMLBRIDGE_INTEGRATION_HAVE_GRPC=1",
                                   str(p)], capture_output=True, text=True, timeout=60)
             assert res.returncode == 0, f"{cc} {p.name}:\n{res.stderr}"
@@ -93,7 +96,7 @@ def _policy(f):
 
 @pytest.mark.parametrize("transport,serdes", [("pipe", "bitstream"), ("pipe", "json"),
                                               ("grpc", "bitstream")])
-def test_model_places_pragmas_and_results_hold(ct, programs, reference, clang19, tmp_path,
+def test_model_places_pragmas_and_results_hold(ct, programs, reference, clang, tmp_path,
                                                transport, serdes):
     m, info = ct
     if transport == "grpc" and not info.has_runner("grpc"):
@@ -122,7 +125,7 @@ def test_model_places_pragmas_and_results_hold(ct, programs, reference, clang19,
         # Removing the pragmas gives the input back.
         stripped = "\n".join(line for line in lines if "#pragma clang loop" not in line)
         assert re.sub(r"\s+", " ", stripped) == re.sub(r"\s+", " ", p.read_text().rstrip("\n"))
-        assert compile_and_run(clang19, out, tmp_path / p.stem) == reference[p.stem]
+        assert compile_and_run(clang, out, tmp_path / p.stem) == reference[p.stem]
 
 
 def test_features_are_the_loops(ct, tmp_path):
@@ -168,7 +171,7 @@ def _onnx_model(path: Path, ct_mod):
     return w
 
 
-def test_onnx_model_decides_as_in_python(ct, programs, reference, clang19, tmp_path):
+def test_onnx_model_decides_as_in_python(ct, programs, reference, clang, tmp_path):
     m, info = ct
     if not info.has_runner("onnx"):
         pytest.fail("the ONNX runner is not built into the tool", pytrace=False)
@@ -187,7 +190,7 @@ def test_onnx_model_decides_as_in_python(ct, programs, reference, clang19, tmp_p
         assert entry["runner"] == "onnx" and entry["actions"] == expected
         assert entry["asked"] == len(expected)
         assert len(set(expected)) > 1, "the test model should make different decisions"
-        assert compile_and_run(clang19, out, tmp_path / p.stem) == reference[p.stem]
+        assert compile_and_run(clang, out, tmp_path / p.stem) == reference[p.stem]
 
 
 def test_no_model_leaves_the_file_unchanged(ct, programs, tmp_path):
@@ -240,7 +243,7 @@ def _serve_then(ct, e2e, tmp_path, answer):
 
 
 @pytest.mark.parametrize("how", ["slow", "dead", "out-of-range"])
-def test_failing_model_falls_back(ct, clang19, reference, tmp_path, how, e2e):
+def test_failing_model_falls_back(ct, clang, reference, tmp_path, how, e2e):
     answers = {"slow": lambda iface: time.sleep(1.5),
                "dead": lambda iface: iface.close(),
                "out-of-range": lambda iface: iface.populate_buffer(99)}
@@ -255,7 +258,7 @@ def test_failing_model_falls_back(ct, clang19, reference, tmp_path, how, e2e):
     assert "#pragma clang loop unroll_count(4)" in text
     out = tmp_path / "fallback.c"
     out.write_text(text)
-    assert compile_and_run(clang19, out, tmp_path / "fallback") == reference[src.stem]
+    assert compile_and_run(clang, out, tmp_path / "fallback") == reference[src.stem]
 
 
 def test_rejects_a_file_that_does_not_compile(ct, tmp_path):

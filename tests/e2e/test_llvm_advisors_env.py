@@ -43,12 +43,12 @@ def _exec_size(e2e, obj) -> int:
 
 
 @pytest.fixture
-def env_factory(llvm, gym, clang19, program_sources):
+def env_factory(llvm, gym, clang, program_sources):
     from mlbridge.llvm.env import InliningEnv
     made = []
 
     def make(names=("sort", "strings"), **kw):
-        env = InliningEnv([program_sources[n] for n in names], compiler=clang19, **kw)
+        env = InliningEnv([program_sources[n] for n in names], compiler=clang, **kw)
         made.append(env)
         return env
     yield make
@@ -68,10 +68,10 @@ def test_environment_passes_gymnasiums_checker(env_factory, gym):
     env.close()
 
 
-def test_gymnasium_make_builds_the_registered_environment(gym, llvm, clang19,
+def test_gymnasium_make_builds_the_registered_environment(gym, llvm, clang,
                                                          program_sources):
     from mlbridge.llvm.env import ENV_ID
-    env = gym.make(ENV_ID, programs=[program_sources["arith"]], compiler=clang19)
+    env = gym.make(ENV_ID, programs=[program_sources["arith"]], compiler=clang)
     try:
         obs, info = env.reset(seed=0)
         assert obs.shape == (38,) and obs.dtype == np.int64
@@ -93,12 +93,12 @@ def _episode(env, act, **reset_kw):
         steps += 1
 
 
-def test_episode_reward_is_the_size_difference(env_factory, e2e, clang19, program_sources,
+def test_episode_reward_is_the_size_difference(env_factory, e2e, clang, program_sources,
                                                tmp_path):
     env = env_factory(names=("strings",), include_default=True)
     assert env.feature_names[-1] == "inlining_default"
     ref = tmp_path / "ref.o"
-    e2e.run_checked([clang19, "-Oz", "-c", str(program_sources["strings"]), "-o", str(ref)])
+    e2e.run_checked([clang, "-Oz", "-c", str(program_sources["strings"]), "-o", str(ref)])
     baseline = _exec_size(e2e, ref)
     assert env.baseline_size(env.programs[0]) == baseline
     results = {}
@@ -127,21 +127,21 @@ def test_relative_reward_and_program_choice(env_factory):
         env.step(0)
 
 
-def test_eviction_trace_loads_with_numpy_and_torch(llvm, e2e, llc19, clang19,
+def test_eviction_trace_loads_with_numpy_and_torch(llvm, e2e, llc, clang,
                                                    program_sources, tmp_path):
     """Every (context, index, features, advice) of a served llc-19 run, and
     its outcome, in one .npz that numpy loads without pickle."""
     ll = tmp_path / "sha256.ll"
-    e2e.run_checked([clang19, "-O2", "-emit-llvm", "-S", str(program_sources["sha256"]),
+    e2e.run_checked([clang, "-O2", "-emit-llvm", "-S", str(program_sources["sha256"]),
                      "-o", str(ll)])
     obj = tmp_path / "sha256.o"
     path = tmp_path / "evict.npz"
     tracer = llvm.Tracer()
-    r1 = llvm.run([llc19, "-O2", "-filetype=obj", str(ll), "-o", str(obj)],
+    r1 = llvm.run([llc, "-O2", "-filetype=obj", str(ll), "-o", str(obj)],
                   evict="first", priority="size", trace=tracer, timeout=RUN_TIMEOUT,
                   outcome=lambda res: {"evictions": res.requests["evict"]})
     r1.check()
-    r2 = llvm.run([llc19, "-O2", "-filetype=obj", str(ll), "-o", str(obj)],
+    r2 = llvm.run([llc, "-O2", "-filetype=obj", str(ll), "-o", str(obj)],
                   evict="noevict", trace=tracer, timeout=RUN_TIMEOUT).check()
     tracer.save(path)
     n1, n2 = r1.requests["evict"], r2.requests["evict"]

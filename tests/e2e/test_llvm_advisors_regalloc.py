@@ -55,39 +55,39 @@ def _run_binary(exe: Path) -> str:
     return res.stdout.decode()
 
 
-def _prepare(e2e, clang19, name, source, d: Path, cflags) -> Program:
+def _prepare(e2e, clang, name, source, d: Path, cflags) -> Program:
     ll = d / f"{name}.ll"
-    e2e.run_checked([clang19, "-O2", "-w", *cflags, "-emit-llvm", "-S", str(source), "-o",
+    e2e.run_checked([clang, "-O2", "-w", *cflags, "-emit-llvm", "-S", str(source), "-o",
                      str(ll)])
     ref = d / f"{name}.ref"
-    e2e.run_checked([clang19, "-O2", "-w", *cflags, str(source), "-o", str(ref)])
+    e2e.run_checked([clang, "-O2", "-w", *cflags, str(source), "-o", str(ref)])
     return Program(name, source, ll, _run_binary(ref), cflags)
 
 
 @pytest.fixture(scope="module")
-def programs(e2e, clang19, csmith, program_sources, tmp_path_factory) -> Dict[str, Program]:
+def programs(e2e, clang, csmith, program_sources, tmp_path_factory) -> Dict[str, Program]:
     d = tmp_path_factory.mktemp("regalloc")
     out = {}
     for name in HAND_WRITTEN:
-        out[name] = _prepare(e2e, clang19, name, program_sources[name], d, [])
+        out[name] = _prepare(e2e, clang, name, program_sources[name], d, [])
     for seed in CSMITH_SEEDS:
         src = d / f"csmith{seed}.c"
         e2e.run_checked([csmith["csmith"], "--seed", str(seed), *CSMITH_OPTIONS, "-o",
                          str(src)])
-        p = _prepare(e2e, clang19, f"csmith{seed}", src, d, ["-I", csmith["include"]])
+        p = _prepare(e2e, clang, f"csmith{seed}", src, d, ["-I", csmith["include"]])
         assert p.expected.startswith("checksum = "), p.expected[:200]
         out[p.name] = p
     return out
 
 
-def _llc_obj(llvm, llc19, prog: Program, out: Path, **policies):
-    return llvm.run([llc19, "-O2", "-relocation-model=pic", "-filetype=obj", str(prog.ll),
+def _llc_obj(llvm, llc, prog: Program, out: Path, **policies):
+    return llvm.run([llc, "-O2", "-relocation-model=pic", "-filetype=obj", str(prog.ll),
                      "-o", str(out)], timeout=RUN_TIMEOUT, **policies).check()
 
 
-def _link_and_run(e2e, clang19, obj: Path) -> str:
+def _link_and_run(e2e, clang, obj: Path) -> str:
     exe = obj.with_suffix(".exe")
-    e2e.run_checked([clang19, str(obj), "-o", str(exe)])
+    e2e.run_checked([clang, str(obj), "-o", str(exe)])
     return _run_binary(exe)
 
 
@@ -108,7 +108,7 @@ EVICTION_POLICIES = ["noevict", "first", "last", "random", "least-reads"]
 
 
 @pytest.mark.parametrize("name", HAND_WRITTEN + [f"csmith{s}" for s in CSMITH_SEEDS])
-def test_eviction_policies_keep_programs_correct(llvm, e2e, llc19, clang19, programs,
+def test_eviction_policies_keep_programs_correct(llvm, e2e, llc, clang, programs,
                                                  tmp_path, name):
     prog = programs[name]
     objects = {}
@@ -117,10 +117,10 @@ def test_eviction_policies_keep_programs_correct(llvm, e2e, llc19, clang19, prog
         if policy_name == "random":
             policy = llvm.policies.RandomEviction(seed=1234)
         obj = tmp_path / f"{name}.{policy_name}.o"
-        r = _llc_obj(llvm, llc19, prog, obj, evict=policy)
+        r = _llc_obj(llvm, llc, prog, obj, evict=policy)
         assert r.requests["evict"] > 0 and r.sessions["evict"] >= 1, (policy_name, r)
         assert r.fallbacks["evict"] == 0
-        assert _link_and_run(e2e, clang19, obj) == prog.expected, \
+        assert _link_and_run(e2e, clang, obj) == prog.expected, \
             f"{name} built with eviction policy {policy_name} computes something else"
         objects[policy_name] = obj.read_bytes()
     # The policies did change the generated code.
@@ -128,7 +128,7 @@ def test_eviction_policies_keep_programs_correct(llvm, e2e, llc19, clang19, prog
 
 
 @pytest.mark.parametrize("name", ["sha256", "csmith13"])
-def test_priority_advisor_served_with_float_advice(llvm, e2e, llc19, clang19, programs,
+def test_priority_advisor_served_with_float_advice(llvm, e2e, llc, clang, programs,
                                                    tmp_path, name):
     prog = programs[name]
     rng = random.Random(7)
@@ -141,9 +141,9 @@ def test_priority_advisor_served_with_float_advice(llvm, e2e, llc19, clang19, pr
                                 ("jitter", jitter)]:
         obj = tmp_path / f"{name}.{policy_name}.o"
         trace = tmp_path / f"{name}.{policy_name}.npz"
-        r = _llc_obj(llvm, llc19, prog, obj, priority=policy, trace=trace)
+        r = _llc_obj(llvm, llc, prog, obj, priority=policy, trace=trace)
         assert r.requests["priority"] > 0
-        assert _link_and_run(e2e, clang19, obj) == prog.expected, policy_name
+        assert _link_and_run(e2e, clang, obj) == prog.expected, policy_name
         objects[policy_name] = obj.read_bytes()
         t = llvm.load_trace(trace)
         advice = t.advice("priority")
@@ -157,20 +157,20 @@ def test_priority_advisor_served_with_float_advice(llvm, e2e, llc19, clang19, pr
     assert len(set(objects.values())) >= 2
 
 
-def test_eviction_and_priority_together_with_random_choices(llvm, e2e, llc19, clang19,
+def test_eviction_and_priority_together_with_random_choices(llvm, e2e, llc, clang,
                                                             programs, tmp_path):
     """Both register-allocation advisors of one llc process, served by two
     threads, with random (legal) evictions and random priorities."""
     prog = programs["mixer"]
     rng = random.Random(3)
     obj = tmp_path / "both.o"
-    r = _llc_obj(llvm, llc19, prog, obj, evict=llvm.policies.RandomEviction(seed=5),
+    r = _llc_obj(llvm, llc, prog, obj, evict=llvm.policies.RandomEviction(seed=5),
                  priority=lambda obs: rng.uniform(0, 1e6))
     assert r.requests["evict"] > 0 and r.requests["priority"] > 0
-    assert _link_and_run(e2e, clang19, obj) == prog.expected
+    assert _link_and_run(e2e, clang, obj) == prog.expected
 
 
-def test_torch_module_as_eviction_policy(llvm, e2e, llc19, clang19, programs, tmp_path):
+def test_torch_module_as_eviction_policy(llvm, e2e, llc, clang, programs, tmp_path):
     """A PyTorch module scoring the 33 columns: the host takes the best
     legal one. Without PyTorch in the environment: a clear error instead."""
     try:
@@ -185,9 +185,9 @@ def test_torch_module_as_eviction_policy(llvm, e2e, llc19, clang19, programs, tm
     prog = programs["sha256"]
     obj = tmp_path / "torch.o"
     trace = tmp_path / "torch.npz"
-    r = _llc_obj(llvm, llc19, prog, obj, evict=model, trace=trace)
+    r = _llc_obj(llvm, llc, prog, obj, evict=model, trace=trace)
     assert r.requests["evict"] > 0 and r.fallbacks["evict"] == 0
-    assert _link_and_run(e2e, clang19, obj) == prog.expected
+    assert _link_and_run(e2e, clang, obj) == prog.expected
     # The answers are what the module prefers among the legal columns.
     t = llvm.load_trace(trace)
     x = torch.from_numpy(t.matrix("evict"))

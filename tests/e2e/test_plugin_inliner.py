@@ -1,16 +1,16 @@
 """End to end: the ML inline advisor plugin (integrations/llvm/inliner) in a
-real opt-19 / clang-19, on real C programs (hand-written ones in
+real opt / clang of each LLVM version the build has plugins for (19, 22), on real C programs (hand-written ones in
 tests/e2e/programs/plugins and csmith programs generated with fixed seeds).
 
 * Its features are those of LLVM's own ML inliner: for the same call sites
-  (same policy), every feature of every request equals what stock opt-19's
+  (same policy), every feature of every request equals what stock opt's
   interactive mode sends, and the IR is the same.
 * A Python model that answers LLVM's default decision reproduces plain
   opt-19 byte for byte.
 * "always" / "never" models move the IR in the expected direction, and the
   programs still print the reference output.
 * The in-process ONNX model decides exactly as the same model evaluated in
-  Python over pipes, and under clang-19 -fpass-plugin in a multi-file
+  Python over pipes, and under clang -fpass-plugin in a multi-file
   make -j2 build (and the model compiled into the plugin, when built).
 * A missing or failing model: a warning through LLVM's diagnostics (never
   stdout), LLVM's default decisions, a successful compile.
@@ -46,6 +46,13 @@ LLVM_FLAG_BASE = "-inliner-interactive-channel-base"
 
 # ---- fixtures -----------------------------------------------------------------
 
+@pytest.fixture(scope="module")
+def plugins(plugins_any_llvm):
+    """This file runs on every LLVM version the build has plugins for, with
+    that version's opt and clang (conftest: opt, clang, plugin_corpus)."""
+    return plugins_any_llvm
+
+
 
 def run_tool(cmd, plugins, timeout=RUN_TIMEOUT, env=None):
     from mlbridge.llvm.plugins import tool_env
@@ -54,21 +61,21 @@ def run_tool(cmd, plugins, timeout=RUN_TIMEOUT, env=None):
     return res
 
 
-def opt_plain(opt19, ll, out, passes):
-    subprocess.run([opt19, f"-passes={passes}", str(ll), "-S", "-o", str(out)],
+def opt_plain(opt, ll, out, passes):
+    subprocess.run([opt, f"-passes={passes}", str(ll), "-S", "-o", str(out)],
                    check=True, timeout=RUN_TIMEOUT)
     return out.read_bytes()
 
 
-def serve(plugins, opt19, ll, out, policy, *, passes="default<Oz>", plugin=True,
+def serve(plugins, opt, ll, out, policy, *, passes="default<Oz>", plugin=True,
           include_default=False, extra=(), transport="pipe"):
-    """Runs opt-19 (with the plugin, or stock interactive mode) against a
+    """Runs opt (with the plugin, or stock interactive mode) against a
     Python policy; returns the ServedRun."""
     from mlbridge.llvm.plugins import tool_env
     from mlbridge.toolchain import serve_compiler
 
     def cmd(endpoint):
-        c = [opt19]
+        c = [opt]
         if plugin:
             flag = "-mlbridge-inline-channel" if transport == "pipe" else "-mlbridge-inline-server"
             c += [f"-load-pass-plugin={plugins.inline_advisor}", f"{flag}={endpoint}"]
@@ -82,7 +89,7 @@ def serve(plugins, opt19, ll, out, policy, *, passes="default<Oz>", plugin=True,
 
     run = serve_compiler(cmd, policy, timeout=RUN_TIMEOUT, env=tool_env(plugins),
                          transport=transport)
-    assert run.returncode == 0, f"opt-19 failed ({run.returncode}):\n{run.stderr[-3000:]}"
+    assert run.returncode == 0, f"opt failed ({run.returncode}):\n{run.stderr[-3000:]}"
     assert run.stdout == "", "nothing may be written to stdout"
     return run
 
@@ -98,9 +105,9 @@ def ir_counts(ll: Path):
     return defines, calls
 
 
-def run_ir(e2e, clang19, ll: Path, flags, tmp: Path) -> str:
+def run_ir(e2e, clang, ll: Path, flags, tmp: Path) -> str:
     exe = tmp / (ll.stem + ".exe")
-    e2e.run_checked([clang19, "-O0", *flags, str(ll), "-o", str(exe)])
+    e2e.run_checked([clang, "-O0", *flags, str(ll), "-o", str(exe)])
     return e2e.run_checked([str(exe)], timeout=RUN_TIMEOUT)
 
 
@@ -123,37 +130,41 @@ def test_plugin_links_no_llvm_library_and_exports_only_its_entry(plugins):
 
 
 @pytest.mark.parametrize("policy", ["never", "always", "default"])
-def test_features_equal_llvm_interactive_mode(plugins, opt19, plugin_corpus, tmp_path, policy):
+def test_features_equal_llvm_interactive_mode(plugins, opt, plugin_corpus, tmp_path, policy):
     """Same call sites, same 38 features (names, order, dtypes, values), same
-    IR as stock opt-19 -enable-ml-inliner=release in interactive mode."""
+    IR as stock opt -enable-ml-inliner=release in interactive mode."""
     from mlbridge.llvm.plugins import INLINER_FEATURES
     include_default = policy == "default"
+    # LLVM 17-20 write the default decision into feature 25 instead of
+    # inlining_default (docs/llvm.md); LLVM 22 puts it in its place, as ours.
+    default_bug = include_default and plugins.llvm_major <= 20
     llvm_policy = policy
-    if policy == "default":
-        # LLVM 17-20 write the default decision into feature 25 instead of
-        # inlining_default (see test_llvm_inliner.py); ours is in its place.
+    if default_bug:
         llvm_policy = lambda f: f["callee_basic_block_count"]  # noqa: E731
+    elif include_default:
+        llvm_policy = lambda f: f["inlining_default"]  # noqa: E731
     total = 0
     for name, p in plugin_corpus.items():
-        theirs = serve(plugins, opt19, p["ir"], tmp_path / f"{name}.llvm.ll", llvm_policy,
+        theirs = serve(plugins, opt, p["ir"], tmp_path / f"{name}.llvm.ll", llvm_policy,
                        plugin=False, include_default=include_default)
-        ours = serve(plugins, opt19, p["ir"], tmp_path / f"{name}.ours.ll", policy,
+        ours = serve(plugins, opt, p["ir"], tmp_path / f"{name}.ours.ll", policy,
                      include_default=include_default)
         names = list(INLINER_FEATURES) + (["inlining_default"] if include_default else [])
         assert theirs.feature_names == names
         assert ours.feature_names == names, ours.feature_names
         assert ours.sessions == theirs.sessions == 1
         assert len(ours.decisions) == len(theirs.decisions) > 0, name
-        cols = list(range(len(INLINER_FEATURES)))
-        if include_default:
+        cols = list(range(len(names)))
+        if default_bug:
             cols.remove(INLINER_FEATURES.index("callee_basic_block_count"))
+            cols.remove(len(INLINER_FEATURES))  # LLVM's inlining_default: 0
             # Our inlining_default is the decision LLVM put in its slot 25.
             np.testing.assert_array_equal(ours.features[:, -1], theirs.features[:, 25],
                                           err_msg=name)
         diff = np.argwhere(ours.features[:, cols] != theirs.features[:, cols])
         assert diff.size == 0, (
             f"{name}: first differing request {diff[0][0]}, feature "
-            f"{INLINER_FEATURES[cols[diff[0][1]]]}: ours "
+            f"{names[cols[diff[0][1]]]}: ours "
             f"{ours.features[diff[0][0], cols[diff[0][1]]]}, LLVM "
             f"{theirs.features[diff[0][0], cols[diff[0][1]]]}")
         np.testing.assert_array_equal(ours.decisions, theirs.decisions)
@@ -163,7 +174,18 @@ def test_features_equal_llvm_interactive_mode(plugins, opt19, plugin_corpus, tmp
     assert total > 100  # the corpus really exercises the advisor
 
 
-# ---- a model answering LLVM's default: plain opt-19 ---------------------------------------
+def test_inlining_at_an_invoke_keeps_the_callers_dominator_tree(plugins, opt, tmp_path):
+    """A two-block callee inlined at an invoke (inline_at_invoke.ll, reduced
+    from snappy.cc): on LLVM 22 the caller's cached dominator tree is brought
+    up to date by the properties' update, so the advisor must not drop it
+    first (it did: clang-22 crashed compiling snappy)."""
+    out = tmp_path / "out.ll"
+    run = serve(plugins, opt, PROGRAMS / "inline_at_invoke.ll", out, "always")
+    assert len(run.decisions) >= 1 and all(d == 1 for d in run.decisions)
+    assert re.search(r"invoke ptr @copy\(", out.read_text()) is None, "copy was not inlined"
+
+
+# ---- a model answering LLVM's default: plain opt ---------------------------------------
 
 
 @pytest.mark.parametrize("passes,extra", [
@@ -173,33 +195,33 @@ def test_features_equal_llvm_interactive_mode(plugins, opt19, plugin_corpus, tmp
     # LLVM option, so lift it to compare with the plain heuristic.
     ("default<O2>", ("-ml-advisor-size-increase-threshold=100",)),
 ])
-def test_default_decision_model_reproduces_plain_opt(plugins, opt19, plugin_corpus, tmp_path,
+def test_default_decision_model_reproduces_plain_opt(plugins, opt, plugin_corpus, tmp_path,
                                                      passes, extra):
     for name, p in plugin_corpus.items():
         ours = tmp_path / f"{name}.ours.ll"
-        run = serve(plugins, opt19, p["ir"], ours, "default", passes=passes,
+        run = serve(plugins, opt, p["ir"], ours, "default", passes=passes,
                     include_default=True, extra=extra)
         assert len(run.decisions) > 0
         assert set(run.decisions.tolist()) <= {0, 1}
-        plain = opt_plain(opt19, p["ir"], tmp_path / f"{name}.plain.ll", passes)
-        assert ours.read_bytes() == plain, f"{name}: IR differs from plain opt-19 {passes}"
+        plain = opt_plain(opt, p["ir"], tmp_path / f"{name}.plain.ll", passes)
+        assert ours.read_bytes() == plain, f"{name}: IR differs from plain opt {passes}"
 
 
 # ---- always / never ------------------------------------------------------------------
 
 
 def test_always_and_never_change_the_ir_in_the_expected_direction(
-        plugins, opt19, clang19, plugin_corpus, plugin_reference_outputs, tmp_path, e2e):
+        plugins, opt, clang, plugin_corpus, plugin_reference_outputs, tmp_path, e2e):
     for name, p in plugin_corpus.items():
-        always = serve(plugins, opt19, p["ir"], tmp_path / f"{name}.always.ll", "always")
-        never = serve(plugins, opt19, p["ir"], tmp_path / f"{name}.never.ll", "never")
+        always = serve(plugins, opt, p["ir"], tmp_path / f"{name}.always.ll", "always")
+        never = serve(plugins, opt, p["ir"], tmp_path / f"{name}.never.ll", "never")
         a_def, a_calls = ir_counts(tmp_path / f"{name}.always.ll")
         n_def, n_calls = ir_counts(tmp_path / f"{name}.never.ll")
         assert len(always.decisions) > 0 and len(never.decisions) > 0
         assert a_calls < n_calls, f"{name}: calls always {a_calls}, never {n_calls}"
         assert a_def <= n_def, f"{name}: functions always {a_def}, never {n_def}"
         for tag in ("always", "never"):
-            out = run_ir(e2e, clang19, tmp_path / f"{name}.{tag}.ll", p["flags"], tmp_path)
+            out = run_ir(e2e, clang, tmp_path / f"{name}.{tag}.ll", p["flags"], tmp_path)
             assert out == plugin_reference_outputs[name], f"{name} ({tag}) prints something else"
 
 
@@ -222,7 +244,7 @@ def _onnx_policy():
 
 @pytest.mark.parametrize("runner", ["onnx", "compiled"])
 def test_in_process_model_decides_like_the_model_in_python(
-        plugins, opt19, clang19, plugin_corpus, plugin_reference_outputs, tmp_path, e2e, runner):
+        plugins, opt, clang, plugin_corpus, plugin_reference_outputs, tmp_path, e2e, runner):
     """The committed model (models/plugins/inliner_policy.onnx), in-process
     through ONNX Runtime or compiled into the plugin, makes exactly the
     decisions the same model makes in Python over pipes."""
@@ -231,7 +253,7 @@ def test_in_process_model_decides_like_the_model_in_python(
     log = tmp_path / "advisor.log"
     for name, p in plugin_corpus.items():
         out = tmp_path / f"{name}.{runner}.ll"
-        cmd = [opt19, f"-load-pass-plugin={plugins.inline_advisor}",
+        cmd = [opt, f"-load-pass-plugin={plugins.inline_advisor}",
                f"-mlbridge-inline-runner={runner}", f"-mlbridge-inline-log={log}",
                "-passes=default<Oz>", str(p["ir"]), "-S", "-o", str(out)]
         if runner == "onnx":
@@ -242,15 +264,15 @@ def test_in_process_model_decides_like_the_model_in_python(
             # default heuristic (the build still succeeds).
             assert res.returncode == 0, res.stderr
             assert f"'{runner}' runner is not built into this plugin" in res.stderr
-            assert out.read_bytes() == opt_plain(opt19, p["ir"], tmp_path / "p.ll",
+            assert out.read_bytes() == opt_plain(opt, p["ir"], tmp_path / "p.ll",
                                                  "default<Oz>")
             continue
         assert res.returncode == 0 and res.stdout == "", res.stderr
         assert "warning" not in res.stderr, res.stderr
-        python = serve(plugins, opt19, p["ir"], tmp_path / f"{name}.py.ll", policy,
+        python = serve(plugins, opt, p["ir"], tmp_path / f"{name}.py.ll", policy,
                        include_default=policy.needs_default)
         assert out.read_bytes() == (tmp_path / f"{name}.py.ll").read_bytes(), name
-        assert run_ir(e2e, clang19, out, p["flags"], tmp_path) == plugin_reference_outputs[name]
+        assert run_ir(e2e, clang, out, p["flags"], tmp_path) == plugin_reference_outputs[name]
         entry = json.loads(log.read_text().splitlines()[-1])
         assert entry["runner"] == runner
         assert entry["model_decisions"] == entry["asked"] == len(python.decisions) > 0
@@ -258,9 +280,9 @@ def test_in_process_model_decides_like_the_model_in_python(
 
 
 @pytest.mark.parametrize("opt_level", ["-O2", "-Oz"])
-def test_onnx_model_in_clang_multi_file_make_j2(plugins, clang19, tmp_path, e2e, opt_level,
+def test_onnx_model_in_clang_multi_file_make_j2(plugins, clang, tmp_path, e2e, opt_level,
                                                 plugin_reference_outputs):
-    """clang-19 -fpass-plugin on a multi-file program built by make -j2,
+    """clang -fpass-plugin on a multi-file program built by make -j2,
     the model chosen through the plugin's environment variables (the clang
     driver cannot pass -mllvm options to a plugin loaded only by
     -fpass-plugin)."""
@@ -272,7 +294,7 @@ def test_onnx_model_in_clang_multi_file_make_j2(plugins, clang19, tmp_path, e2e,
     env = dict(os.environ, MLBRIDGE_INLINE_MODEL=str(INLINER_MODEL),
                MLBRIDGE_INLINE_LOG=str(log))
     cflags = f"{opt_level} -fpass-plugin={plugins.inline_advisor}"
-    res = run_tool(["make", "-j2", "-C", str(src), f"CC={clang19}", f"CFLAGS={cflags}"],
+    res = run_tool(["make", "-j2", "-C", str(src), f"CC={clang}", f"CFLAGS={cflags}"],
                    plugins, timeout=240, env=env)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "warning" not in res.stderr, res.stderr
@@ -287,13 +309,13 @@ def test_onnx_model_in_clang_multi_file_make_j2(plugins, clang19, tmp_path, e2e,
     assert out == plugin_reference_outputs["minicalc"]
 
 
-def test_clang_plugin_options_through_mllvm(plugins, clang19, tmp_path, e2e, plugin_reference_outputs):
+def test_clang_plugin_options_through_mllvm(plugins, clang, tmp_path, e2e, plugin_reference_outputs):
     """The -mllvm route: clang loads the plugin early with -Xclang -load so
     that -mllvm knows its options."""
     so = str(plugins.inline_advisor)
     log = tmp_path / "advisor.log"
     exe = tmp_path / "bitops"
-    res = run_tool([clang19, "-O2", f"-fpass-plugin={so}", "-Xclang", "-load", "-Xclang", so,
+    res = run_tool([clang, "-O2", f"-fpass-plugin={so}", "-Xclang", "-load", "-Xclang", so,
                     "-mllvm", f"-mlbridge-inline-model={INLINER_MODEL}",
                     "-mllvm", f"-mlbridge-inline-log={log}",
                     str(PROGRAMS / "bitops.c"), "-o", str(exe)], plugins)
@@ -314,26 +336,26 @@ def test_clang_plugin_options_through_mllvm(plugins, clang19, tmp_path, e2e, plu
     (["-mlbridge-inline-channel=/tmp/c", "-mlbridge-inline-timeout-ms=soon"],
      "timeout-ms 'soon' is not a number"),
 ])
-def test_missing_model_falls_back_with_a_diagnostic(plugins, opt19, plugin_corpus, tmp_path, args,
+def test_missing_model_falls_back_with_a_diagnostic(plugins, opt, plugin_corpus, tmp_path, args,
                                                      message):
     p = plugin_corpus["minicalc"]
     out = tmp_path / "out.ll"
-    res = run_tool([opt19, f"-load-pass-plugin={plugins.inline_advisor}", *args,
+    res = run_tool([opt, f"-load-pass-plugin={plugins.inline_advisor}", *args,
                     "-passes=default<Oz>", p["ir"], "-S", "-o", out], plugins)
     assert res.returncode == 0, res.stderr
     assert res.stdout == ""
     assert "warning: mlbridge-inline:" in res.stderr and message in res.stderr, res.stderr
     assert "using LLVM's default inlining heuristic" in res.stderr
-    assert out.read_bytes() == opt_plain(opt19, p["ir"], tmp_path / "plain.ll", "default<Oz>")
+    assert out.read_bytes() == opt_plain(opt, p["ir"], tmp_path / "plain.ll", "default<Oz>")
 
 
-def test_plugin_without_settings_uses_its_compiled_in_model(plugins, opt19, plugin_corpus, tmp_path):
+def test_plugin_without_settings_uses_its_compiled_in_model(plugins, opt, plugin_corpus, tmp_path):
     """Deployment default: a plugin with a compiled-in model uses it when
     nothing is configured; one without says it has no model."""
     p = plugin_corpus["minicalc"]
     out = tmp_path / "out.ll"
     log = tmp_path / "advisor.log"
-    res = run_tool([opt19, f"-load-pass-plugin={plugins.inline_advisor}",
+    res = run_tool([opt, f"-load-pass-plugin={plugins.inline_advisor}",
                     f"-mlbridge-inline-log={log}", "-passes=default<Oz>", p["ir"], "-S", "-o",
                     out], plugins)
     assert res.returncode == 0 and res.stdout == "", res.stderr
@@ -343,15 +365,15 @@ def test_plugin_without_settings_uses_its_compiled_in_model(plugins, opt19, plug
         assert entry["runner"] == "compiled" and entry["model_decisions"] > 0
     else:
         assert "no model configured" in res.stderr and not log.exists()
-        assert out.read_bytes() == opt_plain(opt19, p["ir"], tmp_path / "plain.ll",
+        assert out.read_bytes() == opt_plain(opt, p["ir"], tmp_path / "plain.ll",
                                              "default<Oz>")
 
 
-def test_missing_model_in_clang_build_still_compiles(plugins, clang19, tmp_path, e2e,
+def test_missing_model_in_clang_build_still_compiles(plugins, clang, tmp_path, e2e,
                                                       plugin_reference_outputs):
     exe = tmp_path / "interp"
     env = dict(os.environ, MLBRIDGE_INLINE_MODEL=str(tmp_path / "missing.onnx"))
-    res = run_tool([clang19, "-O2", f"-fpass-plugin={plugins.inline_advisor}",
+    res = run_tool([clang, "-O2", f"-fpass-plugin={plugins.inline_advisor}",
                     str(PROGRAMS / "interp.c"), "-o", str(exe)], plugins, env=env)
     assert res.returncode == 0, res.stderr
     assert "warning: mlbridge-inline: cannot use the model" in res.stderr
@@ -360,7 +382,7 @@ def test_missing_model_in_clang_build_still_compiles(plugins, clang19, tmp_path,
     assert e2e.run_checked([str(exe)]) == plugin_reference_outputs["interp"]
 
 
-def test_model_that_dies_mid_compile_falls_back(plugins, opt19, plugin_corpus, tmp_path, e2e):
+def test_model_that_dies_mid_compile_falls_back(plugins, opt, plugin_corpus, tmp_path, e2e):
     """The Python model answers a few requests, then goes away: one warning,
     LLVM's default decisions for the rest, a successful compile."""
     from mlbridge.llvm.plugins import tool_env
@@ -375,7 +397,7 @@ def test_model_that_dies_mid_compile_falls_back(plugins, opt19, plugin_corpus, t
         iface.close()
 
     rc, stdout, stderr = e2e.run_against_pipe(
-        lambda base: [opt19, f"-load-pass-plugin={plugins.inline_advisor}",
+        lambda base: [opt, f"-load-pass-plugin={plugins.inline_advisor}",
                       f"-mlbridge-inline-channel={base}", "-mlbridge-inline-timeout-ms=20000",
                       "-passes=default<Oz>", p["ir"], "-S", "-o", out],
         three_answers_then_gone, timeout=RUN_TIMEOUT, env=tool_env(plugins))
@@ -389,26 +411,26 @@ def test_model_that_dies_mid_compile_falls_back(plugins, opt19, plugin_corpus, t
 # ---- gRPC ------------------------------------------------------------------------------------
 
 
-def test_grpc_model_server(plugins, opt19, plugin_corpus, tmp_path):
+def test_grpc_model_server(plugins, opt, plugin_corpus, tmp_path):
     """A Python model served over gRPC (mlbridge.grpc), when the plugin has
     the gRPC runner; otherwise selecting it falls back with a diagnostic."""
     p = plugin_corpus["interp"]
-    plain = opt_plain(opt19, p["ir"], tmp_path / "plain.ll", "default<Oz>")
+    plain = opt_plain(opt, p["ir"], tmp_path / "plain.ll", "default<Oz>")
     out = tmp_path / "grpc.ll"
     if not plugins.has_runner("grpc"):
-        res = run_tool([opt19, f"-load-pass-plugin={plugins.inline_advisor}",
+        res = run_tool([opt, f"-load-pass-plugin={plugins.inline_advisor}",
                         "-mlbridge-inline-server=127.0.0.1:1", "-passes=default<Oz>",
                         p["ir"], "-S", "-o", out], plugins)
         assert res.returncode == 0 and "'grpc' runner is not built" in res.stderr
         assert out.read_bytes() == plain
         return
-    run = serve(plugins, opt19, p["ir"], out, "default", include_default=True,
+    run = serve(plugins, opt, p["ir"], out, "default", include_default=True,
                 transport="grpc")
     assert len(run.decisions) > 0
     assert out.read_bytes() == plain
 
 
-def test_grpc_model_server_for_a_parallel_build(plugins, clang19, tmp_path, e2e,
+def test_grpc_model_server_for_a_parallel_build(plugins, clang, tmp_path, e2e,
                                                 plugin_reference_outputs):
     """Training with a parallel build: one Python gRPC model server, the
     clang processes of make -j2 as concurrent clients (a FIFO pair serves one
@@ -439,7 +461,7 @@ def test_grpc_model_server_for_a_parallel_build(plugins, clang19, tmp_path, e2e,
         env = dict(os.environ, MLBRIDGE_INLINE_SERVER=iface.address,
                    MLBRIDGE_INLINE_INCLUDE_DEFAULT="1", MLBRIDGE_INLINE_LOG=str(log))
         try:
-            res = run_tool(["make", "-j2", "-C", str(src), f"CC={clang19}",
+            res = run_tool(["make", "-j2", "-C", str(src), f"CC={clang}",
                             f"CFLAGS=-Oz -fpass-plugin={plugins.inline_advisor}"],
                            plugins, timeout=240, env=env)
         finally:

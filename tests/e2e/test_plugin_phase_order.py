@@ -1,11 +1,11 @@
 """End to end: the phase-ordering plugin (integrations/llvm/phase_order, pass
-"mlbridge-phase-order") in a real opt-19 / clang-19 on real C programs.
+"mlbridge-phase-order") in a real opt / clang of each LLVM version the build has plugins for (19, 22) on real C programs.
 
 * The plugin's observation and action table are what the Python package
   documents (-mlbridge-po-describe).
 * Every action runs and the optimized programs still print the reference
   output.
-* One episode in clang-19 -Oz, three agents: the shipped policy as a Python
+* One episode in clang -Oz, three agents: the shipped policy as a Python
   agent over pipes (PhaseOrderEnv), the same policy in-process through ONNX
   Runtime (MLBRIDGE_PO_MODEL), and compiled into the plugin: identical
   action sequences, .text sizes and object files. Over gRPC too when built.
@@ -36,6 +36,13 @@ POLICY_JSON = MODELS / "phase_order_policy.json"
 
 RUN_TIMEOUT = 60.0
 
+@pytest.fixture(scope="module")
+def plugins(plugins_any_llvm):
+    """This file runs on every LLVM version the build has plugins for, with
+    that version's opt and clang (conftest: opt, clang, plugin_corpus)."""
+    return plugins_any_llvm
+
+
 
 @pytest.fixture(scope="module")
 def shipped_policy(mlbridge_pkg):
@@ -58,9 +65,9 @@ def run_tool(cmd, plugins, timeout=RUN_TIMEOUT, env=None):
                           env=tool_env(plugins, env), stdin=subprocess.DEVNULL)
 
 
-def run_ir(e2e, clang19, ll: Path, flags, tmp: Path) -> str:
+def run_ir(e2e, clang, ll: Path, flags, tmp: Path) -> str:
     exe = tmp / (ll.stem + ".exe")
-    e2e.run_checked([clang19, "-O0", *flags, str(ll), "-o", str(exe)])
+    e2e.run_checked([clang, "-O0", *flags, str(ll), "-o", str(exe)])
     return e2e.run_checked([str(exe)], timeout=RUN_TIMEOUT)
 
 
@@ -77,12 +84,12 @@ def python_episode(env, agent, program: int):
 # ---- what the plugin speaks ----------------------------------------------------------------
 
 
-def test_plugin_description_matches_the_python_package(plugins, opt19, tmp_path):
+def test_plugin_description_matches_the_python_package(plugins, opt, tmp_path):
     from mlbridge.llvm.plugins import ACTIONS, OBSERVATION_NAMES, STOP_ACTION
     empty = tmp_path / "empty.ll"
     empty.write_text("")
     desc = tmp_path / "describe.json"
-    res = run_tool([opt19, f"-load-pass-plugin={plugins.phase_order}",
+    res = run_tool([opt, f"-load-pass-plugin={plugins.phase_order}",
                     "-passes=mlbridge-phase-order", "-mlbridge-po-runner=default",
                     f"-mlbridge-po-describe={desc}", empty, "-o", os.devnull], plugins)
     assert res.returncode == 0 and res.stderr == "", res.stderr
@@ -93,7 +100,7 @@ def test_plugin_description_matches_the_python_package(plugins, opt19, tmp_path)
     assert all(a["pipeline"] for a in d["actions"][:STOP_ACTION])
 
 
-def test_every_action_runs_and_programs_stay_correct(plugins, opt19, clang19, plugin_corpus,
+def test_every_action_runs_and_programs_stay_correct(plugins, opt, clang, plugin_corpus,
                                                      plugin_reference_outputs, tmp_path, e2e):
     """A scripted Python agent applies all 17 pass sequences, in order and
     then in reverse (an action that changes nothing ends the episode, so
@@ -103,7 +110,7 @@ def test_every_action_runs_and_programs_stay_correct(plugins, opt19, clang19, pl
     names = list(plugin_corpus)
     orders = {"forward": list(range(17)), "reverse": list(range(16, -1, -1))}
     with PhaseOrderEnv([plugin_corpus[n]["ir"] for n in names], max_steps=17, plugins=plugins,
-                       compiler="opt", opt=opt19, workdir=tmp_path) as env:
+                       compiler="opt", opt=opt, workdir=tmp_path) as env:
         for i, name in enumerate(names):
             for tag, order in orders.items():
                 obs, info = env.reset(options={"program": i})
@@ -118,21 +125,21 @@ def test_every_action_runs_and_programs_stay_correct(plugins, opt19, clang19, pl
                 out = Path(info["output"])
                 kept = tmp_path / f"{name}.{tag}.ll"
                 out.rename(kept)
-                assert run_ir(e2e, clang19, kept, plugin_corpus[name]["flags"], tmp_path) == \
+                assert run_ir(e2e, clang, kept, plugin_corpus[name]["flags"], tmp_path) == \
                     plugin_reference_outputs[name], f"{name} after the {tag} sequence"
 
 
 # ---- the same episode, Python agent over pipes vs in-process agents ------------------------
 
 
-def clang_episode(plugins, clang19, ir, out, log, runner, model=None, max_steps=3):
-    """One clang-19 -Oz episode with an in-process agent; returns the log entry."""
+def clang_episode(plugins, clang, ir, out, log, runner, model=None, max_steps=3):
+    """One clang -Oz episode with an in-process agent; returns the log entry."""
     env = dict(os.environ, MLBRIDGE_PO_ENABLE="1", MLBRIDGE_PO_RUNNER=runner,
                MLBRIDGE_PO_LOG=str(log), MLBRIDGE_PO_SIZE="text",
                MLBRIDGE_PO_MAX_STEPS=str(max_steps))
     if model:
         env["MLBRIDGE_PO_MODEL"] = str(model)
-    res = run_tool([clang19, "-Oz", "-c", f"-fpass-plugin={plugins.phase_order}", ir,
+    res = run_tool([clang, "-Oz", "-c", f"-fpass-plugin={plugins.phase_order}", ir,
                     "-o", out], plugins, env=env)
     assert res.returncode == 0, res.stderr
     assert res.stdout == ""
@@ -141,7 +148,7 @@ def clang_episode(plugins, clang19, ir, out, log, runner, model=None, max_steps=
 
 @pytest.mark.parametrize("which", ["shipped", "eager"])
 def test_python_agent_and_in_process_agents_take_identical_actions(
-        plugins, clang19, plugin_corpus, shipped_policy, agent, tmp_path, which):
+        plugins, clang, plugin_corpus, shipped_policy, agent, tmp_path, which):
     """The shipped policy (Python, ONNX, compiled in), and an eager variant
     of its network that acts on these programs (Python, ONNX): the same
     actions, the same .text after every step, byte-identical objects."""
@@ -154,7 +161,7 @@ def test_python_agent_and_in_process_agents_take_identical_actions(
         shipped_policy.with_threshold(-1.0).to_onnx(model)
     distinct = set()
     with PhaseOrderEnv([plugin_corpus[n]["ir"] for n in names], max_steps=3, plugins=plugins,
-                       clang=clang19, workdir=tmp_path / "env") as env:
+                       clang=clang, workdir=tmp_path / "env") as env:
         for i, name in enumerate(names):
             total, info = python_episode(env, act, i)
             py_actions, py_sizes = list(env.actions), list(env.code_sizes)
@@ -164,7 +171,7 @@ def test_python_agent_and_in_process_agents_take_identical_actions(
             for runner in runners:
                 out = tmp_path / f"{name}.{runner}.o"
                 log = tmp_path / f"{runner}.log"
-                res, entry = clang_episode(plugins, clang19, plugin_corpus[name]["ir"], out, log,
+                res, entry = clang_episode(plugins, clang, plugin_corpus[name]["ir"], out, log,
                                            runner, model if runner == "onnx" else None)
                 if not plugins.has_runner(runner):
                     assert f"'{runner}' runner is not built" in res.stderr
@@ -179,20 +186,20 @@ def test_python_agent_and_in_process_agents_take_identical_actions(
         assert len(distinct - {STOP_ACTION}) >= 2, distinct
 
 
-def test_grpc_agent_takes_the_same_actions(plugins, opt19, plugin_corpus, agent, tmp_path):
+def test_grpc_agent_takes_the_same_actions(plugins, opt, plugin_corpus, agent, tmp_path):
     """The Python agent over gRPC (mlbridge.grpc) when the plugin has the
     gRPC runner; otherwise asking for it is a clear diagnostic."""
     from mlbridge.llvm.plugins import PhaseOrderEnv
     p = plugin_corpus["minicalc"]
     if not plugins.has_runner("grpc"):
-        res = run_tool([opt19, f"-load-pass-plugin={plugins.phase_order}",
+        res = run_tool([opt, f"-load-pass-plugin={plugins.phase_order}",
                         "-passes=mlbridge-phase-order", "-mlbridge-po-server=127.0.0.1:1",
                         p["ir"], "-S", "-o", tmp_path / "o.ll"], plugins)
         assert res.returncode == 0 and "'grpc' runner is not built" in res.stderr
         return
     seqs = {}
     for transport in ("pipe", "grpc"):
-        with PhaseOrderEnv([p["ir"]], max_steps=3, plugins=plugins, compiler="opt", opt=opt19,
+        with PhaseOrderEnv([p["ir"]], max_steps=3, plugins=plugins, compiler="opt", opt=opt,
                            transport=transport, workdir=tmp_path / transport) as env:
             python_episode(env, agent, 0)
             seqs[transport] = (list(env.actions), list(env.code_sizes))
@@ -202,14 +209,14 @@ def test_grpc_agent_takes_the_same_actions(plugins, opt19, plugin_corpus, agent,
 # ---- the gymnasium environment ------------------------------------------------------------------
 
 
-def test_phase_order_env_passes_gymnasium_env_checker(plugins, opt19, plugin_corpus, tmp_path):
+def test_phase_order_env_passes_gymnasium_env_checker(plugins, opt, plugin_corpus, tmp_path):
     import gymnasium
     from gymnasium.utils.env_checker import check_env
     from mlbridge.llvm.plugins.phase_order import ENV_ID
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         env = gymnasium.make(ENV_ID, programs=[plugin_corpus["interp"]["ir"], plugin_corpus["csmith7"]["ir"]],
-                             max_steps=4, plugins=plugins, compiler="opt", opt=opt19,
+                             max_steps=4, plugins=plugins, compiler="opt", opt=opt,
                              render_mode="ansi",
                              workdir=tmp_path)
         try:
@@ -219,11 +226,11 @@ def test_phase_order_env_passes_gymnasium_env_checker(plugins, opt19, plugin_cor
     assert not [str(w.message) for w in caught if "gymnasium" in str(w.filename)]
 
 
-def test_episode_semantics_stop_budget_and_rewards(plugins, opt19, plugin_corpus, tmp_path, e2e):
+def test_episode_semantics_stop_budget_and_rewards(plugins, opt, plugin_corpus, tmp_path, e2e):
     from mlbridge.llvm.plugins import NUM_OBSERVATIONS, OBSERVATION_NAMES, STOP_ACTION
     from mlbridge.llvm.plugins import PhaseOrderEnv
     p = plugin_corpus["minicalc"]
-    with PhaseOrderEnv([p["ir"]], max_steps=3, plugins=plugins, compiler="opt", opt=opt19,
+    with PhaseOrderEnv([p["ir"]], max_steps=3, plugins=plugins, compiler="opt", opt=opt,
                        workdir=tmp_path, render_mode="ansi") as env:
         # The step budget truncates.
         obs, info = env.reset(seed=1)
@@ -245,7 +252,7 @@ def test_episode_semantics_stop_budget_and_rewards(plugins, opt19, plugin_corpus
         obs, r, term, trunc, info = env.step(STOP_ACTION)
         assert (term, trunc, r) == (True, False, 0.0)
         plain = tmp_path / "roundtrip.ll"
-        e2e.run_checked([opt19, str(p["ir"]), "-S", "-o", str(plain)])
+        e2e.run_checked([opt, str(p["ir"]), "-S", "-o", str(plain)])
         assert Path(info["output"]).read_text() == plain.read_text()
         # An action outside the space is refused before it reaches opt.
         env.reset()
@@ -265,21 +272,21 @@ def test_episode_semantics_stop_budget_and_rewards(plugins, opt19, plugin_corpus
     (["-mlbridge-po-model=" + str(REPO / "models" / "plugins" / "inliner_policy.onnx")],
      "does not fit the pass"),
 ])
-def test_unusable_agent_leaves_the_module_and_warns(plugins, opt19, plugin_corpus, tmp_path, e2e,
+def test_unusable_agent_leaves_the_module_and_warns(plugins, opt, plugin_corpus, tmp_path, e2e,
                                                     args, message):
     p = plugin_corpus["bitops"]
     out = tmp_path / "out.ll"
-    res = run_tool([opt19, f"-load-pass-plugin={plugins.phase_order}",
+    res = run_tool([opt, f"-load-pass-plugin={plugins.phase_order}",
                     "-passes=mlbridge-phase-order", *args, p["ir"], "-S", "-o", out], plugins)
     assert res.returncode == 0, res.stderr
     assert res.stdout == ""
     assert "warning: mlbridge-phase-order:" in res.stderr and message in res.stderr, res.stderr
     plain = tmp_path / "plain.ll"
-    e2e.run_checked([opt19, str(p["ir"]), "-S", "-o", str(plain)])
+    e2e.run_checked([opt, str(p["ir"]), "-S", "-o", str(plain)])
     assert out.read_text() == plain.read_text()
 
 
-def test_agent_that_misbehaves_mid_episode(plugins, opt19, clang19, plugin_corpus, plugin_reference_outputs,
+def test_agent_that_misbehaves_mid_episode(plugins, opt, clang, plugin_corpus, plugin_reference_outputs,
                                            tmp_path, e2e):
     """An illegal action, then an agent that disappears: warnings, the
     actions applied so far are kept, the compile succeeds."""
@@ -300,7 +307,7 @@ def test_agent_that_misbehaves_mid_episode(plugins, opt19, clang19, plugin_corpu
             iface.close()
 
         rc, stdout, stderr = e2e.run_against_pipe(
-            lambda base: [opt19, f"-load-pass-plugin={plugins.phase_order}",
+            lambda base: [opt, f"-load-pass-plugin={plugins.phase_order}",
                           "-passes=mlbridge-phase-order", f"-mlbridge-po-channel={base}",
                           p["ir"], "-S", "-o", out],
             one_action_then, timeout=RUN_TIMEOUT, env=tool_env(plugins))
@@ -309,15 +316,15 @@ def test_agent_that_misbehaves_mid_episode(plugins, opt19, clang19, plugin_corpu
         expected = "action 99 is not one of the 18 actions" if case == "illegal" else \
             "model failed, using the environment's fallback action"
         assert "warning: mlbridge-phase-order:" in stderr and expected in stderr, stderr
-        assert run_ir(e2e, clang19, out, p["flags"], tmp_path) == plugin_reference_outputs["interp"]
+        assert run_ir(e2e, clang, out, p["flags"], tmp_path) == plugin_reference_outputs["interp"]
 
 
 # ---- clang ----------------------------------------------------------------------------------------
 
 
-def test_clang_fpass_plugin_make_j2_with_in_process_agent(plugins, clang19, tmp_path, e2e,
+def test_clang_fpass_plugin_make_j2_with_in_process_agent(plugins, clang, tmp_path, e2e,
                                                            plugin_reference_outputs):
-    """clang-19 -fpass-plugin runs the pass at the end of its pipeline
+    """clang -fpass-plugin runs the pass at the end of its pipeline
     (MLBRIDGE_PO_ENABLE) with the ONNX agent, on a multi-file make -j2."""
     if shutil.which("make") is None:
         pytest.fail("make not found (scripts/deps/plugins.apt installs it)", pytrace=False)
@@ -326,7 +333,7 @@ def test_clang_fpass_plugin_make_j2_with_in_process_agent(plugins, clang19, tmp_
     log = tmp_path / "po.log"
     env = dict(os.environ, MLBRIDGE_PO_ENABLE="1", MLBRIDGE_PO_MODEL=str(POLICY_ONNX),
                MLBRIDGE_PO_LOG=str(log))
-    res = run_tool(["make", "-j2", "-C", str(src), f"CC={clang19}",
+    res = run_tool(["make", "-j2", "-C", str(src), f"CC={clang}",
                     f"CFLAGS=-O1 -fpass-plugin={plugins.phase_order}"], plugins, timeout=240,
                    env=env)
     assert res.returncode == 0, res.stdout + res.stderr

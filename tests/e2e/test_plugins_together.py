@@ -1,5 +1,5 @@
 """End to end: both LLVM plugins (MLBridgeInlineAdvisor.so and
-MLBridgePhaseOrder.so) loaded into ONE opt-19 and ONE clang-19 process, each
+MLBridgePhaseOrder.so) loaded into ONE opt and ONE clang (of each LLVM version built) process, each
 doing its job.
 
 Both plugins contain the gRPC component; its generated protobuf code lives
@@ -7,14 +7,14 @@ in one shared library (libmlbridge_proto.so, src/grpc/CMakeLists.txt) so
 that mlbridge.proto is registered once per process. Before that, loading
 both aborted at start-up ("File already exists in database: mlbridge.proto").
 
-* opt-19, phase-ordering plugin loaded first: LLVM's inliner wrapper
+* opt, phase-ordering plugin loaded first: LLVM's inliner wrapper
   (which asks the ML inline advisor's in-process model) runs before a
   scripted episode driven by a Python agent (over gRPC when built, so the
   protobuf code is in use): the advisor's log shows model decisions, the
   episode ends as scripted, the program still prints its reference output.
-* opt-19, inline advisor loaded first, both with in-process models:
+* opt, inline advisor loaded first, both with in-process models:
   default<Oz> then an episode; both logs, the reference output.
-* clang-19 -fpass-plugin twice on a multi-file program (make-like, one
+* clang -fpass-plugin twice on a multi-file program (make-like, one
   process per file): the inline advisor and the phase-ordering pass
   (OptimizerLast) each log their work for every file, no warnings, and the
   linked program prints its reference output.
@@ -50,6 +50,13 @@ SCRIPTED_ACTIONS = (2, 4, 9, 17)
 #: The build component each in-process runner of the plugins comes from.
 RUNNER_COMPONENT = {"compiled": "compiled_model", "onnx": "onnx"}
 
+@pytest.fixture(scope="module")
+def plugins(plugins_any_llvm):
+    """This file runs on every LLVM version the build has plugins for, with
+    that version's opt and clang (conftest: opt, clang, plugin_corpus)."""
+    return plugins_any_llvm
+
+
 
 def in_process_runner(plugins, runner):
     """Skipped only when the build says the runner's component is off."""
@@ -59,9 +66,9 @@ def in_process_runner(plugins, runner):
     return runner
 
 
-def reference_output(e2e, clang19, sources, tmp: Path) -> str:
+def reference_output(e2e, clang, sources, tmp: Path) -> str:
     exe = tmp / "reference.exe"
-    e2e.run_checked([clang19, "-O0", *map(str, sources), "-o", str(exe)])
+    e2e.run_checked([clang, "-O0", *map(str, sources), "-o", str(exe)])
     return e2e.run_checked([str(exe)], timeout=RUN_TIMEOUT)
 
 
@@ -84,19 +91,19 @@ def check_inline_log(log: Path, runner: str):
 
 
 @pytest.mark.parametrize("runner", ["compiled", "onnx"])
-def test_opt_ml_inliner_then_a_python_phase_ordering_agent(plugins, opt19, clang19, e2e,
+def test_opt_ml_inliner_then_a_python_phase_ordering_agent(plugins, opt, clang, e2e,
                                                         tmp_path, runner):
     """MLBridgePhaseOrder.so loaded first (by PhaseOrderEnv), then the inline
     advisor, asked by the inliner wrapper that runs before the episode."""
     from mlbridge.llvm.plugins import PhaseOrderEnv, compile_to_ir
     in_process_runner(plugins, runner)
     src = PROGRAMS / "interp.c"
-    ll = compile_to_ir(src, tmp_path / "interp.ll", clang=clang19)
+    ll = compile_to_ir(src, tmp_path / "interp.ll", clang=clang)
     inline_log = tmp_path / "inline.log"
     extra = [f"-load-pass-plugin={plugins.inline_advisor}", *inline_options(runner, inline_log)]
     transport = "grpc" if plugins.has_runner("grpc") else "pipe"
     with PhaseOrderEnv([ll], max_steps=len(SCRIPTED_ACTIONS), plugins=plugins, compiler="opt",
-                       opt=opt19,
+                       opt=opt,
                        transport=transport, extra_args=extra, timeout=RUN_TIMEOUT,
                        pipeline_prefix="inliner-wrapper", workdir=tmp_path / "episode") as env:
         env.reset(options={"program": 0})
@@ -108,23 +115,23 @@ def test_opt_ml_inliner_then_a_python_phase_ordering_agent(plugins, opt19, clang
         assert env.actions == list(SCRIPTED_ACTIONS)
         assert "warning" not in env.stderr, env.stderr
         exe = tmp_path / "interp.exe"
-        e2e.run_checked([clang19, "-O0", info["output"], "-o", str(exe)])
+        e2e.run_checked([clang, "-O0", info["output"], "-o", str(exe)])
         assert e2e.run_checked([str(exe)], timeout=RUN_TIMEOUT) == \
-            reference_output(e2e, clang19, [src], tmp_path)
+            reference_output(e2e, clang, [src], tmp_path)
     check_inline_log(inline_log, runner)
 
 
 @pytest.mark.parametrize("runner", ["compiled", "onnx"])
-def test_opt_inliner_loaded_first_both_in_process(plugins, opt19, clang19, e2e, tmp_path,
+def test_opt_inliner_loaded_first_both_in_process(plugins, opt, clang, e2e, tmp_path,
                                                   runner):
     """The other load order, both plugins with in-process models:
     default<Oz> (the advisor decides) then the phase-ordering episode."""
     from mlbridge.llvm.plugins import compile_to_ir, tool_env
     in_process_runner(plugins, runner)
     src = PROGRAMS / "bitops.c"
-    ll = compile_to_ir(src, tmp_path / "bitops.ll", clang=clang19)
+    ll = compile_to_ir(src, tmp_path / "bitops.ll", clang=clang)
     inline_log, po_log, out = tmp_path / "inline.log", tmp_path / "po.log", tmp_path / "out.ll"
-    cmd = [opt19, f"-load-pass-plugin={plugins.inline_advisor}",
+    cmd = [opt, f"-load-pass-plugin={plugins.inline_advisor}",
            f"-load-pass-plugin={plugins.phase_order}", *inline_options(runner, inline_log),
            f"-mlbridge-po-runner={runner}", f"-mlbridge-po-log={po_log}",
            "-passes=default<Oz>,mlbridge-phase-order", str(ll), "-S", "-o", str(out)]
@@ -138,13 +145,13 @@ def test_opt_inliner_loaded_first_both_in_process(plugins, opt19, clang19, e2e, 
     (episode,) = log_entries(po_log)
     assert episode["runner"] == runner and episode["error"] == "" and episode["actions"]
     exe = tmp_path / "bitops.exe"
-    e2e.run_checked([clang19, "-O0", str(out), "-o", str(exe)])
+    e2e.run_checked([clang, "-O0", str(out), "-o", str(exe)])
     assert e2e.run_checked([str(exe)], timeout=RUN_TIMEOUT) == \
-        reference_output(e2e, clang19, [src], tmp_path)
+        reference_output(e2e, clang, [src], tmp_path)
 
 
 @pytest.mark.parametrize("runner", ["compiled", "onnx"])
-def test_clang_runs_both_plugins_in_one_process(plugins, clang19, e2e, tmp_path, runner):
+def test_clang_runs_both_plugins_in_one_process(plugins, clang, e2e, tmp_path, runner):
     from mlbridge.llvm.plugins import tool_env
     in_process_runner(plugins, runner)
     sources = sorted((PROGRAMS / "minicalc").glob("*.c"))
@@ -160,7 +167,7 @@ def test_clang_runs_both_plugins_in_one_process(plugins, clang19, e2e, tmp_path,
     objects = []
     for src in sources:
         obj = tmp_path / (src.stem + ".o")
-        res = subprocess.run([clang19, "-Oz", f"-fpass-plugin={plugins.inline_advisor}",
+        res = subprocess.run([clang, "-Oz", f"-fpass-plugin={plugins.inline_advisor}",
                               f"-fpass-plugin={plugins.phase_order}", "-c", str(src),
                               "-o", str(obj)],
                              capture_output=True, text=True, timeout=RUN_TIMEOUT, env=env,
@@ -169,9 +176,9 @@ def test_clang_runs_both_plugins_in_one_process(plugins, clang19, e2e, tmp_path,
         assert res.stdout == "" and "warning" not in res.stderr, res.stderr
         objects.append(obj)
     exe = tmp_path / "minicalc.exe"
-    e2e.run_checked([clang19, *map(str, objects), "-o", str(exe)])
+    e2e.run_checked([clang, *map(str, objects), "-o", str(exe)])
     assert e2e.run_checked([str(exe)], timeout=RUN_TIMEOUT) == \
-        reference_output(e2e, clang19, sources, tmp_path)
+        reference_output(e2e, clang, sources, tmp_path)
 
     po = log_entries(po_log)
     # One phase-ordering episode per file; the advisor is created at least

@@ -56,7 +56,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassManager.h"
 #include "llvm/Passes/PassBuilder.h"
-#include "llvm/Passes/PassPlugin.h"
+#include "LLVMCompat.h"
 #include "llvm/Support/CommandLine.h"
 
 #if MLBRIDGE_INTEGRATION_HAVE_COMPILED
@@ -73,6 +73,7 @@
 using namespace llvm;
 namespace mlb = mlbridge;
 namespace mlp = mlbridge::plugins;
+namespace llvm_compat = mlbridge::llvm_compat;
 
 namespace {
 
@@ -118,7 +119,12 @@ std::vector<mlb::TensorSpec> inlinerFeatureSpecs(bool IncludeDefault) {
   return Specs;
 }
 
-constexpr size_t NumFeatures = llvm::NumberOfFeatures; // 38
+// Counted from LLVM's lists: LLVM 22 appends optional IR2Vec embeddings to
+// FeatureIndex (callee_embedding, caller_embedding), which are not sent.
+#define MLBRIDGE_COUNT_FEATURE(DTYPE, SHAPE, NAME, DOC) +1
+constexpr size_t NumFeatures = 0 INLINE_COST_FEATURE_ITERATOR(MLBRIDGE_COUNT_FEATURE)
+    INLINE_FEATURE_ITERATOR(MLBRIDGE_COUNT_FEATURE); // 38 on LLVM 19 and 22
+#undef MLBRIDGE_COUNT_FEATURE
 constexpr size_t DefaultFeatureIndex = NumFeatures;    // inlining_default
 constexpr size_t idx(FeatureIndex F) { return static_cast<size_t>(F); }
 
@@ -390,15 +396,9 @@ void BridgeInlineAdvisor::onSuccessfulInlining(const BridgeInlineAdvice &A,
   ++Inlined;
   Function *Caller = A.caller();
   Function *Callee = A.callee();
-  {
-    PreservedAnalyses PA = PreservedAnalyses::all();
-    // The caller changed: its properties, dominator tree and loops (which
-    // the properties' update and the unreachable-call check use) are stale.
-    PA.abandon<FunctionPropertiesAnalysis>();
-    PA.abandon<DominatorTreeAnalysis>();
-    PA.abandon<LoopAnalysis>();
-    FAM.invalidate(*Caller, PA);
-  }
+  // The caller changed: its properties, loops and (by version) dominator
+  // tree, which the properties' update and the unreachable-call check use.
+  llvm_compat::invalidateAfterInlining(FAM, *Caller);
   A.updateCallerProperties(FAM);
   const int64_t IRSizeAfter =
       irSize(*Caller) + (CalleeDeleted ? 0 : A.CalleeIRSize);
@@ -451,7 +451,9 @@ bool BridgeInlineAdvisor::defaultDecision(CallBase &CB) {
   };
   const bool Deferral = Params.EnableDeferral.value_or(
       llvmOption<bool>("inline-deferral", false));
-  return shouldInline(CB, GetCost, ORE, Deferral).has_value();
+  return llvm_compat::shouldInline(
+      CB, FAM.getResult<TargetIRAnalysis>(*CB.getCalledFunction()), GetCost,
+      ORE, Deferral);
 }
 
 std::unique_ptr<InlineAdvice>

@@ -58,7 +58,7 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Object/ObjectFile.h"
 #include "llvm/Passes/PassBuilder.h"
-#include "llvm/Passes/PassPlugin.h"
+#include "LLVMCompat.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/FileSystem.h"
@@ -79,6 +79,7 @@
 using namespace llvm;
 namespace mlb = mlbridge;
 namespace mlp = mlbridge::plugins;
+namespace llvm_compat = mlbridge::llvm_compat;
 
 namespace {
 
@@ -135,8 +136,8 @@ struct ActionInfo {
   "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-" \
   "icmp;no-switch-to-lookup;keep-loops;no-hoist-common-insts;no-sink-common-"  \
   "insts;speculate-blocks;simplify-cond-branch>"
-#define MLB_INSTCOMBINE                                                        \
-  "instcombine<max-iterations=1;no-use-loop-info;no-verify-fixpoint>"
+// -Oz's instcombine parameters differ by version (LLVMCompat.h).
+#define MLB_INSTCOMBINE MLBRIDGE_COMPAT_OZ_INSTCOMBINE
 
 const ActionInfo ActionTable[] = {
     // 0: the start of -Oz's function simplification.
@@ -275,14 +276,14 @@ enum class SizeMeasure { None, Text, TTI };
 mlb::Expected<std::unique_ptr<TargetMachine>> makeSizingTarget(const Module &M) {
   std::string Err;
   const Triple T(M.getTargetTriple());
-  const Target *Tgt = TargetRegistry::lookupTarget(T.str(), Err);
+  const Target *Tgt = TargetRegistry::lookupTarget(llvm_compat::tripleArg(T), Err);
   if (!Tgt)
     return mlb::Status(mlb::ErrorCode::InvalidArgument,
                        "no target for triple '" + T.str() + "': " + Err);
   const Reloc::Model RM =
       M.getPICLevel() == PICLevel::NotPIC ? Reloc::Static : Reloc::PIC_;
   std::unique_ptr<TargetMachine> TM(Tgt->createTargetMachine(
-      T.str(), "", "", TargetOptions(), RM, std::nullopt,
+      llvm_compat::tripleArg(T), "", "", TargetOptions(), RM, std::nullopt,
       CodeGenOptLevel::Default));
   if (!TM)
     return mlb::Status(mlb::ErrorCode::Internal,
@@ -380,7 +381,7 @@ public:
     }
     const int64_t Before = CodeSizeNow;
     const std::array<float, NumObs> ObservedBefore = Observation;
-    const IRHash HashBefore = StructuralHash(M, /*DetailedHash=*/true);
+    const auto HashBefore = StructuralHash(M, /*DetailedHash=*/true);
     // A fresh pass manager for every step: some passes keep state between
     // runs of one instance (deadargelim does), so instances are never
     // reused. Parsing was checked when the pass started.
@@ -494,9 +495,8 @@ mlb::Status PhaseOrderEnv::measure() {
       C[CFGEdges] += static_cast<int64_t>(succ_size(&BB));
       for (Instruction &I : BB) {
         ++C[Instructions];
-        C[TTICodeSize] += TTI.getInstructionCost(&I, TargetTransformInfo::TCK_CodeSize)
-                           .getValue()
-                           .value_or(1);
+        C[TTICodeSize] += llvm_compat::costValue(
+            TTI.getInstructionCost(&I, TargetTransformInfo::TCK_CodeSize), 1);
         if (isa<LoadInst>(I))
           ++C[Loads];
         else if (isa<StoreInst>(I))
@@ -721,8 +721,8 @@ llvmGetPassPluginInfo() {
                   MPM.addPass(PhaseOrderPass(PB));
                   return true;
                 });
-            PB.registerOptimizerLastEPCallback(
-                [&PB](ModulePassManager &MPM, OptimizationLevel) {
+            llvm_compat::registerOptimizerLast(
+                PB, [&PB](ModulePassManager &MPM, OptimizationLevel) {
                   if (mlp::boolSetting(EnableOpt, "MLBRIDGE_PO_ENABLE"))
                     MPM.addPass(PhaseOrderPass(PB));
                 });

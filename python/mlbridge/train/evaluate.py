@@ -88,8 +88,11 @@ def summarize(rows):
             "errors": [r for r in rows if "error" in r]}
 
 
-def markdown_table(summary):
-    lines = ["| library | units | `clang-19 -Oz` .text | ours .text | Δ | compile CPU ratio |",
+def markdown_table(summary, clang=None):
+    """The summary as a Markdown table; the baseline column names the
+    compiler (``clang``, default :func:`mlbridge.toolchain.toolchain`'s)."""
+    baseline = f"clang-{toolchain(clang).major} -Oz"
+    lines = [f"| library | units | `{baseline}` .text | ours .text | Δ | compile CPU ratio |",
              "|---|---:|---:|---:|---:|---:|"]
 
     def line(name, s):

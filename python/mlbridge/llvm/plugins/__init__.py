@@ -1,6 +1,8 @@
-"""mlbridge.llvm.plugins: the Python side of the LLVM 19 pass plugins.
+"""mlbridge.llvm.plugins: the Python side of the LLVM pass plugins.
 
-Two plugins are built from ``integrations/llvm`` (docs/llvm-plugins.md):
+Two plugins are built from ``integrations/llvm`` (docs/llvm-plugins.md), for
+LLVM 19 and, when its headers are installed, LLVM 22
+(docs/llvm-versions.md):
 
 * ``MLBridgeInlineAdvisor.so`` -- an ML inline advisor that sends exactly the
   features of LLVM's own ML inliner (:data:`INLINER_FEATURES`) and asks a
@@ -8,8 +10,9 @@ Two plugins are built from ``integrations/llvm`` (docs/llvm-plugins.md):
 * ``MLBridgePhaseOrder.so`` -- the ``mlbridge-phase-order`` module pass, a
   phase-ordering RL environment (:data:`OBSERVATION_NAMES`, :data:`ACTIONS`).
 
-This package finds the built plugins (:func:`find_plugins`), runs
-``opt-19``/``clang-19`` with them (:func:`tool_env` adds what a sanitizer
+This package finds the built plugins of an LLVM version
+(:func:`find_plugins`; :func:`built_llvm_versions`), runs that version's
+``opt``/``clang`` with them (:func:`tool_env` adds what a sanitizer
 build needs) and wraps the phase-ordering pass as a
 ``gymnasium.Env`` (:class:`PhaseOrderEnv`, imported lazily: gymnasium is only
 needed for it).
@@ -18,7 +21,8 @@ needed for it).
 from ..._lazy import lazy_attributes as _lazy_attributes
 from ._plugins import (ACTIONS, INLINER_FEATURES, NUM_ACTIONS, NUM_OBSERVATIONS,
                        OBSERVATION_NAMES, STOP_ACTION, PluginInfo, PluginNotFound,
-                       compile_to_ir, find_llvm_tool, find_plugins, tool_env)
+                       built_llvm_versions, compile_to_ir, find_llvm_tool, find_plugins,
+                       tool_env)
 
 __all__ = [
     "ACTIONS",
@@ -29,6 +33,7 @@ __all__ = [
     "STOP_ACTION",
     "PluginInfo",
     "PluginNotFound",
+    "built_llvm_versions",
     "compile_to_ir",
     "find_llvm_tool",
     "find_plugins",

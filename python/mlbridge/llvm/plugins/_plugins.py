@@ -1,4 +1,10 @@
-"""Where the plugins are, what they speak, and how to run LLVM tools with them."""
+"""Where the plugins are, what they speak, and how to run LLVM tools with them.
+
+The plugins are built for LLVM 19 and, when llvm-22-dev is installed, for
+LLVM 22 (docs/llvm-versions.md); a plugin loads only into the opt/clang of
+its version, so :func:`find_plugins` picks them by LLVM major version: the
+one given, else that of the compiler :func:`mlbridge.toolchain.toolchain`
+runs (``$MLBRIDGE_CLANG``, default clang-19)."""
 
 from __future__ import annotations
 
@@ -6,14 +12,15 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from ...build_manifest import NotBuilt as PluginNotFound
 from ...build_manifest import WithRunners, load
 from ..advisors import INLINE_FEATURES
 
-#: LLVM 19's ML inliner features, in the order LLVM (and the inline advisor
-#: plugin) sends them: :data:`mlbridge.llvm.advisors.INLINE_FEATURES`. With
+#: LLVM's ML inliner features (the same 38 names in the same order on LLVM 19
+#: and 22), in the order LLVM (and the inline advisor plugin) sends them:
+#: :data:`mlbridge.llvm.advisors.INLINE_FEATURES`. With
 #: -mlbridge-inline-include-default a 39th, ``inlining_default``, follows.
 #: The advice is ``inlining_decision`` (int64 [1], 0 or 1).
 INLINER_FEATURES = INLINE_FEATURES
@@ -45,30 +52,62 @@ ACTIONS = (
 NUM_ACTIONS = len(ACTIONS)
 STOP_ACTION = NUM_ACTIONS - 1
 
-LLVM_BIN_DIRS = ("/usr/lib/llvm-19/bin",)
+#: The LLVM major versions the plugins can be built for, and the build
+#: manifest's section of each (cmake: integrations/llvm/CMakeLists.txt).
+PLUGIN_SECTIONS = {19: "llvm_plugins", 22: "llvm_plugins_llvm22"}
 
 
 @dataclass
 class PluginInfo(WithRunners):
-    """The built plugins, as the build manifest's ``llvm_plugins`` section
-    describes them (:mod:`mlbridge.build_manifest`)."""
+    """The built plugins of one LLVM version, as the build manifest's section
+    of that version describes them (:mod:`mlbridge.build_manifest`)."""
 
     inline_advisor: Path
     phase_order: Path
+    llvm_major: int = 19
     runners: Dict[str, bool] = field(default_factory=dict)
     sanitize: str = ""
     cxx_compiler: str = ""
     llvm_bin_dir: str = ""
     source: Optional[Path] = None
 
+    def tool(self, name: str) -> str:
+        """The LLVM tool ``name`` ("opt", "clang", "llc", ...) of the version
+        these plugins load into."""
+        cand = Path(self.llvm_bin_dir) / name
+        if self.llvm_bin_dir and cand.is_file() and os.access(cand, os.X_OK):
+            return str(cand)
+        return find_llvm_tool(f"{name}-{self.llvm_major}")
 
-def find_plugins(build_dir=None) -> PluginInfo:
-    """The plugins of the build in ``build_dir``, ``$MLBRIDGE_BUILD_DIR`` or
+
+def _major(llvm: Optional[int]) -> int:
+    if llvm is not None:
+        return int(llvm)
+    from ...toolchain import CompileError, toolchain
+    try:
+        major = toolchain().major
+    except CompileError as exc:
+        raise PluginNotFound(f"which LLVM's plugins? {exc}; pass llvm=19 or 22") from None
+    if major is None:
+        raise PluginNotFound(f"cannot tell the LLVM version of {toolchain().clang}; "
+                             f"pass llvm=19 or 22")
+    return major
+
+
+def find_plugins(build_dir=None, llvm: Optional[int] = None) -> PluginInfo:
+    """The plugins for LLVM major version ``llvm`` (19 or 22; default: that of
+    the compiler :func:`mlbridge.toolchain.toolchain` runs, ``$MLBRIDGE_CLANG``)
+    of the build in ``build_dir``, ``$MLBRIDGE_BUILD_DIR`` or
     ``<repo>/build``. Raises :class:`PluginNotFound` when they are not built."""
+    major = _major(llvm)
+    if major not in PLUGIN_SECTIONS:
+        raise PluginNotFound(f"the plugins are built for LLVM "
+                             f"{' and '.join(map(str, PLUGIN_SECTIONS))}, not LLVM {major}")
     manifest = load(build_dir)
-    sec = manifest.section("llvm_plugins", paths=("inline_advisor", "phase_order"))
+    sec = manifest.section(PLUGIN_SECTIONS[major], paths=("inline_advisor", "phase_order"))
     return PluginInfo(inline_advisor=Path(sec["inline_advisor"]),
                       phase_order=Path(sec["phase_order"]),
+                      llvm_major=major,
                       runners=dict(sec.get("runners", {})),
                       sanitize=manifest.sanitize,
                       cxx_compiler=sec.get("cxx_compiler", ""),
@@ -76,18 +115,28 @@ def find_plugins(build_dir=None) -> PluginInfo:
                       source=manifest.path)
 
 
+def built_llvm_versions(build_dir=None) -> List[int]:
+    """The LLVM major versions the build has plugins for."""
+    manifest = load(build_dir)
+    return [major for major, name in PLUGIN_SECTIONS.items() if manifest.built(name)]
+
+
 def find_llvm_tool(name: str) -> str:
-    """Path of an LLVM 19 tool ("opt-19", "clang-19", ...)."""
+    """Path of a versioned LLVM tool ("opt-19", "clang-22", ...): on PATH,
+    else in ``/usr/lib/llvm-<major>/bin``."""
     found = shutil.which(name)
     if found:
         return found
-    base = name[:-3] if name.endswith("-19") else name
-    for d in LLVM_BIN_DIRS:
-        cand = Path(d) / base
+    base, _, major = name.rpartition("-")
+    if base and major.isdigit():
+        cand = Path(f"/usr/lib/llvm-{major}/bin") / base
         if cand.is_file() and os.access(cand, os.X_OK):
             return str(cand)
-    raise PluginNotFound(f"{name} not found on PATH or in {', '.join(LLVM_BIN_DIRS)} "
-                         f"(Debian: apt-get install llvm-19 clang-19)")
+        where = f"PATH or /usr/lib/llvm-{major}/bin"
+        pkg = f" (Debian: apt-get install llvm-{major} clang-{major})"
+    else:
+        where, pkg = "PATH", ""
+    raise PluginNotFound(f"{name} not found on {where}{pkg}")
 
 
 def _runtime_library(compiler: str, name: str) -> Optional[str]:
@@ -102,7 +151,7 @@ def _runtime_library(compiler: str, name: str) -> Optional[str]:
 
 
 def tool_env(info: PluginInfo, base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
-    """The environment to run opt-19/clang-19 with the plugins.
+    """The environment to run the plugins' opt/clang with them.
 
     A plugin built with AddressSanitizer needs the ASan runtime loaded first
     in the (uninstrumented) host tool: LD_PRELOAD it, and the UBSan runtime
@@ -125,12 +174,13 @@ def tool_env(info: PluginInfo, base: Optional[Dict[str, str]] = None) -> Dict[st
 def compile_to_ir(source, output, *, clang: Optional[str] = None,
                   flags: Sequence[str] = (), timeout: float = 60.0) -> Path:
     """C source -> LLVM IR that optimizations (and the inliner) still apply to:
-    ``clang-19 -O2 -Xclang -disable-llvm-passes -emit-llvm -S`` (``-O0`` would
+    ``clang -O2 -Xclang -disable-llvm-passes -emit-llvm -S`` (``-O0`` would
     mark every function optnone/noinline). For code-size experiments pass
     ``flags=["-Oz"]`` (a later -O wins): -O2 IR lacks the optsize/minsize
-    attributes of real ``clang-19 -Oz`` (docs/llvm.md, "Pitfalls")."""
-    from ...toolchain import compile
-    clang = clang or find_llvm_tool("clang-19")
+    attributes of real ``clang -Oz`` (docs/llvm.md, "Pitfalls"). ``clang``:
+    default that of :func:`mlbridge.toolchain.toolchain`."""
+    from ...toolchain import compile, toolchain
+    clang = clang or toolchain().clang
     compile([clang, "-O2", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-S",
              *flags, str(source), "-o", str(output)], timeout=timeout, measure_text=False)
     return Path(output)

@@ -10,7 +10,8 @@ from typing import Optional, Sequence
 
 from ...errors import MLBridgeError
 from ...toolchain import run_tool
-from ._plugins import compile_to_ir, find_llvm_tool
+from ...toolchain import toolchain
+from ._plugins import compile_to_ir
 
 #: Where Debian's libcsmith-dev installs csmith.h (generated programs include it).
 CSMITH_INCLUDE_DIRS = ("/usr/include/csmith", "/usr/local/include/csmith")
@@ -47,11 +48,12 @@ def csmith_ir(seed: int, out_dir, *, max_funcs: int = 10, clang: Optional[str] =
 
 def linked_ir(sources: Sequence, output, *, clang: Optional[str] = None,
               flags: Sequence[str] = ()) -> Path:
-    """Several C files compiled to IR and linked (llvm-link-19) into one
+    """Several C files compiled to IR and linked (the llvm-link of ``clang``'s
+    LLVM) into one
     module: a whole program for opt."""
     output = Path(output)
     parts = [compile_to_ir(src, output.with_name(f"{output.stem}.{Path(src).stem}.ll"),
                            clang=clang, flags=flags) for src in sources]
-    run_tool([find_llvm_tool("llvm-link-19"), "-S", *map(str, parts), "-o", str(output)],
+    run_tool([toolchain(clang).tool("llvm-link"), "-S", *map(str, parts), "-o", str(output)],
              timeout=60)
     return output

@@ -104,9 +104,9 @@ class PhaseOrderEnv(gym.Env):
         self.programs = [Path(p) for p in programs]
         self.max_steps = int(max_steps)
         self.transport = transport
-        self.plugins = plugins or find_plugins()
         self.compiler = compiler
         self.clang = clang or toolchain().clang
+        self.plugins = plugins or find_plugins(llvm=toolchain(self.clang).major)
         self.opt = opt or toolchain(self.clang).tool("opt")
         self.compile_flags = list(compile_flags)
         self.size = size
