@@ -100,28 +100,38 @@ Incoming take(ServerCore &Core, std::chrono::milliseconds Timeout = 10000ms) {
   return In;
 }
 
+/// Starts `Clients` threads, each with its own connected Client making
+/// `Calls` calls: Call(Client, Query, C, I) for query "C:I". The caller
+/// serves the requests meanwhile and joins the threads.
+template <typename F>
+std::vector<std::thread> startClients(int Port, int Clients, int Calls, F Call) {
+  std::vector<std::thread> Threads;
+  for (int C = 0; C < Clients; ++C)
+    Threads.emplace_back([=] {
+      Client Cl(Port);
+      if (!Cl.connect()) {
+        ADD_FAILURE() << "client " << C << " could not connect";
+        return;
+      }
+      for (int I = 0; I < Calls; ++I)
+        Call(Cl, std::to_string(C) + ":" + std::to_string(I), C, I);
+    });
+  return Threads;
+}
+
 TEST(GrpcServerCore, ConcurrentClientsNeverGetCrossedReplies) {
   auto Core = startCore();
   ASSERT_TRUE(Core);
   constexpr int Clients = 8, Calls = 40;
   std::atomic<int> Wrong{0}, Failed{0};
-  std::vector<std::thread> Threads;
-  for (int C = 0; C < Clients; ++C)
-    Threads.emplace_back([&, C] {
-      Client Cl(Core->port());
-      if (!Cl.connect()) {
-        ADD_FAILURE() << "client " << C << " could not connect";
-        return;
-      }
-      for (int I = 0; I < Calls; ++I) {
-        const std::string Q = std::to_string(C) + ":" + std::to_string(I);
+  std::vector<std::thread> Threads = startClients(
+      Core->port(), Clients, Calls, [&](Client &Cl, const std::string &Q, int, int) {
         std::string Reply;
         if (!Cl.call(kCall, Q, &Reply).ok())
           ++Failed;
         else if (Reply != "answer " + Q)
           ++Wrong;
-      }
-    });
+      });
   for (int N = 0; N < Clients * Calls; ++N) {
     Incoming In = take(*Core);
     ASSERT_EQ(In.Kind, MethodKind::Request);
@@ -338,18 +348,11 @@ TEST(GrpcServerCore, ManyCompilersOneSlowModelShortDeadlines) {
   constexpr int Clients = 16, Calls = 25;
   std::atomic<int> Wrong{0}, Ok{0}, Expired{0}, Other{0};
   std::atomic<bool> Done{false};
-  std::vector<std::thread> Threads;
-  for (int C = 0; C < Clients; ++C)
-    Threads.emplace_back([&, C] {
-      Client Cl(Core->port());
-      if (!Cl.connect()) {
-        ADD_FAILURE() << "client " << C << " could not connect";
-        return;
-      }
-      for (int I = 0; I < Calls; ++I) {
-        const std::string Q = std::to_string(C) + ":" + std::to_string(I);
+  std::vector<std::thread> Threads = startClients(
+      Core->port(), Clients, Calls, [&](Client &Cl, const std::string &Q, int C, int I) {
         std::string Reply;
-        grpc::Status St = Cl.call(kCall, Q, &Reply, std::chrono::milliseconds(5 + (C * 7 + I * 3) % 60));
+        grpc::Status St =
+            Cl.call(kCall, Q, &Reply, std::chrono::milliseconds(5 + (C * 7 + I * 3) % 60));
         if (St.ok())
           (Reply == "answer " + Q ? Ok : Wrong)++;
         else if (St.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
@@ -357,8 +360,7 @@ TEST(GrpcServerCore, ManyCompilersOneSlowModelShortDeadlines) {
         else if (++Other == 1)
           ADD_FAILURE() << "call " << Q << ": status " << St.error_code() << " "
                         << St.error_message();
-      }
-    });
+      });
   std::thread Model([&] {
     while (!Done) {
       Incoming In;
