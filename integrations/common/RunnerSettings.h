@@ -130,6 +130,26 @@ Expected<std::unique_ptr<ModelRunner>> makeCompiledRunner() {
 }
 #endif
 
+/// The model compiled into an integration, or none: its class name (named
+/// in the settings' remark) and RunnerRequest::MakeEmbedded.
+struct EmbeddedModelRef {
+  const char *Name = "";
+  Expected<std::unique_ptr<ModelRunner>> (*Make)() = nullptr;
+};
+
+/// The EmbeddedModelRef of the generated class mlbridge_plugins::Class when
+/// the build compiled the integration's model in, else the empty one (the
+/// class does not exist then, hence a macro).
+#if MLBRIDGE_INTEGRATION_HAVE_COMPILED
+#define MLBRIDGE_EMBEDDED_MODEL(Class)                                         \
+  ::mlbridge::integrations::EmbeddedModelRef {                                 \
+    #Class,                                                                    \
+        &::mlbridge::integrations::makeCompiledRunner<::mlbridge_plugins::Class> \
+  }
+#else
+#define MLBRIDGE_EMBEDDED_MODEL(Class) ::mlbridge::integrations::EmbeddedModelRef{}
+#endif
+
 /// Checks the channel, then makes the runner K. Errors name the runner and
 /// the reason (e.g. "onnx: not-found: no such file 'x.onnx'"). K must not
 /// be Auto or Default.

@@ -155,13 +155,7 @@ uint64_t safeFactor(affine::AffineForOp Loop, uint64_t Factor) {
   return Factor;
 }
 
-#if MLBRIDGE_INTEGRATION_HAVE_COMPILED
-constexpr const char *EmbeddedModelName = "UnrollPolicy";
-constexpr auto MakeEmbedded = mli::makeCompiledRunner<mlbridge_plugins::UnrollPolicy>;
-#else
-constexpr const char *EmbeddedModelName = "";
-constexpr std::nullptr_t MakeEmbedded = nullptr;
-#endif
+constexpr mli::EmbeddedModelRef Embedded = MLBRIDGE_EMBEDDED_MODEL(UnrollPolicy);
 
 struct AffineUnrollPass
     : public PassWrapper<AffineUnrollPass, OperationPass<ModuleOp>> {
@@ -237,7 +231,7 @@ AffineUnrollPass::makeModel(std::string &RunnerName) {
             *RunnerOpts[static_cast<size_t>(&O - mli::RunnerOptionTable)];
         return std::make_pair(Opt.getValue(), Opt.hasValue());
       },
-      EnvPrefix, EmbeddedModelName);
+      EnvPrefix, Embedded.Name);
   if (!Settings) {
     M.emitWarning() << Prefix << ": " << Settings.status().message()
                     << "; using factor 4";
@@ -254,7 +248,7 @@ AffineUnrollPass::makeModel(std::string &RunnerName) {
     if (S != mlb::Severity::Note)
       emitWarning(Loc) << Prefix << ": " << llvm::StringRef(Msg.data(), Msg.size());
   };
-  Req.MakeEmbedded = MakeEmbedded;
+  Req.MakeEmbedded = Embedded.Make;
   auto Bound = mli::makeBoundRunner(K, *Settings, Req, "model", "this pass");
   if (!Bound) {
     M.emitWarning() << Prefix << ": " << Bound.status().message()

@@ -576,13 +576,7 @@ std::unique_ptr<InlineAdvice> BridgeInlineAdvisor::getAdviceImpl(CallBase &CB) {
 
 // ---- creation -----------------------------------------------------------------
 
-#if MLBRIDGE_INTEGRATION_HAVE_COMPILED
-constexpr const char *EmbeddedModelName = "InlinerPolicy";
-constexpr auto MakeEmbedded = mlp::makeCompiledRunner<mlbridge_plugins::InlinerPolicy>;
-#else
-constexpr const char *EmbeddedModelName = "";
-constexpr std::nullptr_t MakeEmbedded = nullptr;
-#endif
+constexpr mlp::EmbeddedModelRef Embedded = MLBRIDGE_EMBEDDED_MODEL(InlinerPolicy);
 
 /// Called by the inliner (InlineAdvisorAnalysis) at the start of every
 /// inliner run. Returns LLVM's DefaultInlineAdvisor when no model is
@@ -599,7 +593,7 @@ InlineAdvisor *createAdvisor(Module &M, FunctionAnalysisManager &FAM,
     return new DefaultInlineAdvisor(M, FAM, Params, IC);
   };
 
-  mlb::Expected<mlp::RunnerSettings> C = RunnerOpts.read(EmbeddedModelName);
+  mlb::Expected<mlp::RunnerSettings> C = RunnerOpts.read(Embedded.Name);
   if (!C)
     return Fallback(C.status().message(), true);
   const mlp::RunnerKind K = mlp::resolveRunnerKind(*C);
@@ -625,7 +619,7 @@ InlineAdvisor *createAdvisor(Module &M, FunctionAnalysisManager &FAM,
   Req.Features = inlinerFeatureSpecs(AskedForDefault || InProcess);
   Req.Advice = mlb::TensorSpec::create<int64_t>("inlining_decision");
   Req.Diagnostics = mlp::llvmDiagnosticSink(Ctx, Prefix, Verbose);
-  Req.MakeEmbedded = MakeEmbedded;
+  Req.MakeEmbedded = Embedded.Make;
   auto Bound = mlp::makeBoundRunner(K, *C, Req, "model", "the inliner");
   if (!Bound)
     return Fallback(Bound.status().message(), true);

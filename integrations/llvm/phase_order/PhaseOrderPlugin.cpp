@@ -557,13 +557,7 @@ mlb::Status PhaseOrderEnv::measure() {
 
 // ---- the pass ------------------------------------------------------------------------
 
-#if MLBRIDGE_INTEGRATION_HAVE_COMPILED
-constexpr const char *EmbeddedModelName = "PhaseOrderPolicy";
-constexpr auto MakeEmbedded = mlp::makeCompiledRunner<mlbridge_plugins::PhaseOrderPolicy>;
-#else
-constexpr const char *EmbeddedModelName = "";
-constexpr std::nullptr_t MakeEmbedded = nullptr;
-#endif
+constexpr mlp::EmbeddedModelRef Embedded = MLBRIDGE_EMBEDDED_MODEL(PhaseOrderPolicy);
 
 void writeDescription(LLVMContext &Ctx, const std::string &Path) {
   std::string J = "{\"observation\":[";
@@ -599,7 +593,7 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
   if (!DescribeOpt.empty())
     writeDescription(Ctx, DescribeOpt);
 
-  mlb::Expected<mlp::RunnerSettings> C = RunnerOpts.read(EmbeddedModelName);
+  mlb::Expected<mlp::RunnerSettings> C = RunnerOpts.read(Embedded.Name);
   if (!C) {
     mlp::diagnose(Ctx, Prefix, DS_Warning,
                   C.status().message() + "; the module is left as it is");
@@ -668,7 +662,7 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
   Req.Features = phaseOrderFeatureSpecs(Lookahead);
   Req.Advice = mlb::TensorSpec::create<int64_t>("action");
   Req.Diagnostics = mlp::llvmDiagnosticSink(Ctx, Prefix, Verbose);
-  Req.MakeEmbedded = MakeEmbedded;
+  Req.MakeEmbedded = Embedded.Make;
   auto Bound = mlp::makeBoundRunner(K, *C, Req, "agent", "the pass");
   if (!Bound)
     return GiveUp(Bound.status().message());
