@@ -28,12 +28,8 @@
 #error "the MLBridge LLVM plugins are built against LLVM 19 or LLVM 22"
 #endif
 
-// LLVM 22 moved the plugin interface from Passes/ to Plugins/.
-#if LLVM_VERSION_MAJOR >= 22
-#include "llvm/Plugins/PassPlugin.h"
-#else
-#include "llvm/Passes/PassPlugin.h"
-#endif
+// PassPlugin.h (moved to Plugins/ in LLVM 22) and the plugins' entry.
+#include "PluginEntry.h"
 
 /// The instcombine of -Oz's function pipeline, as opt -passes= takes it:
 /// LLVM 22 no longer has the use-loop-info parameter.

@@ -9,8 +9,9 @@
 // variable (clang's driver cannot pass -mllvm options to a plugin loaded
 // only with -fpass-plugin; see docs/llvm-plugins.md).
 //
-// Built into each plugin (a shared module): no LLVM library is linked, every
-// LLVM symbol comes from the host tool (opt-19, clang-19).
+// Built into each plugin (a shared module) with PluginEntry.cpp, the entry
+// that refuses a host of the other LLVM version (PluginEntry.h); the plugin
+// links its version's libLLVM, the one its opt/clang has loaded.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLBRIDGE_INTEGRATIONS_LLVM_PLUGINSUPPORT_H

@@ -29,6 +29,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PluginEntry.h"
 #include "PluginSupport.h"
 
 #include "mlbridge/model_runner.h"
@@ -636,9 +637,9 @@ InlineAdvisor *createAdvisor(Module &M, FunctionAnalysisManager &FAM,
 
 } // namespace
 
-extern "C" LLVM_ATTRIBUTE_WEAK __attribute__((visibility("default")))
-::llvm::PassPluginLibraryInfo
-llvmGetPassPluginInfo() {
+// The entry (llvmGetPassPluginInfo) is common/PluginEntry.cpp's: it refuses
+// a host of another LLVM version.
+::llvm::PassPluginLibraryInfo mlbridge::plugins::passPluginInfo() {
   return {LLVM_PLUGIN_API_VERSION, "MLBridgeInlineAdvisor", LLVM_VERSION_STRING,
           [](PassBuilder &PB) {
             // Every module analysis manager built from now on (opt and

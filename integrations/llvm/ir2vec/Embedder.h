@@ -17,8 +17,8 @@
 // (in the depth-first walk) contributes that instruction's vector instead
 // of "variable"/"pointer"; LLVM 22's simplified variant (SSA use-def only).
 //
-// For the LLVM plugins: no LLVM library is linked (the symbols come from
-// opt-19/clang-19), compiled with their flags (-fno-rtti, -fno-exceptions).
+// For the LLVM plugins: compiled with their flags (-fno-rtti,
+// -fno-exceptions); the plugin linking it brings libLLVM.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLBRIDGE_INTEGRATIONS_LLVM_IR2VEC_EMBEDDER_H

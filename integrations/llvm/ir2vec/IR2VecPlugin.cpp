@@ -35,7 +35,6 @@ public:
 
 } // namespace
 
-extern "C" LLVM_ATTRIBUTE_WEAK __attribute__((visibility("default")))
-::llvm::PassPluginLibraryInfo llvmGetPassPluginInfo() {
+::llvm::PassPluginLibraryInfo mlbridge::plugins::passPluginInfo() {
   return pass::pluginInfo<IR2VecPass>();
 }

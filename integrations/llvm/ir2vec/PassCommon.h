@@ -3,8 +3,7 @@
 // The pass name, the options, the plugin entry of "mlbridge-ir2vec" and
 // the embedding through PluginEmbeddings.h, included by the LLVM 19 plugin
 // (IR2VecPlugin.cpp) and the LLVM 22 one (llvm22/IR2VecPlugin22.cpp); each
-// compiles it against its own LLVM. The only version difference here: where
-// PassPlugin.h is.
+// compiles it against its own LLVM.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLBRIDGE_INTEGRATIONS_LLVM_IR2VEC_PASSCOMMON_H
@@ -13,16 +12,13 @@
 #include "EmbeddingsJson.h"
 #include "PluginEmbeddings.h"
 
+#include "PluginEntry.h" // ../common: the entry, refusing a foreign LLVM
+
 #include "llvm/Config/llvm-config.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassManager.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/CommandLine.h"
-#if LLVM_VERSION_MAJOR >= 22
-#include "llvm/Plugins/PassPlugin.h"
-#else
-#include "llvm/Passes/PassPlugin.h"
-#endif
 
 namespace mlbridge::ir2vec::pass {
 

@@ -6,8 +6,8 @@
 //   LLVM 22  LLVM's own ir2vec::Embedder on an ir2vec::Vocabulary built from
 //            seedEmbeddingVocab.json with LLVM's keys and weights
 // Link `mlbridge_ir2vec` (LLVM 19) or `mlbridge_ir2vec22` (LLVM 22); both
-// are static, position independent, built with the plugins' flags and link
-// no LLVM library. The version-specific code is EmbeddingBackend19.cpp and
+// are static, position independent, built with the plugins' flags (the
+// plugin brings its libLLVM). The version-specific code is EmbeddingBackend19.cpp and
 // llvm22/EmbeddingBackend22.cpp, nothing else.
 //
 // Contract:

@@ -39,6 +39,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PluginEntry.h"
 #include "PluginSupport.h"
 
 #include "mlbridge/json_escape.h"
@@ -702,9 +703,9 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
 
 } // namespace
 
-extern "C" LLVM_ATTRIBUTE_WEAK __attribute__((visibility("default")))
-::llvm::PassPluginLibraryInfo
-llvmGetPassPluginInfo() {
+// The entry (llvmGetPassPluginInfo) is common/PluginEntry.cpp's: it refuses
+// a host of another LLVM version.
+::llvm::PassPluginLibraryInfo mlbridge::plugins::passPluginInfo() {
   return {LLVM_PLUGIN_API_VERSION, "MLBridgePhaseOrder", LLVM_VERSION_STRING,
           [](PassBuilder &PB) {
             PB.registerPipelineParsingCallback(

@@ -86,7 +86,6 @@ public:
 
 } // namespace
 
-extern "C" LLVM_ATTRIBUTE_WEAK __attribute__((visibility("default")))
-::llvm::PassPluginLibraryInfo llvmGetPassPluginInfo() {
+::llvm::PassPluginLibraryInfo mlbridge::plugins::passPluginInfo() {
   return pass::pluginInfo<IR2VecPass>();
 }

@@ -1,0 +1,46 @@
+//===- PluginEntry.h - The entry point of every MLBridge LLVM plugin -*- C++ -*-===//
+//
+// A plugin built for one LLVM must refuse, cleanly, to load into another:
+// LLVM's plugin loader checks nothing but LLVM_PLUGIN_API_VERSION (1 on
+// LLVM 19, 2 on 22) after calling the entry, and the entry's result type
+// itself differs (LLVM 22's PassPluginLibraryInfo is 8 bytes longer). So no
+// plugin defines llvmGetPassPluginInfo itself: each defines passPluginInfo()
+// below, and PluginEntry.cpp exports llvmGetPassPluginInfo, which
+//  * asks the host for its LLVM version (the C API's LLVMGetVersion, looked
+//    up in the process: the host's libLLVM was loaded first);
+//  * for the version the plugin was built for, returns passPluginInfo();
+//  * otherwise prints one message to stderr naming both versions and the
+//    plugin of the right version, and returns, in the HOST's layout, an info
+//    with API version 0, which the host rejects ("Wrong API version").
+// That the plugin gets as far as its entry in a foreign host is the other
+// half: every plugin links its own version's libLLVM (DT_NEEDED), so its
+// references are versioned (LLVM_19.1 / LLVM_22.1) and bind to that LLVM
+// even in the other one's process; unversioned, they bound to the host's
+// and crashed in the plugin's static constructors (docs/llvm-versions.md).
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLBRIDGE_INTEGRATIONS_LLVM_PLUGINENTRY_H
+#define MLBRIDGE_INTEGRATIONS_LLVM_PLUGINENTRY_H
+
+#include "llvm/Config/llvm-config.h"
+// LLVM 22 moved the plugin interface from Passes/ to Plugins/.
+#if LLVM_VERSION_MAJOR >= 22
+#include "llvm/Plugins/PassPlugin.h"
+#else
+#include "llvm/Passes/PassPlugin.h"
+#endif
+
+namespace mlbridge::plugins {
+
+/// What the plugin registers: {LLVM_PLUGIN_API_VERSION, name, version,
+/// callback}. Defined by each plugin; called only in a host of its LLVM.
+llvm::PassPluginLibraryInfo passPluginInfo();
+
+/// Stores passPluginInfo() at Out (PluginEntryInfo.cpp): the exported entry
+/// (PluginEntry.cpp) is compiled without this header, whose declaration of
+/// llvmGetPassPluginInfo has the typed signature.
+void writePassPluginInfo(void *Out);
+
+} // namespace mlbridge::plugins
+
+#endif // MLBRIDGE_INTEGRATIONS_LLVM_PLUGINENTRY_H

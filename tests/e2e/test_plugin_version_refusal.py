@@ -1,0 +1,88 @@
+"""End to end: a plugin built for one LLVM refuses, cleanly, to load into the
+other (integrations/llvm/common/PluginEntry.h, docs/llvm-versions.md).
+
+Every MLBridge LLVM plugin (inline advisor, phase ordering, IR2Vec), the
+LLVM 19 build into opt-22 and clang-22 and the LLVM 22 build into opt-19 and
+clang-19: the tool exits with status 1 (no signal, no stack dump), stderr has
+one message naming both versions and the plugin of the right version (which
+exists), and LLVM's own refusal; stdout stays empty. The right pairing still
+loads (the plugin tests cover what it does then).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from build_components import build_dir, require_component
+
+require_component("llvm_plugins")
+require_component("llvm_plugins_llvm22")
+
+REPO = Path(__file__).resolve().parents[2]
+PLUGINS = ("MLBridgeInlineAdvisor", "MLBridgePhaseOrder", "MLBridgeIR2Vec")
+DIRS = {19: "llvm-plugins", 22: "llvm22-plugins"}
+API = {19: 1, 22: 2}  # LLVM_PLUGIN_API_VERSION of each host
+
+
+def _plugin(llvm, name):
+    path = build_dir() / "lib" / DIRS[llvm] / f"{name}.so"
+    assert path.is_file(), path
+    return path
+
+
+def _tool(llvm, name):
+    return f"/usr/lib/llvm-{llvm}/bin/{name}"
+
+
+@pytest.fixture(scope="module")
+def module_bc(tmp_path_factory):
+    bc = tmp_path_factory.mktemp("refusal") / "sort.bc"
+    subprocess.run(["clang-19", "-O0", "-Xclang", "-disable-O0-optnone", "-emit-llvm", "-c",
+                    str(REPO / "tests/e2e/programs/sort.c"), "-o", str(bc)],
+                   check=True, timeout=120)
+    return bc
+
+
+def _check_refused(r, built, host, name):
+    plugin = _plugin(built, name)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert r.stdout == ""
+    assert "Stack dump" not in r.stderr and "PLEASE submit" not in r.stderr, r.stderr
+    right = _plugin(host, name)
+    assert (f"error: {plugin} was built for LLVM {built} and cannot load into this LLVM "
+            f"{host} tool; load {right} instead (the LLVM {host} build)") in r.stderr, r.stderr
+    assert (f"Wrong API version on plugin '{plugin}'. Got version 0, supported version "
+            f"is {API[host]}.") in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("name", PLUGINS)
+@pytest.mark.parametrize("built,host", [(19, 22), (22, 19)])
+def test_opt_refuses_the_other_version(module_bc, name, built, host):
+    r = subprocess.run([_tool(host, "opt"), f"-load-pass-plugin={_plugin(built, name)}",
+                        "-passes=default<O1>", "-disable-output", str(module_bc)],
+                       capture_output=True, text=True, timeout=120)
+    _check_refused(r, built, host, name)
+
+
+@pytest.mark.parametrize("name", ["MLBridgeInlineAdvisor", "MLBridgePhaseOrder"])
+@pytest.mark.parametrize("built,host", [(19, 22), (22, 19)])
+def test_clang_refuses_the_other_version(tmp_path, name, built, host):
+    r = subprocess.run([_tool(host, "clang"), "-O1", "-c", str(REPO / "tests/e2e/programs/sort.c"),
+                        "-o", str(tmp_path / "sort.o"), f"-fpass-plugin={_plugin(built, name)}"],
+                       capture_output=True, text=True, timeout=120)
+    _check_refused(r, built, host, name)
+    assert "unable to load plugin" in r.stderr
+    assert not (tmp_path / "sort.o").exists()
+
+
+@pytest.mark.parametrize("llvm", [19, 22])
+def test_the_right_version_loads(module_bc, llvm):
+    for name in PLUGINS:
+        r = subprocess.run([_tool(llvm, "opt"), f"-load-pass-plugin={_plugin(llvm, name)}",
+                            "-passes=default<O1>", "-disable-output", str(module_bc)],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, (name, r.stderr)
+        assert "cannot load" not in r.stderr
