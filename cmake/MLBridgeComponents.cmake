@@ -29,6 +29,7 @@ set(_mlb_component_targets
     ir2vec MLBridgeIR2Vec
     ir2vec_llvm22 MLBridgeIR2Vec22
     mlir_plugin MLBridgeMLIRUnroll
+    mlir_plugin_mlir22 MLBridgeMLIRUnroll22
     c_tool mlb-loop-pragmas
     c_tool_llvm22 mlb-loop-pragmas-22
     fuzzers mlbridge-fuzzers)
@@ -38,6 +39,7 @@ if(MLBRIDGE_SANITIZE)
   set(_mlb_na_ir2vec_llvm22 "${_mlb_na_ir2vec}")
   set(_mlb_na_llvm_plugins_llvm22 "not built with sanitizers (integrations/llvm/CMakeLists.txt)")
   set(_mlb_na_mlir_plugin "not built with sanitizers (integrations/mlir/CMakeLists.txt)")
+  set(_mlb_na_mlir_plugin_mlir22 "${_mlb_na_mlir_plugin}")
   set(_mlb_na_fuzzers "built in unsanitized builds only (tests/CMakeLists.txt)")
   set(_mlb_na_grpc_python_core "a Python extension: built in unsanitized builds only (src/grpc/CMakeLists.txt)")
   set(_mlb_na_shm_python_fast_path "a Python extension: built in unsanitized builds only (src/python_ext/CMakeLists.txt)")
@@ -49,6 +51,11 @@ if(MLBRIDGE_SANITIZE MATCHES "thread")
 elseif(MLBRIDGE_SANITIZE MATCHES "undefined" AND NOT TARGET MLBridgeInlineAdvisor
        AND LLVM_FOUND AND NOT LLVM_ENABLE_RTTI)
   set(_mlb_na_llvm_plugins "UBSan needs RTTI in the plugins; this LLVM has none")
+endif()
+
+if(NOT MLBRIDGE_MLIR22_ROOT AND NOT DEFINED _mlb_na_mlir_plugin_mlir22)
+  set(_mlb_na_mlir_plugin_mlir22
+      "opt-in: MLBRIDGE_MLIR22_ROOT not set (scripts/deps/mlir22.sh; docs/mlir.md)")
 endif()
 
 set(_mlb_built_json "")

@@ -23,7 +23,8 @@ from mlbridge import build_manifest  # noqa: E402
 
 T = TypeVar("T")
 COMPONENTS = ("grpc", "grpc_python_core", "shm_python_fast_path", "onnx", "tf_aot",
-              "compiled_model", "llvm_plugins", "llvm_plugins_llvm22", "ir2vec", "ir2vec_llvm22", "mlir_plugin", "c_tool",
+              "compiled_model", "llvm_plugins", "llvm_plugins_llvm22", "ir2vec", "ir2vec_llvm22", "mlir_plugin", "mlir_plugin_mlir22",
+              "c_tool",
               "c_tool_llvm22", "fuzzers")
 
 

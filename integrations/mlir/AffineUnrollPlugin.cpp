@@ -33,7 +33,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
-#include "mlir/Tools/Plugins/PassPlugin.h"
+#include "MLIRCompat.h" // mlir/Tools/Plugins/PassPlugin.h
 #include "llvm/Config/llvm-config.h"
 
 #if MLBRIDGE_INTEGRATION_HAVE_COMPILED

@@ -95,7 +95,10 @@ void refuse(unsigned Host) {
 // than 16 bytes: the caller passes the result's address (in rdi), the
 // callee returns it (in rax); so this signature is the typed one of both
 // hosts, and the result written is the size the host reserved.
-extern "C" __attribute__((visibility("default"))) void *llvmGetPassPluginInfo(void *Out) {
+//
+// Weak: a plugin that still defines its own (typed) llvmGetPassPluginInfo
+// links and works, unchecked, until it defines passPluginInfo() instead.
+extern "C" __attribute__((visibility("default"), weak)) void *llvmGetPassPluginInfo(void *Out) {
   const unsigned Host = hostMajor();
   if (Host == 0 || Host == LLVM_VERSION_MAJOR) {
     mlbridge::plugins::writePassPluginInfo(Out);

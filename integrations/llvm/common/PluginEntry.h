@@ -12,6 +12,8 @@
 //  * otherwise prints one message to stderr naming both versions and the
 //    plugin of the right version, and returns, in the HOST's layout, an info
 //    with API version 0, which the host rejects ("Wrong API version").
+// (A plugin that still defines llvmGetPassPluginInfo itself overrides this
+// weak entry: it links and works as before, without the check.)
 // That the plugin gets as far as its entry in a foreign host is the other
 // half: every plugin links its own version's libLLVM (DT_NEEDED), so its
 // references are versioned (LLVM_19.1 / LLVM_22.1) and bind to that LLVM

@@ -62,16 +62,31 @@ class MLIRPluginInfo(WithRunners):
     runners: Dict[str, bool] = field(default_factory=dict)
     llvm_bin_dir: str = ""
     source: Optional[Path] = None
+    mlir_major: int = 19
+
+    def mlir_opt(self) -> str:
+        """The mlir-opt this plugin loads into: Debian's mlir-opt-19, or the
+        one scripts/deps/mlir22.sh extracted for the MLIR 22 build."""
+        if self.mlir_major == 19:
+            return find_llvm_tool("mlir-opt-19")
+        return str(Path(self.llvm_bin_dir) / "mlir-opt")
 
 
-def find_plugin(build_dir=None) -> MLIRPluginInfo:
-    """The plugin of the build in ``build_dir``, ``$MLBRIDGE_BUILD_DIR`` or
-    ``<repo>/build``; raises :class:`mlbridge.build_manifest.ComponentOff`
-    when the build left it out."""
+#: The build manifest's section of each MLIR version's plugin (22: opt-in).
+PLUGIN_SECTIONS = {19: "mlir_plugin", 22: "mlir_plugin_mlir22"}
+
+
+def find_plugin(build_dir=None, mlir: int = 19) -> MLIRPluginInfo:
+    """The plugin for MLIR ``mlir`` (19, or 22 when the build was configured
+    with ``MLBRIDGE_MLIR22_ROOT``) of the build in ``build_dir``,
+    ``$MLBRIDGE_BUILD_DIR`` or ``<repo>/build``; raises
+    :class:`mlbridge.build_manifest.ComponentOff` when the build left it out."""
+    if mlir not in PLUGIN_SECTIONS:
+        raise ValueError(f"mlir={mlir!r}: the plugin is built for MLIR {sorted(PLUGIN_SECTIONS)}")
     manifest = load(build_dir)
-    sec = manifest.section("mlir_plugin", paths=("unroll",))
+    sec = manifest.section(PLUGIN_SECTIONS[mlir], paths=("unroll",))
     return MLIRPluginInfo(Path(sec["unroll"]), dict(sec.get("runners", {})),
-                          sec.get("llvm_bin_dir", ""), manifest.path)
+                          sec.get("llvm_bin_dir", ""), manifest.path, mlir)
 
 
 # ---- kernels -----------------------------------------------------------------------
@@ -102,8 +117,8 @@ def pass_pipeline(**options: str) -> str:
 
 
 def unroll_command(info: MLIRPluginInfo, src: Path, out: Path, **options: str) -> List[str]:
-    """The mlir-opt-19 command running the plugin's pass on ``src``."""
-    return [find_llvm_tool("mlir-opt-19"), f"--load-pass-plugin={info.unroll}",
+    """The mlir-opt command (of the plugin's MLIR) running its pass on ``src``."""
+    return [info.mlir_opt(), f"--load-pass-plugin={info.unroll}",
             f"--pass-pipeline={pass_pipeline(**options)}", str(src), "-o", str(out)]
 
 
