@@ -169,19 +169,25 @@ class ReplayPolicy:
         if plan is None:  # keep the loop whole
             return MERGE_INTO_CURRENT if obs.agent == MERGE else obs.legal[0]
         order = [n for part in plan for n in part]
+        placed = set(np.flatnonzero(obs["placed"] > 0.5).tolist())
         if obs.agent == MERGE:
+            # The plugin takes forced choices without asking: check that the
+            # walk so far is the plan's.
             node = int(np.flatnonzero(obs["candidate"] > 0.5)[0])
-            part = next((i for i, p in enumerate(plan) if node in p), None)
-            if part is None:
-                raise InvalidAction(f"node {node} is not in the partition for {obs.loop}")
+            if placed != set(order[:len(placed)]) or order[len(placed):][:1] != [node]:
+                raise InvalidAction(f"partition {plan} for {obs.loop}: node {node} had to "
+                                    f"be placed after {sorted(placed)} (the dependences "
+                                    f"leave no other choice)")
+            part = next(i for i, p in enumerate(plan) if node in p)
             return START_NEW_LOOP if plan[part][0] == node and part > 0 else MERGE_INTO_CURRENT
-        placed = obs["placed"] > 0.5
-        for n in order:
-            if n >= MAX_NODES or not placed[n]:
-                if n not in obs.legal:
-                    raise InvalidAction(f"partition {plan} for {obs.loop}: node {n} cannot "
-                                        f"be placed now (eligible: {obs.legal})")
-                return n
+        if placed != set(order[:len(placed)]):
+            raise InvalidAction(f"partition {plan} for {obs.loop}: the dependences forced "
+                                f"{sorted(placed)} first")
+        for n in order[len(placed):len(placed) + 1]:
+            if n not in obs.legal:
+                raise InvalidAction(f"partition {plan} for {obs.loop}: node {n} cannot "
+                                    f"be placed now (eligible: {obs.legal})")
+            return n
         raise InvalidAction(f"partition {plan} for {obs.loop} lists too few nodes")
 
 
