@@ -9,7 +9,7 @@ of every array and scalar).
   ones (a dependence going backward, a node missing or twice) are a warning
   and leave the loop alone; outputs equal -O3's either way.
 * Random valid partitions from Python over pipes (seeded): outputs equal on
-  28 kernels (all 153 with MLBRIDGE_LD_FUZZ_ALL=1, seeds
+  29 kernels (all 153 with MLBRIDGE_LD_FUZZ_ALL=1, seeds
   MLBRIDGE_LD_FUZZ_SEEDS="0,1,..."), and opt-19 -verify-each is clean.
 * Python over pipes and ONNX Runtime in-process, the same model: identical
   decisions.
@@ -35,7 +35,7 @@ FIXED = {"mixed_rec_map": "1|0", "mixed_three_stage": "2|0|1",
 INVALID = {"mixed_anti_true": ("0|1", "a dependence would go backward"),
            "mixed_map_rec": ("0", "node 1 is in no loop"),
            "mixed_div_and_rec": ("0,1|1", "more than one place")}
-FUZZ_FAMILIES = ("mixed", "split", "reorder")  # 28 kernels
+FUZZ_FAMILIES = ("mixed", "split", "alias")  # 29 kernels
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +94,7 @@ def test_builtin_policy_distributes_and_keeps_results(plugin, reference, tmp_pat
         monkeypatch.delenv(key)
     log = tmp_path / "log.jsonl"
     monkeypatch.setenv("MLBRIDGE_LD_LOG", str(log))
-    for family in ("mixed", "split"):
+    for family in ("mixed", "split", "alias"):
         exe = tmp_path / family
         loops.build(family_source(family), ["-O3", f"-fpass-plugin={plugin}"], exe)
         assert_same_outputs(exe, family, reference)
@@ -104,6 +104,11 @@ def test_builtin_policy_distributes_and_keeps_results(plugin, reference, tmp_pat
     assert rows["mixed_rec_map"]["partition"] == "0|1"
     distributed = [f for f, r in rows.items() if r["result"] == "distributed"]
     assert len(distributed) >= 10, distributed
+    # May-alias pointers: distributed behind LoopAccessInfo's runtime checks
+    # (the kernel runs once with disjoint, once with overlapping arrays).
+    assert rows["alias_rec_map_body"]["result"] == "distributed"
+    assert rows["alias_rec_map_body"]["runtime_checks"] > 0
+    assert all(r["runtime_checks"] == 0 for r in rows.values() if r["result"] != "distributed")
     # One node: nothing to decide, no model call.
     assert all(r["asked"] == 0 for r in rows.values() if r["nodes"] < 2)
 

@@ -36,8 +36,8 @@
 // each dependence DependenceAnalysis reports (for a duplicated load, for
 // every unit that holds it), and validatePartition() checks them. A
 // dependence the analysis cannot order joins its accesses into one
-// pi-block, so one node. Memory the analysis cannot separate (pointers that
-// may alias) therefore never ends up in two copies.
+// pi-block, so one node. Pointers that may alias are separated only behind
+// LoopAccessInfo's runtime checks (LoopVersioning; see run()).
 //
 // The model: any runner (-mlbridge-ld-runner; RunnerSettings.h). With no
 // runner option, the model compiled into the plugin when the build has
@@ -63,6 +63,7 @@
 #include "llvm/Analysis/DDG.h"
 #include "llvm/Analysis/DependenceAnalysis.h"
 #include "llvm/Analysis/IVDescriptors.h"
+#include "llvm/Analysis/LoopAccessAnalysis.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/LoopIterator.h"
 #include "llvm/Analysis/ScalarEvolution.h"
@@ -81,6 +82,7 @@
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/LoopSimplify.h"
 #include "llvm/Transforms/Utils/LoopUtils.h"
+#include "llvm/Transforms/Utils/LoopVersioning.h"
 #include "llvm/Transforms/Utils/ValueMapper.h"
 
 #if MLBRIDGE_INTEGRATION_HAVE_COMPILED && MLBRIDGE_LOOPDIST_HAVE_MODEL
@@ -95,6 +97,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -883,6 +886,7 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
   ScalarEvolution &SE = FAM.getResult<ScalarEvolutionAnalysis>(F);
   AAResults &AA = FAM.getResult<AAManager>(F);
   DependenceInfo DI(&F, &AA, &SE, &LI);
+  LoopAccessInfoManager &LAIs = FAM.getResult<LoopAccessAnalysis>(F);
   const std::string Module = F.getParent()->getModuleIdentifier();
 
   SmallVector<Loop *, 8> Innermost;
@@ -901,8 +905,38 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
     const std::string Where = F.getName().str() + ":" + std::to_string(Index);
     int64_t Nodes = 0, Asked = 0, Fallbacks = 0, LoopId = -1;
     std::string Result, Reason, PartText;
+    Loop *L = Innermost[Index];
+    // Pointers that may alias: the loop is planned as if the runtime checks
+    // LoopAccessInfo asks for had passed (LoopVersioning's noalias scopes on
+    // its accesses, which DependenceAnalysis reads), and versioned only
+    // when it is distributed; otherwise the scopes are taken off again.
+    std::optional<LoopVersioning> Versioning;
+    SmallVector<std::tuple<Instruction *, MDNode *, MDNode *>, 16> SavedScopes;
+    int64_t Checks = 0;
+    if (L->isLoopSimplifyForm() && L->getExitBlock()) {
+      const LoopAccessInfo &LAI = LAIs.getInfo(*L);
+      const RuntimePointerChecking *RtPC = LAI.getRuntimePointerChecking();
+      if (RtPC && RtPC->Need && !RtPC->getChecks().empty() &&
+          LAI.getPSE().getPredicate().isAlwaysTrue()) {
+        Checks = static_cast<int64_t>(RtPC->getChecks().size());
+        Versioning.emplace(LAI, RtPC->getChecks(), L, &LI, &DT, &SE);
+        for (BasicBlock *BB : L->blocks())
+          for (Instruction &I : *BB)
+            if (I.mayReadOrWriteMemory())
+              SavedScopes.emplace_back(&I, I.getMetadata(LLVMContext::MD_alias_scope),
+                                       I.getMetadata(LLVMContext::MD_noalias));
+        Versioning->annotateLoopWithNoAlias();
+      }
+    }
+    auto RestoreScopes = [&] {
+      for (auto &[I, Scope, NoAlias] : SavedScopes) {
+        I->setMetadata(LLVMContext::MD_alias_scope, Scope);
+        I->setMetadata(LLVMContext::MD_noalias, NoAlias);
+      }
+      SavedScopes.clear();
+    };
     LoopPlan Plan;
-    Reason = planLoop(*Innermost[Index], LI, DT, SE, DI, Plan);
+    Reason = planLoop(*L, LI, DT, SE, DI, Plan);
     if (!Reason.empty()) {
       Result = "declined";
     } else {
@@ -955,6 +989,13 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
                             PartText + "' is invalid: " + Invalid +
                             "; the loop is left as it is");
         } else if (P->size() > 1) {
+          if (Versioning) {
+            // The fallback copy must not carry the scopes: off, version
+            // (the fallback is cloned), then on the versioned loop again.
+            RestoreScopes();
+            Versioning->versionLoop();
+            Versioning->annotateLoopWithNoAlias();
+          }
           distribute(Plan, *P, LI, DT, SE);
           Changed = true;
           Result = "distributed";
@@ -967,6 +1008,9 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
           Reason = "one node: nothing to distribute";
       }
     }
+    RestoreScopes(); // not distributed (or already done)
+    if (Result != "distributed")
+      Checks = 0;
     if (S.Verbose)
       mlp::diagnose(Ctx, Prefix, DS_Remark,
                     F.getName() + " loop " + Twine(Index) + ": " + Result +
@@ -984,6 +1028,7 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
                              .add("partition", PartText)
                              .add("result", Result)
                              .add("reason", Reason)
+                             .add("runtime_checks", Checks)
                              .str());
   }
   if (!Changed)
