@@ -51,6 +51,7 @@
 #include "Protocol.h"
 
 #include "LLVMCompat.h"
+#include "PluginEmbeddings.h"
 #include "PluginSupport.h"
 
 #include "mlbridge/model_runner.h"
@@ -224,7 +225,9 @@ std::vector<mlb::TensorSpec> protocolFeatureSpecs() {
                                          {static_cast<int64_t>(ld::NumLoopFeatures)}),
           mlb::TensorSpec::create<int64_t>(ld::FeatureNames[ld::FAgent], {1}),
           mlb::TensorSpec::create<int64_t>(ld::FeatureNames[ld::FLoopId], {1}),
-          mlb::TensorSpec::create<int64_t>(ld::FeatureNames[ld::FStep], {1})};
+          mlb::TensorSpec::create<int64_t>(ld::FeatureNames[ld::FStep], {1}),
+          mlb::TensorSpec::create<float>(ld::FeatureNames[ld::FNodeEmbeddings],
+                                         {N, ld::EmbeddingDim})};
 }
 
 mlb::TensorSpec protocolAdviceSpec() {
@@ -247,6 +250,8 @@ struct LoopPlan {
   ld::NodeGraph Nodes;
   std::vector<std::array<float, ld::NumNodeFeatures>> NodeFeatures;
   std::array<float, ld::NumLoopFeatures> LoopFeatures{};
+  /// [MaxNodes * EmbeddingDim]: each node's IR2Vec vector (0 without).
+  std::vector<float> NodeEmbeddings;
 };
 
 bool isPureCall(const Instruction &I) {
@@ -257,7 +262,9 @@ bool isPureCall(const Instruction &I) {
 
 /// Why L is not handled, or "" (then Plan is filled).
 std::string planLoop(Loop &L, LoopInfo &LI, DominatorTree &DT,
-                     ScalarEvolution &SE, DependenceInfo &DI, LoopPlan &Plan) {
+                     ScalarEvolution &SE, DependenceInfo &DI,
+                     mlbridge::ir2vec::PluginEmbeddings *Embeddings,
+                     LoopPlan &Plan) {
   if (!L.isInnermost())
     return "not innermost";
   if (!L.isLoopSimplifyForm())
@@ -502,6 +509,20 @@ std::string planLoop(Loop &L, LoopInfo &LI, DominatorTree &DT,
   for (const auto &F : Plan.NodeFeatures)
     CyclicNodes += F[ld::NFCyclic] > 0 ? 1 : 0;
 
+  // IR2Vec vectors: summed in program order, so the same loop always gives
+  // the same floats.
+  Plan.NodeEmbeddings.assign(ld::MaxNodes * ld::EmbeddingDim, 0.0f);
+  if (Embeddings && Embeddings->dimension() == ld::EmbeddingDim)
+    for (size_t N = 0; N < NN; ++N) {
+      std::vector<const Instruction *> InOrder;
+      for (Instruction *I : Order)
+        if (NodeInsts[N].count(I))
+          InOrder.push_back(I);
+      const mlbridge::ir2vec::Vector V = Embeddings->sumOfInstructions(InOrder);
+      for (int64_t D = 0; D < ld::EmbeddingDim; ++D)
+        Plan.NodeEmbeddings[N * ld::EmbeddingDim + D] = static_cast<float>(V[D]);
+    }
+
   auto &LF = Plan.LoopFeatures;
   LF[ld::LFNodes] = static_cast<float>(NN);
   LF[ld::LFInstructions] = static_cast<float>(Order.size());
@@ -563,6 +584,7 @@ public:
     Binding.write(Runner, ld::FAgent, &Agent);
     Binding.write(Runner, ld::FLoopId, &LoopId);
     Binding.write(Runner, ld::FStep, &Step);
+    Binding.write(Runner, ld::FNodeEmbeddings, Plan.NodeEmbeddings.data());
     return mlb::Status::ok();
   }
 
@@ -792,6 +814,8 @@ struct Session {
   std::string LogPath;
   bool Verbose = false;
   int64_t NextLoopId = 0;
+  /// IR2Vec (node_embeddings); null without its vocabulary.
+  std::unique_ptr<mlbridge::ir2vec::PluginEmbeddings> Embeddings;
 };
 
 Session &session(LLVMContext &Ctx) {
@@ -800,6 +824,11 @@ Session &session(LLVMContext &Ctx) {
     return S;
   S.Initialized = true;
   S.Verbose = mlp::boolSetting(VerboseOpt, "MLBRIDGE_LD_VERBOSE");
+  if (auto E = mlbridge::ir2vec::PluginEmbeddings::create())
+    S.Embeddings = std::move(*E);
+  else
+    mlp::diagnose(Ctx, Prefix, DS_Warning,
+                  E.status().toString() + "; node_embeddings are 0");
   S.LogPath = mlp::stringSetting(LogOpt, "MLBRIDGE_LD_LOG");
   const std::string Fixed = mlp::stringSetting(PartitionOpt, "MLBRIDGE_LD_PARTITION");
   for (StringRef Rest = Fixed; !Rest.empty();) {
@@ -886,6 +915,8 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
   ScalarEvolution &SE = FAM.getResult<ScalarEvolutionAnalysis>(F);
   AAResults &AA = FAM.getResult<AAManager>(F);
   DependenceInfo DI(&F, &AA, &SE, &LI);
+  if (S.Embeddings) // F may have changed since it was last embedded
+    S.Embeddings->invalidate(F);
   LoopAccessInfoManager &LAIs = FAM.getResult<LoopAccessAnalysis>(F);
   const std::string Module = F.getParent()->getModuleIdentifier();
 
@@ -936,7 +967,7 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
       SavedScopes.clear();
     };
     LoopPlan Plan;
-    Reason = planLoop(*L, LI, DT, SE, DI, Plan);
+    Reason = planLoop(*L, LI, DT, SE, DI, S.Embeddings.get(), Plan);
     if (!Reason.empty()) {
       Result = "declined";
     } else {
@@ -997,6 +1028,8 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
             Versioning->annotateLoopWithNoAlias();
           }
           distribute(Plan, *P, LI, DT, SE);
+          if (S.Embeddings)
+            S.Embeddings->invalidate(F);
           Changed = true;
           Result = "distributed";
         } else {
