@@ -19,6 +19,12 @@ decisions made), in order.
 
 Result: ``{"key", "ir": {kernel: Ir}, "out": {kernel: checksums},
 "compile_cpu": seconds of the kernel compile, "loops": [...]}``.
+
+A *compile-time* task (:func:`compile_time_task`) compiles the source
+``repeat`` times, alternating plain ``-O3`` and the plugin's policy, and
+returns both lists of compiler CPU seconds (``{"O3": [...], "plugin":
+[...]}``; user + system of the compiler, from
+:func:`mlbridge.toolchain.compile`).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from pathlib import Path
 from ...corpus import loops as corpus
 from ...toolchain import compile, toolchain
 
-__all__ = ["PROBLEM", "measure_task", "run_task"]
+__all__ = ["PROBLEM", "measure_task", "compile_time_task", "run_task"]
 
 #: The registry name that routes these tasks to :func:`run_task`.
 PROBLEM = "loop-distribution"
@@ -45,6 +51,34 @@ def measure_task(source_text, name, kernels, *, flags=("-O3",), policy=None, rec
             "key": key or name, "timeout": float(timeout)}
 
 
+def compile_time_task(source_text, name, *, policy, plugin, repeat=3, flags=("-O3",),
+                      key=None, timeout=600.0):
+    """A task: compiler CPU seconds of ``source_text`` with and without the
+    plugin (``policy``), ``repeat`` times each, interleaved."""
+    return {"problem": PROBLEM, "kind": "compile_time", "source": source_text, "name": name,
+            "flags": list(flags), "policy": policy, "plugin": os.fspath(plugin),
+            "repeat": int(repeat), "key": key or name, "timeout": float(timeout)}
+
+
+def _compile_time(task, workdir):
+    from . import serve
+    src = workdir.file(task["source"].encode(), ".c")
+    obj = f"{src}.{os.getpid()}.o"
+    cmd = [toolchain().clang, *task["flags"], "-I", str(corpus.ROOT), "-c", src, "-o", obj]
+    times = {"O3": [], "plugin": []}
+    try:
+        for _ in range(task["repeat"]):
+            times["O3"].append(compile(cmd, measure_text=False,
+                                       timeout=task["timeout"]).cpu_seconds)
+            res, _ = serve.compile_with_plugin(cmd, task["policy"], plugin=task["plugin"],
+                                               timeout=task["timeout"], record=False)
+            times["plugin"].append(res.cpu_seconds)
+    finally:
+        if os.path.exists(obj):
+            os.unlink(obj)
+    return {"key": task["key"], **times}
+
+
 def _driver(workdir, flags, timeout):
     """The driver object for ``flags`` (built once per worker)."""
     obj = os.path.join(workdir.path, "driver-" + "_".join(f.strip("-") for f in flags) + ".o")
@@ -58,6 +92,8 @@ def _driver(workdir, flags, timeout):
 def run_task(task, workdir):
     """Runs one task in a worker's :class:`~mlbridge.train.cluster.Workdir`."""
     from . import serve
+    if task["kind"] == "compile_time":
+        return _compile_time(task, workdir)
     flags, timeout = task["flags"], task["timeout"]
     src = Path(workdir.file(task["source"].encode(), ".c"))
     stem = src.with_suffix("")

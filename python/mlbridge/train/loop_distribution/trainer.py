@@ -48,7 +48,7 @@ from .partitions import enumerate_partitions, format_partition, parse
 from .policy import GraphPolicy, fit
 from .task import measure_task
 
-__all__ = ["Measurer", "geomean", "train", "family_sources"]
+__all__ = ["Measurer", "geomean", "train", "family_sources", "write_json"]
 
 _log = logging.getLogger("mlbridge.train")
 
@@ -232,6 +232,13 @@ def plain_o3(meas, ks, flags=("-O3",)):
     return out
 
 
+def write_json(path, obj):
+    def write(tmp):
+        with open(tmp, "w") as f:
+            f.write(json.dumps(obj, indent=1) + "\n")
+    write_atomically(path, write)
+
+
 def _curve(path, rows):
     import matplotlib
     matplotlib.use("Agg")
@@ -343,10 +350,9 @@ def train(train_kernels, validation_kernels, out_dir, *, plugin, workers=2, addr
         chosen.save(results.path("policy.json"))
         chosen.to_onnx(results.path("policy.onnx"))
         _, _, rows = oracle.labelled()
-        write_atomically(results.path("oracle.json"), lambda tmp: open(tmp, "w").write(
-            json.dumps({"labels": rows, "measured": {f"{k}#{li}={t}": v for (k, li, t), v
-                                                     in sorted(oracle.measured.items())}},
-                       indent=1)))
+        write_json(results.path("oracle.json"),
+                   {"labels": rows, "measured": {f"{k}#{li}={t}": v for (k, li, t), v
+                                                 in sorted(oracle.measured.items())}})
         summary = {"stage": "done", "selected_iteration": it, "new_loop_bias": chosen.new_loop_bias,
                    "validation_geomean": round(total, 4),
                    "validation": {k: {"ir": v, "O3": val_o3[k][0]} for k, v in irs.items()},
