@@ -1,0 +1,1005 @@
+//===- LoopDistributionPlugin.cpp - Model-chosen loop distribution --------===//
+//
+// An LLVM pass plugin (MLBridgeLoopDistribution.so) with one function pass,
+// `mlbridge-loop-distribution`, that runs at VectorizerStart (just before
+// LLVM's loop-distribute and loop-vectorize, at -O1..-O3/-Os/-Oz) and lets a
+// model choose the ordered partition of every innermost loop it handles:
+//
+//   loop -> units (one slice per store and per value used after the loop)
+//        -> memory dependences from LLVM's DDG (DataDependenceGraph, with
+//           pi-blocks for dependence cycles) between units
+//        -> nodes: units joined by memory pi-blocks and dependence cycles
+//           (Partition.h), an acyclic graph of at most 16 nodes
+//        -> the model walks it (Protocol.h): "select" picks the next node
+//           among those whose predecessors are placed, "merge" puts it into
+//           the current loop or starts a new one
+//        -> the ordered partition is validated (Partition.h) and the loop is
+//           distributed: one copy per part (cloneLoopWithPreheader), each
+//           keeping its nodes' slices and the loop control.
+//
+// Loops handled (anything else is left alone, with the reason in the log
+// and, with -mlbridge-ld-verbose, a remark): innermost; loop-simplify form
+// (preheader, one latch, dedicated exits) and LCSSA; one exit block, left
+// from the latch (rotated); a backedge-taken count ScalarEvolution can
+// compute; no instruction with side effects other than simple stores (no
+// volatile or atomic accesses, no calls that touch memory or may not
+// return); loop control (the branches and what they compute from) that
+// reads no memory the loop writes; at most MaxInstructions instructions and
+// MaxUnits units, and 2..16 nodes.
+//
+// Why this is correct: a copy recomputes everything its slices need
+// (loads included) and runs all its iterations before the next copy starts.
+// A load sees the same memory as before exactly when every store it
+// depends on is in its copy or an earlier one and every store that must
+// come after it is in its copy or a later one: the unit edges say so for
+// each dependence DependenceAnalysis reports (for a duplicated load, for
+// every unit that holds it), and validatePartition() checks them. A
+// dependence the analysis cannot order joins its accesses into one
+// pi-block, so one node. Memory the analysis cannot separate (pointers that
+// may alias) therefore never ends up in two copies.
+//
+// The model: any runner (-mlbridge-ld-runner; RunnerSettings.h). With no
+// runner option, the model compiled into the plugin when the build has
+// one, else the built-in policy (BuiltinPolicyRunner below), which answers
+// through the same protocol and code path. A model that fails or answers
+// an illegal action: a warning, and the loop is left as it is.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Partition.h"
+#include "Protocol.h"
+
+#include "LLVMCompat.h"
+#include "PluginSupport.h"
+
+#include "mlbridge/model_runner.h"
+#include "mlbridge/rl.h"
+
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Analysis/AliasAnalysis.h"
+#include "llvm/Analysis/DDG.h"
+#include "llvm/Analysis/DependenceAnalysis.h"
+#include "llvm/Analysis/IVDescriptors.h"
+#include "llvm/Analysis/LoopInfo.h"
+#include "llvm/Analysis/LoopIterator.h"
+#include "llvm/Analysis/ScalarEvolution.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/Dominators.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
+#include "llvm/IR/Metadata.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/PassManager.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/ValueMapper.h"
+
+#if MLBRIDGE_INTEGRATION_HAVE_COMPILED && MLBRIDGE_LOOPDIST_HAVE_MODEL
+#include "LoopDistributionPolicy.h" // from models/plugins/loop_distribution_policy.onnx
+#endif
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace llvm;
+namespace mlb = mlbridge;
+namespace mlp = mlbridge::plugins;
+namespace ld = mlbridge::loopdist;
+
+namespace {
+
+constexpr const char *Prefix = "mlbridge-loop-distribution";
+constexpr size_t MaxInstructions = 400;
+constexpr size_t MaxUnits = 48;
+constexpr size_t MaxMemoryAccesses = 64;
+
+// ---- options -------------------------------------------------------------------
+
+cl::OptionCategory Category("MLBridge loop-distribution plugin");
+
+/// -mlbridge-ld-{runner,model,channel,server,format,timeout-ms}
+/// (integrations/common/RunnerSettings.h). Runner 'default' is the
+/// built-in policy.
+const mlp::RunnerOptions RunnerOpts("mlbridge-ld", "MLBRIDGE_LD_", Category);
+cl::opt<std::string> PartitionOpt(
+    "mlbridge-ld-partition", cl::cat(Category),
+    cl::desc("Apply these ordered partitions instead of asking a model: "
+             "';'-separated entries '<function>:<loop>=<partition>' or "
+             "'*=<partition>' (every loop), e.g. 'kern:0=0,2|1'; <loop> counts "
+             "the function's innermost loops in preorder from 0. Invalid "
+             "partitions are reported and the loop is left alone. Env: "
+             "MLBRIDGE_LD_PARTITION"));
+cl::opt<std::string> LogOpt(
+    "mlbridge-ld-log", cl::cat(Category),
+    cl::desc("Append one JSON line per innermost loop (nodes, partition, "
+             "result) to this file. Env: MLBRIDGE_LD_LOG"));
+cl::opt<bool> VerboseOpt(
+    "mlbridge-ld-verbose", cl::cat(Category), cl::init(false),
+    cl::desc("Report the runner and each loop's outcome as remarks. Env: "
+             "MLBRIDGE_LD_VERBOSE"));
+
+// ---- the built-in policy -----------------------------------------------------------
+
+/// The policy used when no model is given or compiled in, answering through
+/// the protocol like any model (it reads only the features): LLVM-like, it
+/// separates nodes that carry a dependence cycle blocking vectorization
+/// (node_features "cyclic") from the others, so that the others can be
+/// vectorized. It distributes a loop only if it has both kinds; then it
+/// keeps placing nodes of the current loop's kind while any is eligible
+/// (lowest index first) and starts a new loop when the kind changes.
+class BuiltinPolicyRunner final : public mlb::ModelRunner {
+public:
+  static mlb::Expected<std::unique_ptr<mlb::ModelRunner>>
+  create(std::vector<mlb::TensorSpec> Features, mlb::TensorSpec Advice) {
+    auto R = created(std::unique_ptr<BuiltinPolicyRunner>(new BuiltinPolicyRunner(
+        std::move(Features), std::move(Advice), CreateTag())));
+    if (!R)
+      return R.takeStatus();
+    return std::unique_ptr<mlb::ModelRunner>(std::move(*R));
+  }
+
+private:
+  BuiltinPolicyRunner(std::vector<mlb::TensorSpec> Features,
+                      mlb::TensorSpec Advice, CreateTag)
+      : ModelRunner(std::move(Features), std::move(Advice), mlb::RunnerOptions()) {}
+
+  mlb::Status doEvaluate(const std::vector<const mlb::TensorValue *> &F, bool,
+                         const mlb::TensorSpec &Spec,
+                         mlb::TensorValue &Out) override {
+    if (F.size() < ld::NumFeatures)
+      return mlb::Status(mlb::ErrorCode::Internal, "built-in policy: features missing");
+    const float *Nodes = F[ld::FNodeFeatures]->dataAs<float>();
+    const float *Eligible = F[ld::FEligible]->dataAs<float>();
+    const float *Current = F[ld::FCurrent]->dataAs<float>();
+    const float *Candidate = F[ld::FCandidate]->dataAs<float>();
+    const float *Loop = F[ld::FLoopFeatures]->dataAs<float>();
+    const int64_t *Agent = F[ld::FAgent]->dataAs<int64_t>();
+    if (!Nodes || !Eligible || !Current || !Candidate || !Loop || !Agent)
+      return mlb::Status(mlb::ErrorCode::Internal, "built-in policy: feature types");
+    auto Cyclic = [&](int64_t N) {
+      return Nodes[N * ld::NumNodeFeatures + ld::NFCyclic] > 0.5f;
+    };
+    const bool Mixed = Loop[ld::LFCyclicNodes] > 0.5f &&
+                       Loop[ld::LFCyclicNodes] < Loop[ld::LFNodes] - 0.5f;
+    int CurrentKind = -1; // -1: no current loop; else 1 cyclic, 0 not
+    for (int64_t N = 0; N < ld::MaxNodes; ++N)
+      if (Current[N] > 0.5f)
+        CurrentKind = std::max(CurrentKind, Cyclic(N) ? 1 : 0);
+    Out = mlb::TensorValue(Spec);
+    float *Scores = Out.dataAs<float>();
+    if (!Scores || Out.elementCount() < static_cast<size_t>(ld::MaxNodes))
+      return mlb::Status(mlb::ErrorCode::Internal, "built-in policy: advice type");
+    std::fill(Scores, Scores + ld::MaxNodes, 0.0f);
+    if (*Agent == ld::MergeAgent) {
+      int64_t C = 0;
+      while (C < ld::MaxNodes && Candidate[C] < 0.5f)
+        ++C;
+      const bool Split = Mixed && C < ld::MaxNodes && CurrentKind >= 0 &&
+                         (Cyclic(C) ? 1 : 0) != CurrentKind;
+      Scores[Split ? ld::StartNewLoop : ld::MergeIntoCurrent] = 1.0f;
+      return mlb::Status::ok();
+    }
+    // select: prefer the current loop's kind, then the lowest index.
+    for (int64_t N = 0; N < ld::MaxNodes; ++N)
+      if (Eligible[N] > 0.5f)
+        Scores[N] = 1.0f - static_cast<float>(N) / 64.0f +
+                    ((Mixed && CurrentKind >= 0 &&
+                      (Cyclic(N) ? 1 : 0) == CurrentKind)
+                         ? 1.0f
+                         : 0.0f);
+    return mlb::Status::ok();
+  }
+};
+
+std::vector<mlb::TensorSpec> protocolFeatureSpecs() {
+  const int64_t N = ld::MaxNodes;
+  return {mlb::TensorSpec::create<float>(ld::FeatureNames[ld::FNodeFeatures],
+                                         {N, static_cast<int64_t>(ld::NumNodeFeatures)}),
+          mlb::TensorSpec::create<float>(ld::FeatureNames[ld::FAdjacency], {N, N}),
+          mlb::TensorSpec::create<float>(ld::FeatureNames[ld::FEligible], {N}),
+          mlb::TensorSpec::create<float>(ld::FeatureNames[ld::FPlaced], {N}),
+          mlb::TensorSpec::create<float>(ld::FeatureNames[ld::FCurrent], {N}),
+          mlb::TensorSpec::create<float>(ld::FeatureNames[ld::FCandidate], {N}),
+          mlb::TensorSpec::create<float>(ld::FeatureNames[ld::FLoopFeatures],
+                                         {static_cast<int64_t>(ld::NumLoopFeatures)}),
+          mlb::TensorSpec::create<int64_t>(ld::FeatureNames[ld::FAgent], {1}),
+          mlb::TensorSpec::create<int64_t>(ld::FeatureNames[ld::FLoopId], {1}),
+          mlb::TensorSpec::create<int64_t>(ld::FeatureNames[ld::FStep], {1})};
+}
+
+mlb::TensorSpec protocolAdviceSpec() {
+  return mlb::TensorSpec::create<float>(ld::AdviceName, {ld::MaxNodes});
+}
+
+// ---- the loop's units, nodes and features --------------------------------------------
+
+/// A loop prepared for distribution: its units (slices), the unit graph and
+/// the nodes, the features the model sees.
+struct LoopPlan {
+  Loop *L = nullptr;
+  /// The loop control: every branch and what it computes from inside the
+  /// loop. Every copy keeps it.
+  SmallPtrSet<Instruction *, 16> Control;
+  /// The last instruction of each unit (a store or a live-out value).
+  std::vector<Instruction *> Anchors;
+  std::vector<SmallPtrSet<Instruction *, 32>> Slices;
+  ld::UnitGraph Units;
+  ld::NodeGraph Nodes;
+  std::vector<std::array<float, ld::NumNodeFeatures>> NodeFeatures;
+  std::array<float, ld::NumLoopFeatures> LoopFeatures{};
+};
+
+bool isPureCall(const Instruction &I) {
+  const auto *CB = dyn_cast<CallBase>(&I);
+  return CB && !CB->mayReadOrWriteMemory() && CB->willReturn() &&
+         !CB->mayHaveSideEffects() && !CB->isConvergent();
+}
+
+/// Why L is not handled, or "" (then Plan is filled).
+std::string planLoop(Loop &L, LoopInfo &LI, DominatorTree &DT,
+                     ScalarEvolution &SE, DependenceInfo &DI, LoopPlan &Plan) {
+  if (!L.isInnermost())
+    return "not innermost";
+  if (!L.isLoopSimplifyForm())
+    return "not in loop-simplify form";
+  if (!L.getExitBlock() || L.getExitingBlock() != L.getLoopLatch())
+    return "more than one exit, or the exit is not at the latch";
+  if (!L.isLCSSAForm(DT))
+    return "not in LCSSA form";
+  if (isa<SCEVCouldNotCompute>(SE.getBackedgeTakenCount(&L)))
+    return "backedge-taken count not computable";
+
+  Plan.L = &L;
+  LoopBlocksRPO RPO(&L);
+  RPO.perform(&LI);
+  std::vector<Instruction *> Order; // program order
+  DenseMap<Instruction *, size_t> Ordinal;
+  size_t Memory = 0;
+  for (BasicBlock *BB : RPO)
+    for (Instruction &I : *BB) {
+      Ordinal[&I] = Order.size();
+      Order.push_back(&I);
+      if (Order.size() > MaxInstructions)
+        return "more than " + std::to_string(MaxInstructions) + " instructions";
+      if (isa<DbgInfoIntrinsic>(I))
+        continue;
+      if (auto *S = dyn_cast<StoreInst>(&I)) {
+        if (!S->isSimple())
+          return "a volatile or atomic store";
+        ++Memory;
+      } else if (auto *Ld = dyn_cast<LoadInst>(&I)) {
+        if (!Ld->isSimple())
+          return "a volatile or atomic load";
+        ++Memory;
+      } else if (isa<CallBase>(I)) {
+        if (!isPureCall(I))
+          return "a call that may touch memory or have side effects";
+      } else if (I.mayReadOrWriteMemory() || I.mayHaveSideEffects() ||
+                 isa<AllocaInst>(I) || I.getType()->isTokenTy()) {
+        return std::string("an instruction that cannot be duplicated (") +
+               I.getOpcodeName() + ")";
+      }
+    }
+  if (Memory > MaxMemoryAccesses)
+    return "more than " + std::to_string(MaxMemoryAccesses) + " memory accesses";
+
+  // The loop control: the branches and, transitively, their operands.
+  SmallVector<Instruction *, 16> Work;
+  for (BasicBlock *BB : L.blocks())
+    Work.push_back(BB->getTerminator());
+  while (!Work.empty()) {
+    Instruction *I = Work.pop_back_val();
+    if (!Plan.Control.insert(I).second)
+      continue;
+    for (Value *Op : I->operands())
+      if (auto *OI = dyn_cast<Instruction>(Op))
+        if (L.contains(OI))
+          Work.push_back(OI);
+  }
+
+  // Units: stores and values used after the loop, outside the control.
+  for (Instruction *I : Order) {
+    if (Plan.Control.count(I))
+      continue;
+    const bool LiveOut = any_of(I->users(), [&](User *U) {
+      return !L.contains(cast<Instruction>(U));
+    });
+    if (isa<StoreInst>(I) || LiveOut)
+      Plan.Anchors.push_back(I);
+  }
+  if (Plan.Anchors.size() > MaxUnits)
+    return "more than " + std::to_string(MaxUnits) + " stores and live-out values";
+  DenseMap<Instruction *, SmallVector<unsigned, 4>> UnitsOf;
+  for (Instruction *A : Plan.Anchors) {
+    const unsigned U = static_cast<unsigned>(Plan.Slices.size());
+    Plan.Slices.emplace_back();
+    auto &Slice = Plan.Slices.back();
+    Work.push_back(A);
+    while (!Work.empty()) {
+      Instruction *I = Work.pop_back_val();
+      if (Plan.Control.count(I) || !Slice.insert(I).second)
+        continue;
+      UnitsOf[I].push_back(U);
+      for (Value *Op : I->operands())
+        if (auto *OI = dyn_cast<Instruction>(Op))
+          if (L.contains(OI))
+            Work.push_back(OI);
+    }
+  }
+  Plan.Units.Units = Plan.Anchors.size();
+
+  // Memory dependences and pi-blocks from LLVM's DDG.
+  DataDependenceGraph DDG(L, LI, DI);
+  auto MemoryOf = [](const DDGNode &N) {
+    SmallVector<Instruction *, 8> Is;
+    N.collectInstructions(
+        [](Instruction *I) { return I->mayReadOrWriteMemory(); }, Is);
+    return Is;
+  };
+  std::set<std::pair<size_t, size_t>> Edges;
+  for (DDGNode *N : DDG) {
+    if (isa<RootDDGNode>(N))
+      continue;
+    if (auto *Pi = dyn_cast<PiBlockDDGNode>(N)) {
+      SmallVector<Instruction *, 8> All;
+      Pi->collectInstructions([](Instruction *) { return true; }, All);
+      if (MemoryOf(*Pi).empty())
+        continue; // a register recurrence: duplicated whole where needed
+      std::vector<size_t> Group;
+      for (Instruction *I : All) {
+        if (Plan.Control.count(I))
+          return "loop control takes part in a memory dependence cycle";
+        for (unsigned U : UnitsOf.lookup(I))
+          Group.push_back(U);
+      }
+      std::sort(Group.begin(), Group.end());
+      Group.erase(std::unique(Group.begin(), Group.end()), Group.end());
+      if (!Group.empty())
+        Plan.Units.PiBlocks.push_back(std::move(Group));
+    }
+    for (DDGEdge *E : N->getEdges()) {
+      if (!E->isMemoryDependence())
+        continue;
+      for (Instruction *From : MemoryOf(*N))
+        for (Instruction *To : MemoryOf(E->getTargetNode())) {
+          if (Plan.Control.count(From) || Plan.Control.count(To))
+            return "loop control reads memory the loop writes";
+          for (unsigned A : UnitsOf.lookup(From))
+            for (unsigned B : UnitsOf.lookup(To))
+              if (A != B)
+                Edges.insert({A, B});
+        }
+    }
+  }
+  Plan.Units.Edges.assign(Edges.begin(), Edges.end());
+  Plan.Nodes = ld::collapse(Plan.Units);
+  const size_t NN = Plan.Nodes.size();
+  if (NN > static_cast<size_t>(ld::MaxNodes))
+    return std::to_string(NN) + " nodes (at most " +
+           std::to_string(ld::MaxNodes) + ")";
+
+  // Node features.
+  std::vector<SmallPtrSet<Instruction *, 32>> NodeInsts(NN);
+  for (size_t U = 0; U < Plan.Slices.size(); ++U)
+    NodeInsts[Plan.Nodes.NodeOfUnit[U]].insert(Plan.Slices[U].begin(),
+                                               Plan.Slices[U].end());
+  Plan.NodeFeatures.assign(NN, {});
+  DenseMap<Instruction *, SmallVector<unsigned, 4>> NodesOf;
+  for (size_t N = 0; N < NN; ++N)
+    for (Instruction *I : NodeInsts[N])
+      NodesOf[I].push_back(static_cast<unsigned>(N));
+  size_t CyclicNodes = 0, EdgeCount = 0;
+  for (size_t N = 0; N < NN; ++N) {
+    auto &F = Plan.NodeFeatures[N];
+    for (Instruction *I : NodeInsts[N]) {
+      F[ld::NFInstructions] += 1;
+      if (NodesOf[I].size() > 1)
+        F[ld::NFShared] += 1;
+      if (isa<LoadInst>(I))
+        F[ld::NFLoads] += 1;
+      else if (isa<StoreInst>(I))
+        F[ld::NFStores] += 1;
+      else if (isa<BinaryOperator>(I))
+        F[I->getType()->isFPOrFPVectorTy() ? ld::NFFPArith : ld::NFIntArith] += 1;
+      else if (isa<UnaryOperator>(I))
+        F[ld::NFFPArith] += 1;
+      else if (isa<CastInst>(I))
+        F[ld::NFCasts] += 1;
+      else if (isa<CmpInst>(I) || isa<SelectInst>(I))
+        F[ld::NFCompareSelect] += 1;
+      else if (isa<GetElementPtrInst>(I))
+        F[ld::NFGEPs] += 1;
+      else if (isa<CallBase>(I))
+        F[ld::NFPureCalls] += 1;
+      if (auto *Phi = dyn_cast<PHINode>(I)) {
+        F[ld::NFPhis] += 1;
+        if (Phi->getParent() == L.getHeader()) {
+          RecurrenceDescriptor RD;
+          InductionDescriptor ID;
+          if (RecurrenceDescriptor::isReductionPHI(Phi, &L, RD, nullptr, nullptr,
+                                                   &DT, &SE))
+            F[ld::NFReductions] += 1;
+          else if (!InductionDescriptor::isInductionPHI(Phi, &L, &SE, ID) &&
+                   !RecurrenceDescriptor::isFixedOrderRecurrence(Phi, &L, &DT))
+            F[ld::NFCyclic] = 1;
+        }
+      }
+    }
+    F[ld::NFPiBlock] = Plan.Nodes.Collapsed[N] ? 1 : 0;
+    F[ld::NFUnits] = static_cast<float>(Plan.Nodes.Members[N].size());
+    for (size_t U : Plan.Nodes.Members[N])
+      if (!isa<StoreInst>(Plan.Anchors[U]))
+        F[ld::NFLiveOut] = 1;
+    for (size_t M = 0; M < NN; ++M) {
+      F[ld::NFInDegree] += Plan.Nodes.Before[M][N] ? 1 : 0;
+      F[ld::NFOutDegree] += Plan.Nodes.Before[N][M] ? 1 : 0;
+      EdgeCount += Plan.Nodes.Before[N][M] ? 1 : 0;
+    }
+  }
+  // Dependence distances (DependenceAnalysis, the analysis the DDG is made
+  // of): between accesses of one node, a backward or unknown loop-carried
+  // dependence blocks vectorization.
+  std::vector<Instruction *> Accesses;
+  for (Instruction *I : Order)
+    if ((isa<LoadInst>(I) || isa<StoreInst>(I)) && NodesOf.count(I))
+      Accesses.push_back(I);
+  const unsigned Level = L.getLoopDepth();
+  for (size_t A = 0; A < Accesses.size(); ++A)
+    for (size_t B = A; B < Accesses.size(); ++B) {
+      Instruction *Src = Accesses[A], *Dst = Accesses[B];
+      if (!Src->mayWriteToMemory() && !Dst->mayWriteToMemory())
+        continue;
+      std::unique_ptr<Dependence> D = DI.depends(Src, Dst, true);
+      if (!D || D->isInput())
+        continue;
+      bool Carried = D->isConfused(), Backward = D->isConfused();
+      std::optional<uint64_t> Distance;
+      if (!D->isConfused() && Level <= D->getLevels()) {
+        const unsigned Dir = D->getDirection(Level);
+        Carried = Dir != Dependence::DVEntry::EQ;
+        Backward = (Dir & Dependence::DVEntry::GT) != 0;
+        if (const auto *C = dyn_cast_or_null<SCEVConstant>(D->getDistance(Level)))
+          Distance = C->getAPInt().abs().getLimitedValue();
+      }
+      if (!Carried)
+        continue;
+      for (unsigned N : NodesOf[Src])
+        for (unsigned M : NodesOf[Dst]) {
+          for (unsigned K : {N, M}) {
+            auto &F = Plan.NodeFeatures[K];
+            if (Distance && *Distance > 0) {
+              const float Dv = static_cast<float>(*Distance);
+              if (F[ld::NFMinDistance] == 0 || Dv < F[ld::NFMinDistance])
+                F[ld::NFMinDistance] = Dv;
+            } else if (!Distance) {
+              F[ld::NFUnknownDistance] += 1;
+            }
+          }
+          if (N == M && (Backward || !Distance))
+            Plan.NodeFeatures[N][ld::NFCyclic] = 1;
+        }
+    }
+  for (const auto &F : Plan.NodeFeatures)
+    CyclicNodes += F[ld::NFCyclic] > 0 ? 1 : 0;
+
+  auto &LF = Plan.LoopFeatures;
+  LF[ld::LFNodes] = static_cast<float>(NN);
+  LF[ld::LFInstructions] = static_cast<float>(Order.size());
+  LF[ld::LFBlocks] = static_cast<float>(L.getNumBlocks());
+  LF[ld::LFTripCount] = static_cast<float>(SE.getSmallConstantTripCount(&L));
+  LF[ld::LFDepth] = static_cast<float>(L.getLoopDepth());
+  LF[ld::LFMemory] = static_cast<float>(Memory);
+  LF[ld::LFCyclicNodes] = static_cast<float>(CyclicNodes);
+  LF[ld::LFEdges] = static_cast<float>(EdgeCount);
+  return "";
+}
+
+// ---- the decision episode of one loop ------------------------------------------------
+
+/// The model's walk over one loop's nodes (Protocol.h).
+class PartitionEnv final : public mlb::rl::Environment {
+public:
+  PartitionEnv(const LoopPlan &Plan, const mlp::FeatureBinding &Binding,
+               int64_t LoopId)
+      : Plan(Plan), Binding(Binding), LoopId(LoopId),
+        N(static_cast<int64_t>(Plan.Nodes.size())) {}
+
+  mlb::Status reset() override {
+    Placed.assign(N, false);
+    Partition.clear();
+    Candidate = -1;
+    Asked = 0;
+    Phase = ld::SelectAgent;
+    advance();
+    return mlb::Status::ok();
+  }
+
+  mlb::Status observe(mlb::ModelRunner &Runner) override {
+    std::vector<float> Nodes(ld::MaxNodes * ld::NumNodeFeatures, 0.0f);
+    std::vector<float> Adj(ld::MaxNodes * ld::MaxNodes, 0.0f);
+    std::vector<float> PlacedV(ld::MaxNodes, 0.0f), CurrentV(ld::MaxNodes, 0.0f),
+        CandidateV(ld::MaxNodes, 0.0f);
+    for (int64_t I = 0; I < N; ++I) {
+      std::copy(Plan.NodeFeatures[I].begin(), Plan.NodeFeatures[I].end(),
+                Nodes.begin() + I * ld::NumNodeFeatures);
+      for (int64_t J = 0; J < N; ++J)
+        Adj[I * ld::MaxNodes + J] = Plan.Nodes.Before[I][J] ? 1.0f : 0.0f;
+      PlacedV[I] = Placed[I] ? 1.0f : 0.0f;
+    }
+    if (!Partition.empty())
+      for (size_t Node : Partition.back())
+        CurrentV[Node] = 1.0f;
+    if (Phase == ld::MergeAgent && Candidate >= 0)
+      CandidateV[Candidate] = 1.0f;
+    const std::vector<float> Mask = mask();
+    const int64_t Agent = Phase, Step = Asked;
+    Binding.write(Runner, ld::FNodeFeatures, Nodes.data());
+    Binding.write(Runner, ld::FAdjacency, Adj.data());
+    Binding.write(Runner, ld::FEligible, Mask.data());
+    Binding.write(Runner, ld::FPlaced, PlacedV.data());
+    Binding.write(Runner, ld::FCurrent, CurrentV.data());
+    Binding.write(Runner, ld::FCandidate, CandidateV.data());
+    Binding.write(Runner, ld::FLoopFeatures, Plan.LoopFeatures.data());
+    Binding.write(Runner, ld::FAgent, &Agent);
+    Binding.write(Runner, ld::FLoopId, &LoopId);
+    Binding.write(Runner, ld::FStep, &Step);
+    return mlb::Status::ok();
+  }
+
+  mlb::Status step(const mlb::rl::Action &A) override {
+    const std::vector<float> Mask = mask();
+    if (A.Index < 0 || A.Index >= ld::MaxNodes || Mask[A.Index] < 0.5f) {
+      std::string Legal;
+      for (int64_t I = 0; I < ld::MaxNodes; ++I)
+        if (Mask[I] > 0.5f)
+          Legal += (Legal.empty() ? "" : ", ") + std::to_string(I);
+      return mlb::Status(mlb::ErrorCode::InvalidArgument,
+                         std::string("the ") + ld::AgentNames[Phase] +
+                             " agent chose " + std::to_string(A.Index) +
+                             ", which is not legal here (legal: " + Legal + ")");
+    }
+    ++Asked;
+    apply(A.Index);
+    advance();
+    return mlb::Status::ok();
+  }
+
+  /// The legal actions of the agent about to act.
+  std::vector<float> mask() const {
+    std::vector<float> M(ld::MaxNodes, 0.0f);
+    if (Phase == ld::MergeAgent) {
+      M[ld::MergeIntoCurrent] = Partition.empty() ? 0.0f : 1.0f;
+      M[ld::StartNewLoop] = 1.0f;
+      return M;
+    }
+    for (int64_t I = 0; I < N; ++I)
+      if (!Placed[I]) {
+        bool Ready = true;
+        for (int64_t J = 0; J < N && Ready; ++J)
+          Ready = !Plan.Nodes.Before[J][I] || Placed[J];
+        M[I] = Ready ? 1.0f : 0.0f;
+      }
+    return M;
+  }
+
+  const ld::OrderedPartition &partition() const { return Partition; }
+  int64_t asked() const { return Asked; }
+
+private:
+  void apply(int64_t Action) {
+    if (Phase == ld::SelectAgent) {
+      Candidate = Action;
+      Phase = ld::MergeAgent;
+      return;
+    }
+    if (Action == ld::StartNewLoop || Partition.empty())
+      Partition.emplace_back();
+    Partition.back().push_back(static_cast<size_t>(Candidate));
+    Placed[Candidate] = true;
+    Candidate = -1;
+    Phase = ld::SelectAgent;
+  }
+
+  /// Takes the decisions that have one legal action; ends the episode when
+  /// every node is placed, else names the agent to ask.
+  void advance() {
+    for (;;) {
+      if (std::all_of(Placed.begin(), Placed.end(), [](bool B) { return B; })) {
+        setDone();
+        return;
+      }
+      const std::vector<float> M = mask();
+      int64_t Legal = 0, Only = -1;
+      for (int64_t I = 0; I < ld::MaxNodes; ++I)
+        if (M[I] > 0.5f) {
+          ++Legal;
+          Only = I;
+        }
+      if (Legal != 1) {
+        setNextAgent(ld::AgentNames[Phase]);
+        return;
+      }
+      apply(Only);
+    }
+  }
+
+  const LoopPlan &Plan;
+  const mlp::FeatureBinding &Binding;
+  int64_t LoopId;
+  int64_t N;
+  std::vector<bool> Placed;
+  ld::OrderedPartition Partition;
+  int64_t Candidate = -1;
+  int64_t Asked = 0;
+  int64_t Phase = ld::SelectAgent;
+};
+
+/// The agents' rule over the model's scores: the argmax over the legal
+/// actions only (an illegal choice is impossible, whatever the model says).
+mlb::rl::Policy maskedArgmax(const PartitionEnv &Env) {
+  return [&Env](const mlb::TensorValue &Out) -> mlb::Expected<int64_t> {
+    const float *S = Out.dataAs<float>();
+    if (!S || Out.elementCount() < static_cast<size_t>(ld::MaxNodes))
+      return mlb::Status(mlb::ErrorCode::TypeMismatch,
+                         "the model's scores are not float32 [16]");
+    const std::vector<float> M = Env.mask();
+    int64_t Best = -1;
+    for (int64_t I = 0; I < ld::MaxNodes; ++I) {
+      if (std::isnan(S[I]))
+        return mlb::Status(mlb::ErrorCode::InvalidArgument,
+                           "the model's scores contain NaN");
+      if (M[I] > 0.5f && (Best < 0 || S[I] > S[Best]))
+        Best = I;
+    }
+    if (Best < 0)
+      return mlb::Status(mlb::ErrorCode::Internal, "no legal action");
+    return Best;
+  };
+}
+
+// ---- the transformation ------------------------------------------------------------
+
+/// Distributes Plan's loop into P's loops, in order. P has at least two
+/// loops and is valid (validatePartition).
+void distribute(LoopPlan &Plan, const ld::OrderedPartition &P, LoopInfo &LI,
+                DominatorTree &DT, ScalarEvolution &SE) {
+  Loop *L = Plan.L;
+  LLVMContext &Ctx = L->getHeader()->getContext();
+  const size_t K = P.size();
+  std::vector<SmallPtrSet<Instruction *, 32>> Keep(K);
+  for (size_t Part = 0; Part < K; ++Part) {
+    Keep[Part].insert(Plan.Control.begin(), Plan.Control.end());
+    for (size_t Node : P[Part])
+      for (size_t U : Plan.Nodes.Members[Node])
+        Keep[Part].insert(Plan.Slices[U].begin(), Plan.Slices[U].end());
+  }
+  SE.forgetLoop(L);
+
+  // An empty preheader with one predecessor: the copies' preheaders are
+  // cloned from it and chained behind that predecessor.
+  BasicBlock *PH = L->getLoopPreheader();
+  if (!PH->getSinglePredecessor() || &*PH->begin() != PH->getTerminator())
+    SplitBlock(PH, PH->getTerminator(), &DT, &LI);
+  PH = L->getLoopPreheader();
+  BasicBlock *Pred = PH->getSinglePredecessor();
+  BasicBlock *Exit = L->getExitBlock();
+  BasicBlock *Latch = L->getLoopLatch();
+  MDNode *OrigID = L->getLoopID();
+
+  // Copies 0..K-2 before the original loop, which becomes part K-1.
+  std::vector<std::unique_ptr<ValueToValueMapTy>> Maps(K);
+  std::vector<Loop *> Loops(K, nullptr);
+  Loops[K - 1] = L;
+  BasicBlock *TopPH = PH;
+  for (size_t Part = K - 1; Part-- > 0;) {
+    Maps[Part] = std::make_unique<ValueToValueMapTy>();
+    SmallVector<BasicBlock *, 8> Blocks;
+    Loops[Part] = cloneLoopWithPreheader(TopPH, Pred, L, *Maps[Part],
+                                         ".ldist" + Twine(Part), &LI, &DT, Blocks);
+    (*Maps[Part])[Exit] = TopPH;
+    remapInstructionsInBlocks(Blocks, *Maps[Part]);
+    TopPH = Loops[Part]->getLoopPreheader();
+  }
+  Pred->getTerminator()->replaceUsesOfWith(PH, TopPH);
+  for (size_t Part = 0; Part + 1 < K; ++Part)
+    DT.changeImmediateDominator(Loops[Part + 1]->getLoopPreheader(),
+                                Loops[Part]->getExitingBlock());
+
+  // Values used after the loop computed by a copy: through a phi in the
+  // copy's exit (the next preheader) into the original exit's LCSSA phis.
+  for (size_t Part = 0; Part + 1 < K; ++Part)
+    for (size_t Node : P[Part])
+      for (size_t U : Plan.Nodes.Members[Node]) {
+        Instruction *A = Plan.Anchors[U];
+        SmallVector<Instruction *, 4> Outside;
+        for (User *Us : A->users())
+          if (!L->contains(cast<Instruction>(Us)))
+            Outside.push_back(cast<Instruction>(Us));
+        if (Outside.empty())
+          continue;
+        BasicBlock *Next = Loops[Part + 1]->getLoopPreheader();
+        PHINode *Phi = PHINode::Create(A->getType(), 1, A->getName() + ".ldist");
+        Phi->insertInto(Next, Next->begin());
+        Phi->addIncoming((*Maps[Part])[A],
+                         cast<BasicBlock>((*Maps[Part])[Latch]));
+        for (Instruction *Us : Outside)
+          Us->replaceUsesOfWith(A, Phi);
+      }
+
+  // Each loop keeps its slices and the control.
+  for (size_t Part = 0; Part < K; ++Part) {
+    SmallVector<Instruction *, 32> Unused;
+    for (BasicBlock *BB : L->blocks())
+      for (Instruction &I : *BB)
+        if (!Keep[Part].count(&I))
+          Unused.push_back(Maps[Part] ? cast<Instruction>((*Maps[Part])[&I]) : &I);
+    for (Instruction *I : reverse(Unused)) {
+      if (!I->use_empty())
+        I->replaceAllUsesWith(PoisonValue::get(I->getType()));
+      I->eraseFromParent();
+    }
+  }
+
+  // Loop metadata: each loop its own ID, with the original's hints
+  // (vectorize, unroll, ...) but not its distribute ones, and marked as
+  // distributed so that LLVM's loop-distribute leaves it alone.
+  MDNode *Done = MDNode::get(
+      Ctx, {MDString::get(Ctx, "llvm.loop.distribute.enable"),
+            ConstantAsMetadata::get(ConstantInt::getFalse(Ctx))});
+  for (Loop *Each : Loops)
+    Each->setLoopID(makePostTransformationMetadata(
+        Ctx, OrigID, {"llvm.loop.distribute."}, {Done}));
+}
+
+// ---- the pass ------------------------------------------------------------------------
+
+#if MLBRIDGE_INTEGRATION_HAVE_COMPILED && MLBRIDGE_LOOPDIST_HAVE_MODEL
+constexpr mlp::EmbeddedModelRef Embedded =
+    MLBRIDGE_EMBEDDED_MODEL(LoopDistributionPolicy);
+#else
+constexpr mlp::EmbeddedModelRef Embedded{};
+#endif
+
+/// What one process decides with: the runner (made on first use, kept for
+/// every function and module of the process: one channel), the fixed
+/// partitions of -mlbridge-ld-partition, the log.
+struct Session {
+  bool Initialized = false;
+  std::string Error; // the runner could not be made
+  std::string RunnerName;
+  std::optional<mlp::BoundRunner> Bound;
+  std::map<std::string, std::string> Fixed; // "<function>:<loop>" or "*"
+  std::string LogPath;
+  bool Verbose = false;
+  int64_t NextLoopId = 0;
+};
+
+Session &session(LLVMContext &Ctx) {
+  static Session S;
+  if (S.Initialized)
+    return S;
+  S.Initialized = true;
+  S.Verbose = mlp::boolSetting(VerboseOpt, "MLBRIDGE_LD_VERBOSE");
+  S.LogPath = mlp::stringSetting(LogOpt, "MLBRIDGE_LD_LOG");
+  const std::string Fixed = mlp::stringSetting(PartitionOpt, "MLBRIDGE_LD_PARTITION");
+  for (StringRef Rest = Fixed; !Rest.empty();) {
+    auto [Entry, Tail] = Rest.split(';');
+    Rest = Tail;
+    Entry = Entry.trim();
+    if (Entry.empty())
+      continue;
+    auto [Where, What] = Entry.split('=');
+    if (What.empty()) {
+      S.Error = "-mlbridge-ld-partition: '" + Entry.str() +
+                "' is not '<function>:<loop>=<partition>' or '*=<partition>'";
+      return S;
+    }
+    S.Fixed[Where.trim().str()] = What.trim().str();
+  }
+  if (!S.Fixed.empty()) {
+    S.RunnerName = "fixed";
+    return S;
+  }
+  mlb::Expected<mlp::RunnerSettings> C = RunnerOpts.read(Embedded.Name);
+  if (!C) {
+    S.Error = C.status().message();
+    return S;
+  }
+  const mlp::RunnerKind K = mlp::resolveRunnerKind(*C);
+  mlp::RunnerRequest Req;
+  Req.Features = protocolFeatureSpecs();
+  Req.Advice = protocolAdviceSpec();
+  Req.Diagnostics = mlp::llvmDiagnosticSink(Ctx, Prefix, S.Verbose);
+  Req.MakeEmbedded = Embedded.Make;
+  if (K == mlp::RunnerKind::Default) {
+    S.RunnerName = "builtin";
+    auto R = BuiltinPolicyRunner::create(Req.Features, Req.Advice);
+    if (!R) {
+      S.Error = R.status().message();
+      return S;
+    }
+    mlp::BoundRunner B;
+    B.Runner = std::move(*R);
+    if (mlb::Status St = B.Binding.bind(*B.Runner, Req.Features); !St.isOk()) {
+      S.Error = St.message();
+      return S;
+    }
+    S.Bound = std::move(B);
+  } else {
+    S.RunnerName = mlp::runnerKindName(K);
+    auto B = mlp::makeBoundRunner(K, *C, Req, "model", "loop distribution");
+    if (!B) {
+      S.Error = B.status().message();
+      return S;
+    }
+    S.Bound = std::move(*B);
+  }
+  if (S.Verbose)
+    mlp::diagnose(Ctx, Prefix, DS_Remark,
+                  S.RunnerName == "builtin"
+                      ? std::string("partitions chosen by the built-in policy")
+                      : mlp::runnerRemark(K, "partitions chosen"));
+  return S;
+}
+
+class LoopDistributionPass : public PassInfoMixin<LoopDistributionPass> {
+public:
+  PreservedAnalyses run(Function &F, FunctionAnalysisManager &FAM);
+};
+
+PreservedAnalyses LoopDistributionPass::run(Function &F,
+                                            FunctionAnalysisManager &FAM) {
+  LLVMContext &Ctx = F.getContext();
+  Session &S = session(Ctx);
+  LoopInfo &LI = FAM.getResult<LoopAnalysis>(F);
+  if (LI.empty())
+    return PreservedAnalyses::all();
+  if (!S.Error.empty()) {
+    static bool Reported = false; // once per process
+    if (!Reported)
+      mlp::diagnose(Ctx, Prefix, DS_Warning,
+                    S.Error + "; loops are left as they are");
+    Reported = true;
+    return PreservedAnalyses::all();
+  }
+  DominatorTree &DT = FAM.getResult<DominatorTreeAnalysis>(F);
+  ScalarEvolution &SE = FAM.getResult<ScalarEvolutionAnalysis>(F);
+  AAResults &AA = FAM.getResult<AAManager>(F);
+  DependenceInfo DI(&F, &AA, &SE, &LI);
+  const std::string Module = F.getParent()->getModuleIdentifier();
+
+  SmallVector<Loop *, 8> Innermost;
+  for (Loop *L : LI.getLoopsInPreorder())
+    if (L->isInnermost())
+      Innermost.push_back(L);
+  bool Changed = false;
+  for (size_t Index = 0; Index < Innermost.size(); ++Index) {
+    const std::string Where = F.getName().str() + ":" + std::to_string(Index);
+    int64_t Nodes = 0, Asked = 0, Fallbacks = 0, LoopId = -1;
+    std::string Result, Reason, PartText;
+    LoopPlan Plan;
+    Reason = planLoop(*Innermost[Index], LI, DT, SE, DI, Plan);
+    if (!Reason.empty()) {
+      Result = "declined";
+    } else {
+      Nodes = static_cast<int64_t>(Plan.Nodes.size());
+      std::optional<ld::OrderedPartition> P;
+      if (!S.Fixed.empty()) {
+        auto It = S.Fixed.find(Where);
+        if (It == S.Fixed.end())
+          It = S.Fixed.find("*");
+        if (It != S.Fixed.end()) {
+          std::string Err;
+          P = ld::parsePartition(It->second, Err);
+          if (!P) {
+            Result = "invalid";
+            Reason = Err;
+          }
+        }
+      } else if (Nodes >= 2) {
+        LoopId = S.NextLoopId++;
+        PartitionEnv Env(Plan, S.Bound->Binding, LoopId);
+        mlb::rl::Driver D(Env);
+        mlb::ModelRunner &R = *S.Bound->Runner;
+        (void)D.addAgent(ld::AgentNames[ld::SelectAgent],
+                         mlb::rl::Agent(R, maskedArgmax(Env)));
+        (void)D.addAgent(ld::AgentNames[ld::MergeAgent],
+                         mlb::rl::Agent(R, maskedArgmax(Env)));
+        mlb::rl::EpisodeOptions EO;
+        EO.Context = Module + ":" + Where;
+        mlb::Expected<mlb::rl::EpisodeResult> ER = D.runEpisode(EO);
+        Asked = Env.asked();
+        if (ER) {
+          Fallbacks = static_cast<int64_t>(ER->FallbackSteps);
+          P = Env.partition();
+        } else {
+          Result = "error";
+          Reason = ER.status().toString();
+          mlp::diagnose(Ctx, Prefix, DS_Warning,
+                        F.getName() + " loop " + Twine(Index) + ": " + Reason +
+                            "; the loop is left as it is");
+        }
+      }
+      if (P) {
+        PartText = ld::formatPartition(*P);
+        const std::string Invalid = ld::validatePartition(Plan.Units, Plan.Nodes, *P);
+        if (!Invalid.empty()) {
+          Result = "invalid";
+          Reason = Invalid;
+          mlp::diagnose(Ctx, Prefix, DS_Warning,
+                        F.getName() + " loop " + Twine(Index) + ": partition '" +
+                            PartText + "' is invalid: " + Invalid +
+                            "; the loop is left as it is");
+        } else if (P->size() > 1) {
+          distribute(Plan, *P, LI, DT, SE);
+          Changed = true;
+          Result = "distributed";
+        } else {
+          Result = "unchanged";
+        }
+      } else if (Result.empty()) {
+        Result = "unchanged";
+        if (Nodes < 2)
+          Reason = "one node: nothing to distribute";
+      }
+    }
+    if (S.Verbose)
+      mlp::diagnose(Ctx, Prefix, DS_Remark,
+                    F.getName() + " loop " + Twine(Index) + ": " + Result +
+                        (PartText.empty() ? "" : " '" + PartText + "'") +
+                        (Reason.empty() ? "" : " (" + Reason + ")"));
+    if (!S.LogPath.empty())
+      mlp::appendLogLine(Ctx, Prefix, S.LogPath,
+                         mlp::LogLine(Prefix, Module, S.RunnerName,
+                                      static_cast<uint64_t>(Asked),
+                                      static_cast<uint64_t>(Fallbacks))
+                             .add("function", F.getName())
+                             .add("loop", static_cast<int64_t>(Index))
+                             .add("loop_id", LoopId)
+                             .add("nodes", Nodes)
+                             .add("partition", PartText)
+                             .add("result", Result)
+                             .add("reason", Reason)
+                             .str());
+  }
+  if (!Changed)
+    return PreservedAnalyses::all();
+  PreservedAnalyses PA;
+  PA.preserve<LoopAnalysis>();
+  PA.preserve<DominatorTreeAnalysis>();
+  return PA;
+}
+
+} // namespace
+
+extern "C" LLVM_ATTRIBUTE_WEAK __attribute__((visibility("default")))
+::llvm::PassPluginLibraryInfo
+llvmGetPassPluginInfo() {
+  return {LLVM_PLUGIN_API_VERSION, "MLBridgeLoopDistribution", LLVM_VERSION_STRING,
+          [](PassBuilder &PB) {
+            PB.registerPipelineParsingCallback(
+                [](StringRef Name, FunctionPassManager &FPM,
+                   ArrayRef<PassBuilder::PipelineElement>) {
+                  if (Name != Prefix)
+                    return false;
+                  FPM.addPass(LoopDistributionPass());
+                  return true;
+                });
+            PB.registerVectorizerStartEPCallback(
+                [](FunctionPassManager &FPM, OptimizationLevel) {
+                  FPM.addPass(LoopDistributionPass());
+                });
+          }};
+}
