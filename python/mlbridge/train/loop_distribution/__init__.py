@@ -72,8 +72,12 @@ def find_plugin(path=None):
     """MLBridgeLoopDistribution.so: ``path`` or the build's."""
     if path:
         return path
+    from ...build_manifest import load
     from ...llvm.plugins import find_plugins
-    return str(find_plugins().loop_distribution)
+    info = find_plugins()
+    if hasattr(info, "loop_distribution"):
+        return str(info.loop_distribution)
+    return load().section("llvm_plugins", paths=("loop_distribution",))["loop_distribution"]
 
 
 def main(args):
