@@ -20,15 +20,15 @@ from mlbridge.train.cluster import Workdir
 from mlbridge.train.loop_distribution import GraphPolicy, is_valid, parse
 from mlbridge.train.loop_distribution.task import measure_task, run_task
 
-TRAIN = ("mixed_rec_map", "mixed_rec_two_maps", "independent_two_maps")
+TRAIN = ("mixed_rec_map", "mixed_rec_two_maps", "mixed_anti_true")
 VALIDATION_FAMILY = "wrap"
 
 
 @pytest.fixture(scope="module")
 def plugin():
     require_llvm_tool("clang-19")
-    from mlbridge.llvm.plugins import find_plugins
-    return str(find_plugins().loop_distribution)
+    from mlbridge.train.loop_distribution import find_plugin
+    return find_plugin()
 
 
 def _kernel(name):
