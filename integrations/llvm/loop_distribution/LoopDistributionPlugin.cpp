@@ -19,7 +19,8 @@
 //
 // Loops handled (anything else is left alone, with the reason in the log
 // and, with -mlbridge-ld-verbose, a remark): innermost; loop-simplify form
-// (preheader, one latch, dedicated exits) and LCSSA; one exit block, left
+// (preheader, one latch, dedicated exits) and LCSSA (the pass makes both,
+// as loop-vectorize would); one exit block, left
 // from the latch (rotated); a backedge-taken count ScalarEvolution can
 // compute; no instruction with side effects other than simple stores (no
 // volatile or atomic accesses, no calls that touch memory or may not
@@ -58,6 +59,7 @@
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Analysis/AliasAnalysis.h"
+#include "llvm/Analysis/AssumptionCache.h"
 #include "llvm/Analysis/DDG.h"
 #include "llvm/Analysis/DependenceAnalysis.h"
 #include "llvm/Analysis/IVDescriptors.h"
@@ -76,6 +78,8 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/LoopSimplify.h"
+#include "llvm/Transforms/Utils/LoopUtils.h"
 #include "llvm/Transforms/Utils/ValueMapper.h"
 
 #if MLBRIDGE_INTEGRATION_HAVE_COMPILED && MLBRIDGE_LOOPDIST_HAVE_MODEL
@@ -884,7 +888,14 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
   for (Loop *L : LI.getLoopsInPreorder())
     if (L->isInnermost())
       Innermost.push_back(L);
+  // Loop-simplify and LCSSA form, as loop-vectorize makes them right after
+  // this pass (earlier function passes need not keep them).
   bool Changed = false;
+  for (Loop *L : Innermost) {
+    Changed |= simplifyLoop(L, &DT, &LI, &SE, &FAM.getResult<AssumptionAnalysis>(F),
+                            nullptr, /*PreserveLCSSA=*/false);
+    Changed |= formLCSSA(*L, DT, &LI, &SE);
+  }
   for (size_t Index = 0; Index < Innermost.size(); ++Index) {
     const std::string Where = F.getName().str() + ":" + std::to_string(Index);
     int64_t Nodes = 0, Asked = 0, Fallbacks = 0, LoopId = -1;
