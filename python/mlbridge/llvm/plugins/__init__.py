@@ -8,7 +8,10 @@ LLVM 19 and, when its headers are installed, LLVM 22
   features of LLVM's own ML inliner (:data:`INLINER_FEATURES`) and asks a
   model (in-process ONNX / compiled, or this package over pipes or gRPC);
 * ``MLBridgePhaseOrder.so`` -- the ``mlbridge-phase-order`` module pass, a
-  phase-ordering RL environment (:data:`OBSERVATION_NAMES`, :data:`ACTIONS`).
+  phase-ordering RL environment (:data:`OBSERVATION_NAMES`, :data:`ACTIONS`);
+* ``MLBridgeLoopDistribution.so`` -- model-chosen loop distribution, served
+  from Python by :mod:`.loop_distribution` (:func:`compile_with_policy`,
+  :class:`ReplayPolicy`, :class:`RandomPolicy`).
 
 This package finds the built plugins of an LLVM version
 (:func:`find_plugins`; :func:`built_llvm_versions`), runs that version's
@@ -40,9 +43,15 @@ __all__ = [
     "tool_env",
     "PhaseOrderEnv",
     "PolicyNet",
+    "compile_with_policy",
+    "ReplayPolicy",
+    "RandomPolicy",
 ]
 
 __getattr__, __dir__ = _lazy_attributes(globals(), {
     "PhaseOrderEnv": ".phase_order",
     "PolicyNet": ".policy",
+    "compile_with_policy": ".loop_distribution",
+    "ReplayPolicy": ".loop_distribution",
+    "RandomPolicy": ".loop_distribution",
 })

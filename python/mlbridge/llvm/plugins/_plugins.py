@@ -64,6 +64,8 @@ class PluginInfo(WithRunners):
 
     inline_advisor: Path
     phase_order: Path
+    #: MLBridgeLoopDistribution.so (None in a build from before it existed)
+    loop_distribution: Optional[Path] = None
     llvm_major: int = 19
     runners: Dict[str, bool] = field(default_factory=dict)
     sanitize: str = ""
@@ -107,6 +109,8 @@ def find_plugins(build_dir=None, llvm: Optional[int] = None) -> PluginInfo:
     sec = manifest.section(PLUGIN_SECTIONS[major], paths=("inline_advisor", "phase_order"))
     return PluginInfo(inline_advisor=Path(sec["inline_advisor"]),
                       phase_order=Path(sec["phase_order"]),
+                      loop_distribution=(Path(sec["loop_distribution"])
+                                         if sec.get("loop_distribution") else None),
                       llvm_major=major,
                       runners=dict(sec.get("runners", {})),
                       sanitize=manifest.sanitize,
