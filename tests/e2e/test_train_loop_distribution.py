@@ -18,6 +18,7 @@ from conftest import require_llvm_tool
 from mlbridge.corpus import loops as corpus
 from mlbridge.train.cluster import Workdir
 from mlbridge.train.loop_distribution import GraphPolicy, is_valid, parse
+from mlbridge.train.loop_distribution.serve import walk_text
 from mlbridge.train.loop_distribution.task import measure_task, run_task
 
 TRAIN = ("mixed_rec_map", "mixed_rec_two_maps", "mixed_anti_true")
@@ -56,15 +57,15 @@ def test_oracle_partitions_are_valid_and_keep_results(plugin, workdir):
     assert probe["loops"], "the plugin asked about no loop of mixed_rec_two_maps"
     g = probe["loops"][0]
     n = len(g["features"])
-    parts = enumerate_partitions(n, edges_of(g["adjacency"]), limit=6)
+    edges = edges_of(g["adjacency"])
+    parts = enumerate_partitions(n, edges, limit=6)
     assert len(parts) >= 2
     irs = set()
     for p in parts:
-        assert is_valid(p, n, edges_of(g["adjacency"]))
+        assert is_valid(p, n, edges)
         r = run_task(measure_task(src, k.name, [k.name], plugin=plugin, record=True,
                                   policy={"kind": "replay",
-                                          "partitions": {"0": "|".join(",".join(map(str, q))
-                                                                       for q in p)}}),
+                                          "partitions": {"0": walk_text(p, edges)}}),
                      workdir)
         assert r["out"] == o3["out"], p
         assert [sorted(q) for q in parse(r["loops"][0]["partition"])] == \

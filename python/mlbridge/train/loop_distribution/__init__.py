@@ -72,12 +72,8 @@ def find_plugin(path=None):
     """MLBridgeLoopDistribution.so: ``path`` or the build's."""
     if path:
         return path
-    from ...build_manifest import load
-    from ...llvm.plugins import find_plugins
-    info = find_plugins()
-    if hasattr(info, "loop_distribution"):
-        return str(info.loop_distribution)
-    return load().section("llvm_plugins", paths=("loop_distribution",))["loop_distribution"]
+    from ...llvm.plugins.loop_distribution import plugin
+    return str(plugin())
 
 
 def main(args):

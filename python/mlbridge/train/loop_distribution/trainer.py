@@ -44,8 +44,9 @@ from ..cluster import TaskFailed, WorkerPool
 from ..results import RunResults, TrainingError, write_atomically
 from ..selection import Rejected, best, sweep
 from .episodes import Graph, imitation_steps, walk
-from .partitions import enumerate_partitions, format_partition, parse
-from .policy import GraphPolicy, fit
+from .partitions import canonical, enumerate_partitions, format_partition, parse
+from .policy import fit
+from .serve import walk_text
 from .task import measure_task
 
 __all__ = ["Measurer", "geomean", "train", "family_sources", "write_json"]
@@ -144,9 +145,12 @@ def probe(meas, ks, *, o3=None):
 def measure_partitions(meas, probed, wanted):
     """``wanted``: [(kernel name, loop index, partition text)]; returns
     {(kernel, loop, text): Ir or "wrong" or "failed: ..."}."""
+    def replay(k, li, text):
+        g = probed[k]["graphs"][li]
+        return {"kind": "replay", "partitions": {str(li): walk_text(parse(text), g.edges)}}
     tasks = [measure_task(corpus.kernel_source(probed[k]["kernel"]), k, [k], plugin=meas.plugin,
-                          policy={"kind": "replay", "partitions": {str(li): text}},
-                          key=f"{k}#{li}={text}") for k, li, text in wanted]
+                          policy=replay(k, li, text), key=f"{k}#{li}={text}")
+             for k, li, text in wanted]
     res = {}
     for (k, li, text), r in zip(wanted, meas.run(tasks, desc="oracle")):
         if not isinstance(r, dict):
@@ -293,7 +297,7 @@ def train(train_kernels, validation_kernels, out_dir, *, plugin, workers=2, addr
                 mine = []
                 for k, p in probed.items():
                     for li, g in enumerate(p["graphs"][:max_loops]):
-                        t = format_partition(walk(policy.with_bias(sel_bias), g))
+                        t = format_partition(canonical(walk(policy.with_bias(sel_bias), g)))
                         if (k, li, t) not in oracle.measured and len(parse(t)) > 1:
                             mine.append((k, li, t))
                 oracle.add(measure_partitions(meas, probed, mine))
@@ -329,7 +333,7 @@ def train(train_kernels, validation_kernels, out_dir, *, plugin, workers=2, addr
             for k, p in probed.items():
                 ir = p["O3"]
                 for li, g in enumerate(p["graphs"]):
-                    t = format_partition(walk(chosen, g))
+                    t = format_partition(canonical(walk(chosen, g)))
                     v = oracle.measured.get((k, li, t))
                     ir += (v - p["O3"]) if isinstance(v, int) else 0
                 tr.append(ir / p["O3"])
