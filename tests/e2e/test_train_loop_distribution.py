@@ -111,3 +111,19 @@ def test_two_iterations_on_two_ray_workers(plugin, tmp_path):
         "no training loop gained from a distribution"
     pol = GraphPolicy.load(out / "policy.json")
     assert pol.features == 20
+
+
+def test_shipped_model_compiled_in_equals_the_python_policy(plugin, workdir):
+    """The shipped model (models/plugins/loop_distribution_policy.*), compiled
+    into the plugin and used with no setting, makes the partitions its
+    Python policy makes over pipes: the same Ir and checksums."""
+    pol = GraphPolicy.load(corpus.REPO_ROOT / "models" / "plugins" /
+                           "loop_distribution_policy.json")
+    for name in ("mixed_rec_two_maps", "split_rec_first", "nodesplit_basic"):
+        k = _kernel(name)
+        src = corpus.kernel_source(k)
+        built_in = run_task(measure_task(src, k.name, [k.name], plugin=plugin,
+                                         policy={"kind": "builtin"}), workdir)
+        py = run_task(measure_task(src, k.name, [k.name], plugin=plugin,
+                                   policy={"kind": "graph", "policy": pol.to_dict()}), workdir)
+        assert built_in["ir"] == py["ir"] and built_in["out"] == py["out"], name

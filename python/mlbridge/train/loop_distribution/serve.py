@@ -76,8 +76,9 @@ def compile_with_plugin(cmd, spec, *, plugin, timeout, record=False):
     cmd = [os.fspath(cmd[0]), f"-fpass-plugin={os.fspath(plugin)}",
            *map(os.fspath, cmd[1:])]
     loops = []
-    if kind == "builtin":
-        res = compile(cmd, measure_text=False, timeout=timeout, env=_env())
+    if kind in ("builtin", "heuristic"):   # the compiled-in model; the hand-written policy
+        res = compile(cmd, measure_text=False, timeout=timeout,
+                      env=_env(runner="default") if kind == "heuristic" else _env())
     elif kind == "onnx":
         with tempfile.TemporaryDirectory(prefix="mlbridge-ld-") as tmp:
             model = os.path.join(tmp, "model.onnx")

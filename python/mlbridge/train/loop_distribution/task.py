@@ -10,6 +10,7 @@ and the checksums of that same run (:func:`mlbridge.corpus.loops.measure`).
 
 ``policy`` (the :mod:`.serve` spec): ``{"kind": "builtin"}`` (the plugin's
 compiled-in model, loaded with no option: what a user gets), ``{"kind":
+"heuristic"}`` (the plugin's hand-written policy), ``{"kind":
 "onnx", "model": bytes}`` (ONNX Runtime in the plugin), ``{"kind":
 "replay", "partitions": {loop index: "0,1|2"}}``, ``{"kind": "graph",
 "policy": GraphPolicy dict}`` (the network in Python over pipes),
