@@ -46,7 +46,8 @@ def main(argv=None):
     ev.add_argument("--out", type=Path, required=True)
     ev.add_argument("--model", type=Path, default=None,
                     help="an ONNX model instead of the compiled-in one")
-    ev.add_argument("--workers", type=int, default=2)
+    ev.add_argument("--workers", type=int, default=2,
+                    help="Ray workers (0: in this process, for a machine too loaded for Ray)")
     ev.add_argument("--repeat", type=int, default=3, help="compiles per family for the "
                     "compile-time ratio")
     ev.add_argument("--cache", default=None)

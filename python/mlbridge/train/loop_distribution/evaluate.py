@@ -25,7 +25,7 @@ from ...toolchain import toolchain
 from ..cluster import WorkerPool
 from ..results import TrainingError
 from .task import compile_time_task, measure_task
-from .trainer import Measurer, family_sources, geomean
+from .trainer import InProcess, Measurer, family_sources, geomean
 
 __all__ = ["evaluate", "table", "markdown"]
 
@@ -42,13 +42,14 @@ def _configs(model):
 def evaluate(split, *, plugin, model=None, workers=2, address=None, repeat=3,
              cache_dir=None, progress=True, kernels=None):
     """The results dict of ``split`` (``kernels``: a subset; ``model``: ONNX
-    bytes instead of the compiled-in model)."""
+    bytes instead of the compiled-in model; ``workers=0``: in this process,
+    without Ray)."""
     ks = kernels if kernels is not None else corpus.kernels(split)
     groups = family_sources(ks)
     t0 = time.monotonic()
     configs = _configs(model)
     per = {k.name: {"family": k.family, "ir": {}, "wrong": []} for k in ks}
-    with WorkerPool(workers, address=address) as pool:
+    with (WorkerPool(workers, address=address) if workers else InProcess()) as pool:
         meas = Measurer(pool, plugin, cache_dir, progress)
         tasks, where = [], []
         for name, (flags, pol) in configs.items():

@@ -49,7 +49,7 @@ from .policy import fit
 from .serve import walk_text
 from .task import measure_task
 
-__all__ = ["Measurer", "geomean", "train", "family_sources", "write_json"]
+__all__ = ["InProcess", "Measurer", "geomean", "train", "family_sources", "write_json"]
 
 _log = logging.getLogger("mlbridge.train")
 
@@ -65,6 +65,34 @@ def family_sources(ks):
     for k in ks:
         out.setdefault(k.source, []).append(k)
     return out
+
+
+class InProcess:
+    """The pool interface (``map``) running tasks one by one in this
+    process: for evaluations on a machine too loaded to start Ray
+    (``--workers 0``). A task that raises is a TaskFailed, as on a worker."""
+
+    def __init__(self):
+        from ..cluster import Workdir
+        self.workdir = Workdir()
+
+    def map(self, tasks, *, progress=None):
+        from .task import run_task
+        out = []
+        for t in tasks:
+            try:
+                out.append(run_task(t, self.workdir))
+            except Exception as e:  # noqa: BLE001 - reported like a worker's failure
+                out.append(TaskFailed(t.get("key"), f"{type(e).__name__}: {e}", 1))
+            if progress is not None:
+                progress()
+        return out
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.workdir.close()
 
 
 class Measurer:
