@@ -10,6 +10,7 @@ vocabulary (``scripts/deps/ir2vec.sh``)::
     vecs = ir2vec.embed("m.bc")                          # {"main": array([...300])}
     mod = ir2vec.embed("m.bc", llvm=22, level="module")  # array([...300])
     blocks = ir2vec.embed("m.bc", level="block")         # {"main": array([n_blocks, 300])}
+    insts = ir2vec.embed("m.bc", level="instruction")    # {"main": array([n_insts, 300])}
 
 ``opt`` runs through the compiler layer (:func:`mlbridge.toolchain.run_tool`):
 it is killed on any error or timeout.
@@ -30,9 +31,12 @@ from .errors import MLBridgeError
 from .toolchain import CompileError, run_tool
 
 __all__ = ["embed", "find", "command", "read_report", "Setup", "IR2VecError",
-           "IR2VecNotFound", "LEVELS", "KINDS", "VERSIONS"]
+           "IR2VecNotFound", "LEVELS", "KINDS", "LOADERS", "VERSIONS"]
 
-LEVELS = ("function", "module", "block")
+LEVELS = ("function", "module", "block", "instruction")
+#: Who reads the vocabulary on LLVM 22: LLVM's analysis (-ir2vec-vocab-path)
+#: or PluginEmbeddings, what the plugins use (-mlbridge-ir2vec-vocab; LLVM 19's only).
+LOADERS = ("llvm", "mlbridge")
 KINDS = ("symbolic", "flow-aware")
 VERSIONS = (19, 22)
 
@@ -84,18 +88,25 @@ def find(llvm: int = 19, build_dir=None) -> Setup:
 
 
 def command(module_path, out_path, setup: Setup, kind: str = "symbolic",
-            blocks: bool = False, vocabulary=None) -> List[str]:
+            blocks: bool = False, vocabulary=None, instructions: bool = False,
+            loader: Optional[str] = None) -> List[str]:
     """The opt command line that writes the vectors of ``module_path`` to
     ``out_path`` (what :func:`embed` runs)."""
     if kind not in KINDS:
         raise ValueError(f"kind={kind!r}: expected one of {KINDS}")
+    loader = loader or ("llvm" if setup.llvm == 22 else "mlbridge")
+    if loader not in LOADERS or (loader == "llvm" and setup.llvm != 22):
+        raise ValueError(f"loader={loader!r}: LLVM {setup.llvm} has "
+                         f"{LOADERS if setup.llvm == 22 else ('mlbridge',)}")
     vocab = Path(vocabulary) if vocabulary is not None else setup.vocabulary
-    vocab_flag = "-ir2vec-vocab-path" if setup.llvm == 22 else "-mlbridge-ir2vec-vocab"
+    vocab_flag = "-ir2vec-vocab-path" if loader == "llvm" else "-mlbridge-ir2vec-vocab"
     cmd = [str(setup.opt), f"-load-pass-plugin={setup.plugin}", "-passes=mlbridge-ir2vec",
            f"{vocab_flag}={vocab}", f"-mlbridge-ir2vec-out={out_path}",
            f"-mlbridge-ir2vec-kind={kind}", "-disable-output", str(module_path)]
     if blocks:
         cmd.insert(-2, "-mlbridge-ir2vec-blocks")
+    if instructions:
+        cmd.insert(-2, "-mlbridge-ir2vec-instructions")
     return cmd
 
 
@@ -111,24 +122,29 @@ def read_report(path, level: str = "function"):
         return np.asarray(data["module"], dtype=np.float64)
     if level == "function":
         return {f["name"]: np.asarray(f["vector"], dtype=np.float64) for f in data["functions"]}
-    if any("blocks" not in f for f in data["functions"]):
-        raise IR2VecError(f"{path}: written without -mlbridge-ir2vec-blocks")
-    return {f["name"]: np.asarray(f["blocks"], dtype=np.float64).reshape(-1, dim)
+    key = "blocks" if level == "block" else "instructions"
+    if any(key not in f for f in data["functions"]):
+        raise IR2VecError(f"{path}: written without -mlbridge-ir2vec-{key}")
+    return {f["name"]: np.asarray(f[key], dtype=np.float64).reshape(-1, dim)
             for f in data["functions"]}
 
 
 def embed(module_path, llvm: int = 19, level: str = "function", kind: str = "symbolic",
-          vocabulary=None, build_dir=None, timeout: float = 600.0
-          ) -> Union[np.ndarray, Dict[str, np.ndarray]]:
+          vocabulary=None, build_dir=None, timeout: float = 600.0,
+          loader: Optional[str] = None) -> Union[np.ndarray, Dict[str, np.ndarray]]:
     """IR2Vec vectors (float64, the vocabulary's dimension) of the LLVM module
     ``module_path`` (.bc or .ll) computed on LLVM ``llvm`` (19: ours, 22:
     LLVM's own embedder).
 
     ``level``: ``"function"`` -> {function name: vector} over the module's
     definitions; ``"module"`` -> the sum of those; ``"block"`` -> {function
-    name: [n_blocks, dim]} in block order. ``kind``: ``"symbolic"`` or
-    ``"flow-aware"``. ``vocabulary`` overrides the installed one (LLVM 19:
-    IR2Vec's text file, LLVM 22: the converted JSON). Raises
+    name: [n_blocks, dim]} in block order; ``"instruction"`` -> {function
+    name: [n_instructions, dim]}, every instruction a block sums (no debug
+    intrinsics or pseudo probes) in function order. ``kind``:
+    ``"symbolic"`` or ``"flow-aware"``. ``vocabulary`` overrides the
+    installed one (LLVM 19: IR2Vec's text file, LLVM 22: the converted JSON).
+    ``loader`` (LLVM 22 only): ``"llvm"`` (default, LLVM's vocabulary
+    analysis) or ``"mlbridge"`` (PluginEmbeddings, what plugins use). Raises
     :class:`IR2VecError` with opt's message when opt fails or exceeds
     ``timeout`` seconds (it is killed)."""
     if level not in LEVELS:
@@ -139,7 +155,8 @@ def embed(module_path, llvm: int = 19, level: str = "function", kind: str = "sym
     with tempfile.TemporaryDirectory(prefix="mlbridge-ir2vec-") as tmp:
         out = Path(tmp) / "vectors.json"
         cmd = command(module_path, out, setup, kind=kind, blocks=level == "block",
-                      vocabulary=vocabulary)
+                      vocabulary=vocabulary, instructions=level == "instruction",
+                      loader=loader)
         try:
             run_tool(cmd, timeout=timeout)
         except CompileError as e:

@@ -3,13 +3,14 @@ docs/loop-distribution.md) in real clang-19 / opt-19 on the loop kernels of
 corpus/loops, every result checked against plain -O3 (the driver's checksums
 of every array and scalar).
 
-* Loaded with no option, the built-in policy distributes loops and the
-  outputs equal -O3's.
+* Loaded with no option, the shipped model (compiled in) or, in a build
+  without one, the built-in policy decides; the built-in policy distributes
+  loops; the outputs equal -O3's.
 * Fixed partitions (-mlbridge-ld-partition): valid ones distribute, invalid
   ones (a dependence going backward, a node missing or twice) are a warning
   and leave the loop alone; outputs equal -O3's either way.
 * Random valid partitions from Python over pipes (seeded): outputs equal on
-  28 kernels (all 153 with MLBRIDGE_LD_FUZZ_ALL=1, seeds
+  29 kernels (all 153 with MLBRIDGE_LD_FUZZ_ALL=1, seeds
   MLBRIDGE_LD_FUZZ_SEEDS="0,1,..."), and opt-19 -verify-each is clean.
 * Python over pipes and ONNX Runtime in-process, the same model: identical
   decisions.
@@ -35,7 +36,8 @@ FIXED = {"mixed_rec_map": "1|0", "mixed_three_stage": "2|0|1",
 INVALID = {"mixed_anti_true": ("0|1", "a dependence would go backward"),
            "mixed_map_rec": ("0", "node 1 is in no loop"),
            "mixed_div_and_rec": ("0,1|1", "more than one place")}
-FUZZ_FAMILIES = ("mixed", "split", "reorder")  # 28 kernels
+FUZZ_FAMILIES = ("mixed", "split", "alias")  # 29 kernels
+SHIPPED_MODEL = loops.ROOT.parents[1] / "models" / "plugins" / "loop_distribution_policy.onnx"
 
 
 @pytest.fixture(scope="module")
@@ -88,13 +90,34 @@ def assert_same_outputs(exe, family, reference):
         assert loops.run(exe, name) == expected, f"{name}: output differs from -O3 ({exe})"
 
 
-def test_builtin_policy_distributes_and_keeps_results(plugin, reference, tmp_path,
-                                                      monkeypatch):
+def clear_settings(monkeypatch):
     for key in [k for k in os.environ if k.startswith(ld.ENV_PREFIX)]:
         monkeypatch.delenv(key)
+
+
+def test_no_option_uses_the_shipped_model_or_the_builtin_policy(plugin, plugins, reference,
+                                                                tmp_path, monkeypatch):
+    """Loading the plugin is all a user does: the model compiled into it when
+    the build embeds one (models/plugins), else the built-in policy."""
+    clear_settings(monkeypatch)
     log = tmp_path / "log.jsonl"
     monkeypatch.setenv("MLBRIDGE_LD_LOG", str(log))
-    for family in ("mixed", "split"):
+    exe = tmp_path / "split"
+    loops.build(family_source("split"), ["-O3", f"-fpass-plugin={plugin}"], exe)
+    assert_same_outputs(exe, "split", reference)
+    embedded = plugins.has_runner("compiled") and SHIPPED_MODEL.is_file()
+    rows = ld.read_log(log)
+    assert {r["runner"] for r in rows} == {"compiled" if embedded else "builtin"}
+    assert any(r["result"] == "distributed" for r in rows)
+
+
+def test_builtin_policy_distributes_and_keeps_results(plugin, reference, tmp_path,
+                                                      monkeypatch):
+    clear_settings(monkeypatch)
+    monkeypatch.setenv("MLBRIDGE_LD_RUNNER", "default")
+    log = tmp_path / "log.jsonl"
+    monkeypatch.setenv("MLBRIDGE_LD_LOG", str(log))
+    for family in ("mixed", "split", "alias"):
         exe = tmp_path / family
         loops.build(family_source(family), ["-O3", f"-fpass-plugin={plugin}"], exe)
         assert_same_outputs(exe, family, reference)
@@ -104,6 +127,11 @@ def test_builtin_policy_distributes_and_keeps_results(plugin, reference, tmp_pat
     assert rows["mixed_rec_map"]["partition"] == "0|1"
     distributed = [f for f, r in rows.items() if r["result"] == "distributed"]
     assert len(distributed) >= 10, distributed
+    # May-alias pointers: distributed behind LoopAccessInfo's runtime checks
+    # (the kernel runs once with disjoint, once with overlapping arrays).
+    assert rows["alias_rec_map_body"]["result"] == "distributed"
+    assert rows["alias_rec_map_body"]["runtime_checks"] > 0
+    assert all(r["runtime_checks"] == 0 for r in rows.values() if r["result"] != "distributed")
     # One node: nothing to decide, no model call.
     assert all(r["asked"] == 0 for r in rows.values() if r["nodes"] < 2)
 

@@ -188,13 +188,18 @@ Vector Embedder::embedInstruction(const Instruction &I) const {
   return FunctionWalk(Dim, Kind::Symbolic, Opcodes, Types, Operands).instruction(I);
 }
 
-FunctionEmbedding Embedder::embedFunction(const Function &F, bool WithBlocks) const {
+FunctionEmbedding Embedder::embedFunction(const Function &F, bool WithBlocks,
+                                          bool WithInstructions) const {
   FunctionWalk Walk(Dim, TheKind, Opcodes, Types, Operands);
   FunctionEmbedding Out;
   Out.Function = Walk.function(F);
   if (WithBlocks)
     for (const BasicBlock &BB : F)
       Out.Blocks.push_back(Walk.block(BB));
+  if (WithInstructions)
+    for (const BasicBlock &BB : F)
+      for (const Instruction &I : BB.instructionsWithoutDebug())
+        Out.Instructions.push_back(Walk.instruction(I));
   return Out;
 }
 

@@ -36,17 +36,11 @@ class Module;
 
 namespace mlbridge::ir2vec {
 
-/// IR2Vec's published weights, LLVM 22's defaults (-ir2vec-opc-weight,
-/// -ir2vec-type-weight, -ir2vec-arg-weight).
-struct Weights {
-  float Opcode = 1.0f;
-  float Type = 0.5f;
-  float Operand = 0.2f;
-};
-
 struct FunctionEmbedding {
   Vector Function;
-  std::vector<Vector> Blocks; ///< every block in function order, if asked for
+  std::vector<Vector> Blocks;       ///< every block in function order, if asked for
+  std::vector<Vector> Instructions; ///< every instruction the blocks sum, in
+                                    ///< function order, if asked for
 };
 
 class Embedder {
@@ -64,8 +58,11 @@ public:
   /// the walk over the function: embedFunction).
   Vector embedInstruction(const llvm::Instruction &I) const;
   /// The function's vector (zero for a declaration) and, with WithBlocks,
-  /// every block's vector (flow-aware: after the function's walk).
-  FunctionEmbedding embedFunction(const llvm::Function &F, bool WithBlocks = false) const;
+  /// every block's vector, with WithInstructions every instruction's
+  /// (instructionsWithoutDebug of every block; flow-aware: after the
+  /// function's walk).
+  FunctionEmbedding embedFunction(const llvm::Function &F, bool WithBlocks = false,
+                                  bool WithInstructions = false) const;
   /// The sum of the vectors of M's function definitions.
   Vector embedModule(const llvm::Module &M) const;
 

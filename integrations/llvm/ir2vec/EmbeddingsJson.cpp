@@ -24,6 +24,20 @@ void EmbeddingsReport::addFunction(FunctionVectors F) {
   Functions.push_back(std::move(F));
 }
 
+namespace {
+void appendJsonVectors(std::string &Out, const char *Key, const std::vector<Vector> &Vs) {
+  Out += ", \"";
+  Out += Key;
+  Out += "\": [";
+  for (size_t I = 0; I < Vs.size(); ++I) {
+    if (I)
+      Out += ", ";
+    appendJsonVector(Out, Vs[I]);
+  }
+  Out += ']';
+}
+} // namespace
+
 std::string toJson(const EmbeddingsReport &R) {
   std::string Out = "{\"format\": \"mlbridge-ir2vec-1\", \"llvm\": \"";
   appendJsonEscaped(Out, R.LLVMVersion);
@@ -39,15 +53,10 @@ std::string toJson(const EmbeddingsReport &R) {
     appendJsonEscaped(Out, F.Name);
     Out += "\", \"vector\": ";
     appendJsonVector(Out, F.Function);
-    if (R.WithBlocks) {
-      Out += ", \"blocks\": [";
-      for (size_t B = 0; B < F.Blocks.size(); ++B) {
-        if (B)
-          Out += ", ";
-        appendJsonVector(Out, F.Blocks[B]);
-      }
-      Out += ']';
-    }
+    if (R.WithBlocks)
+      appendJsonVectors(Out, "blocks", F.Blocks);
+    if (R.WithInstructions)
+      appendJsonVectors(Out, "instructions", F.Instructions);
     Out += '}';
   }
   Out += "]}\n";

@@ -8,7 +8,9 @@
 //    "module": [...],
 //    "functions": [{"name": "main", "vector": [...], "blocks": [[...], ...]}]}
 // Functions are the module's definitions in module order; "blocks" (every
-// block of the function in its order) only with -mlbridge-ir2vec-blocks.
+// block of the function in its order) only with -mlbridge-ir2vec-blocks,
+// "instructions" (every instruction the blocks sum, in function order: no
+// debug intrinsics or pseudo probes) only with -mlbridge-ir2vec-instructions.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLBRIDGE_INTEGRATIONS_LLVM_IR2VEC_EMBEDDINGSJSON_H
@@ -28,10 +30,19 @@ enum class Kind { Symbolic, FlowAware };
 const char *kindName(Kind K); ///< "symbolic", "flow-aware"
 std::optional<Kind> parseKind(std::string_view S);
 
+/// IR2Vec's published weights, LLVM 22's defaults (-ir2vec-opc-weight,
+/// -ir2vec-type-weight, -ir2vec-arg-weight).
+struct Weights {
+  float Opcode = 1.0f;
+  float Type = 0.5f;
+  float Operand = 0.2f;
+};
+
 struct FunctionVectors {
   std::string Name;
   Vector Function;
-  std::vector<Vector> Blocks; ///< empty unless blocks were asked for
+  std::vector<Vector> Blocks;       ///< empty unless blocks were asked for
+  std::vector<Vector> Instructions; ///< empty unless instructions were asked for
 };
 
 struct EmbeddingsReport {
@@ -43,6 +54,7 @@ struct EmbeddingsReport {
   Vector Module;
   std::vector<FunctionVectors> Functions;
   bool WithBlocks = false;
+  bool WithInstructions = false;
 
   /// Appends a function and adds its vector to the module's (Module must
   /// have the dimension already).

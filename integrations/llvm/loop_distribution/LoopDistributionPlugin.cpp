@@ -36,8 +36,8 @@
 // each dependence DependenceAnalysis reports (for a duplicated load, for
 // every unit that holds it), and validatePartition() checks them. A
 // dependence the analysis cannot order joins its accesses into one
-// pi-block, so one node. Memory the analysis cannot separate (pointers that
-// may alias) therefore never ends up in two copies.
+// pi-block, so one node. Pointers that may alias are separated only behind
+// LoopAccessInfo's runtime checks (LoopVersioning; see run()).
 //
 // The model: any runner (-mlbridge-ld-runner; RunnerSettings.h). With no
 // runner option, the model compiled into the plugin when the build has
@@ -51,6 +51,7 @@
 #include "Protocol.h"
 
 #include "LLVMCompat.h"
+#include "PluginEmbeddings.h"
 #include "PluginSupport.h"
 
 #include "mlbridge/model_runner.h"
@@ -63,6 +64,7 @@
 #include "llvm/Analysis/DDG.h"
 #include "llvm/Analysis/DependenceAnalysis.h"
 #include "llvm/Analysis/IVDescriptors.h"
+#include "llvm/Analysis/LoopAccessAnalysis.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/LoopIterator.h"
 #include "llvm/Analysis/ScalarEvolution.h"
@@ -81,6 +83,7 @@
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/LoopSimplify.h"
 #include "llvm/Transforms/Utils/LoopUtils.h"
+#include "llvm/Transforms/Utils/LoopVersioning.h"
 #include "llvm/Transforms/Utils/ValueMapper.h"
 
 #if MLBRIDGE_INTEGRATION_HAVE_COMPILED && MLBRIDGE_LOOPDIST_HAVE_MODEL
@@ -95,6 +98,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -221,7 +225,9 @@ std::vector<mlb::TensorSpec> protocolFeatureSpecs() {
                                          {static_cast<int64_t>(ld::NumLoopFeatures)}),
           mlb::TensorSpec::create<int64_t>(ld::FeatureNames[ld::FAgent], {1}),
           mlb::TensorSpec::create<int64_t>(ld::FeatureNames[ld::FLoopId], {1}),
-          mlb::TensorSpec::create<int64_t>(ld::FeatureNames[ld::FStep], {1})};
+          mlb::TensorSpec::create<int64_t>(ld::FeatureNames[ld::FStep], {1}),
+          mlb::TensorSpec::create<float>(ld::FeatureNames[ld::FNodeEmbeddings],
+                                         {N, ld::EmbeddingDim})};
 }
 
 mlb::TensorSpec protocolAdviceSpec() {
@@ -244,6 +250,8 @@ struct LoopPlan {
   ld::NodeGraph Nodes;
   std::vector<std::array<float, ld::NumNodeFeatures>> NodeFeatures;
   std::array<float, ld::NumLoopFeatures> LoopFeatures{};
+  /// [MaxNodes * EmbeddingDim]: each node's IR2Vec vector (0 without).
+  std::vector<float> NodeEmbeddings;
 };
 
 bool isPureCall(const Instruction &I) {
@@ -254,7 +262,9 @@ bool isPureCall(const Instruction &I) {
 
 /// Why L is not handled, or "" (then Plan is filled).
 std::string planLoop(Loop &L, LoopInfo &LI, DominatorTree &DT,
-                     ScalarEvolution &SE, DependenceInfo &DI, LoopPlan &Plan) {
+                     ScalarEvolution &SE, DependenceInfo &DI,
+                     mlbridge::ir2vec::PluginEmbeddings *Embeddings,
+                     LoopPlan &Plan) {
   if (!L.isInnermost())
     return "not innermost";
   if (!L.isLoopSimplifyForm())
@@ -499,6 +509,20 @@ std::string planLoop(Loop &L, LoopInfo &LI, DominatorTree &DT,
   for (const auto &F : Plan.NodeFeatures)
     CyclicNodes += F[ld::NFCyclic] > 0 ? 1 : 0;
 
+  // IR2Vec vectors: summed in program order, so the same loop always gives
+  // the same floats.
+  Plan.NodeEmbeddings.assign(ld::MaxNodes * ld::EmbeddingDim, 0.0f);
+  if (Embeddings && Embeddings->dimension() == ld::EmbeddingDim)
+    for (size_t N = 0; N < NN; ++N) {
+      std::vector<const Instruction *> InOrder;
+      for (Instruction *I : Order)
+        if (NodeInsts[N].count(I))
+          InOrder.push_back(I);
+      const mlbridge::ir2vec::Vector V = Embeddings->sumOfInstructions(InOrder);
+      for (int64_t D = 0; D < ld::EmbeddingDim; ++D)
+        Plan.NodeEmbeddings[N * ld::EmbeddingDim + D] = static_cast<float>(V[D]);
+    }
+
   auto &LF = Plan.LoopFeatures;
   LF[ld::LFNodes] = static_cast<float>(NN);
   LF[ld::LFInstructions] = static_cast<float>(Order.size());
@@ -560,6 +584,7 @@ public:
     Binding.write(Runner, ld::FAgent, &Agent);
     Binding.write(Runner, ld::FLoopId, &LoopId);
     Binding.write(Runner, ld::FStep, &Step);
+    Binding.write(Runner, ld::FNodeEmbeddings, Plan.NodeEmbeddings.data());
     return mlb::Status::ok();
   }
 
@@ -789,6 +814,8 @@ struct Session {
   std::string LogPath;
   bool Verbose = false;
   int64_t NextLoopId = 0;
+  /// IR2Vec (node_embeddings); null without its vocabulary.
+  std::unique_ptr<mlbridge::ir2vec::PluginEmbeddings> Embeddings;
 };
 
 Session &session(LLVMContext &Ctx) {
@@ -797,6 +824,11 @@ Session &session(LLVMContext &Ctx) {
     return S;
   S.Initialized = true;
   S.Verbose = mlp::boolSetting(VerboseOpt, "MLBRIDGE_LD_VERBOSE");
+  if (auto E = mlbridge::ir2vec::PluginEmbeddings::create())
+    S.Embeddings = std::move(*E);
+  else
+    mlp::diagnose(Ctx, Prefix, DS_Warning,
+                  E.status().toString() + "; node_embeddings are 0");
   S.LogPath = mlp::stringSetting(LogOpt, "MLBRIDGE_LD_LOG");
   const std::string Fixed = mlp::stringSetting(PartitionOpt, "MLBRIDGE_LD_PARTITION");
   for (StringRef Rest = Fixed; !Rest.empty();) {
@@ -883,6 +915,9 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
   ScalarEvolution &SE = FAM.getResult<ScalarEvolutionAnalysis>(F);
   AAResults &AA = FAM.getResult<AAManager>(F);
   DependenceInfo DI(&F, &AA, &SE, &LI);
+  if (S.Embeddings) // F may have changed since it was last embedded
+    S.Embeddings->invalidate(F);
+  LoopAccessInfoManager &LAIs = FAM.getResult<LoopAccessAnalysis>(F);
   const std::string Module = F.getParent()->getModuleIdentifier();
 
   SmallVector<Loop *, 8> Innermost;
@@ -901,8 +936,38 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
     const std::string Where = F.getName().str() + ":" + std::to_string(Index);
     int64_t Nodes = 0, Asked = 0, Fallbacks = 0, LoopId = -1;
     std::string Result, Reason, PartText;
+    Loop *L = Innermost[Index];
+    // Pointers that may alias: the loop is planned as if the runtime checks
+    // LoopAccessInfo asks for had passed (LoopVersioning's noalias scopes on
+    // its accesses, which DependenceAnalysis reads), and versioned only
+    // when it is distributed; otherwise the scopes are taken off again.
+    std::optional<LoopVersioning> Versioning;
+    SmallVector<std::tuple<Instruction *, MDNode *, MDNode *>, 16> SavedScopes;
+    int64_t Checks = 0;
+    if (L->isLoopSimplifyForm() && L->getExitBlock()) {
+      const LoopAccessInfo &LAI = LAIs.getInfo(*L);
+      const RuntimePointerChecking *RtPC = LAI.getRuntimePointerChecking();
+      if (RtPC && RtPC->Need && !RtPC->getChecks().empty() &&
+          LAI.getPSE().getPredicate().isAlwaysTrue()) {
+        Checks = static_cast<int64_t>(RtPC->getChecks().size());
+        Versioning.emplace(LAI, RtPC->getChecks(), L, &LI, &DT, &SE);
+        for (BasicBlock *BB : L->blocks())
+          for (Instruction &I : *BB)
+            if (I.mayReadOrWriteMemory())
+              SavedScopes.emplace_back(&I, I.getMetadata(LLVMContext::MD_alias_scope),
+                                       I.getMetadata(LLVMContext::MD_noalias));
+        Versioning->annotateLoopWithNoAlias();
+      }
+    }
+    auto RestoreScopes = [&] {
+      for (auto &[I, Scope, NoAlias] : SavedScopes) {
+        I->setMetadata(LLVMContext::MD_alias_scope, Scope);
+        I->setMetadata(LLVMContext::MD_noalias, NoAlias);
+      }
+      SavedScopes.clear();
+    };
     LoopPlan Plan;
-    Reason = planLoop(*Innermost[Index], LI, DT, SE, DI, Plan);
+    Reason = planLoop(*L, LI, DT, SE, DI, S.Embeddings.get(), Plan);
     if (!Reason.empty()) {
       Result = "declined";
     } else {
@@ -955,7 +1020,16 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
                             PartText + "' is invalid: " + Invalid +
                             "; the loop is left as it is");
         } else if (P->size() > 1) {
+          if (Versioning) {
+            // The fallback copy must not carry the scopes: off, version
+            // (the fallback is cloned), then on the versioned loop again.
+            RestoreScopes();
+            Versioning->versionLoop();
+            Versioning->annotateLoopWithNoAlias();
+          }
           distribute(Plan, *P, LI, DT, SE);
+          if (S.Embeddings)
+            S.Embeddings->invalidate(F);
           Changed = true;
           Result = "distributed";
         } else {
@@ -967,6 +1041,9 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
           Reason = "one node: nothing to distribute";
       }
     }
+    RestoreScopes(); // not distributed (or already done)
+    if (Result != "distributed")
+      Checks = 0;
     if (S.Verbose)
       mlp::diagnose(Ctx, Prefix, DS_Remark,
                     F.getName() + " loop " + Twine(Index) + ": " + Result +
@@ -984,6 +1061,7 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
                              .add("partition", PartText)
                              .add("result", Result)
                              .add("reason", Reason)
+                             .add("runtime_checks", Checks)
                              .str());
   }
   if (!Changed)

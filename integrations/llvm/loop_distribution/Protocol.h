@@ -34,6 +34,10 @@
 //   loop_id        int64   [1]       loops asked about so far in this process
 //                                    (0, 1, ...): tells loops apart
 //   step           int64   [1]       decisions asked so far for this loop
+//   node_embeddings float32 [16, 300] per node, the sum of the IR2Vec
+//                                    (symbolic) vectors of its instructions,
+//                                    in program order; 0 without the IR2Vec
+//                                    vocabulary
 // Advice (the model's output):
 //   scores         float32 [16]      select: a score per node slot; merge:
 //                                    [0] merge, [1] new loop (rest unused).
@@ -51,6 +55,8 @@
 namespace mlbridge::loopdist {
 
 constexpr int64_t MaxNodes = 16;
+/// IR2Vec's vector dimension (integrations/llvm/ir2vec/PluginEmbeddings.h).
+constexpr int64_t EmbeddingDim = 300;
 
 enum AgentId : int64_t { SelectAgent = 0, MergeAgent = 1 };
 constexpr const char *AgentNames[] = {"select", "merge"};
@@ -122,11 +128,13 @@ enum FeatureId : size_t {
   FAgent,
   FLoopId,
   FStep,
+  FNodeEmbeddings,
   NumFeatures
 };
 constexpr const char *FeatureNames[NumFeatures] = {
     "node_features", "adjacency", "eligible", "placed",  "current",
-    "candidate",     "loop_features", "agent", "loop_id", "step"};
+    "candidate",     "loop_features", "agent", "loop_id", "step",
+    "node_embeddings"};
 constexpr const char *AdviceName = "scores";
 
 } // namespace mlbridge::loopdist

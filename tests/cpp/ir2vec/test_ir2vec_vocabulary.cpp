@@ -75,14 +75,15 @@ TEST(IR2VecEmbeddingsJson, NumbersReadBackExactlyAndNamesAreEscaped) {
   R.Dimension = 3;
   R.Module.assign(3, 0.0);
   const Vector Odd = {0.1 + 0.2, -1.0 / 3.0, 1e-300};
-  R.addFunction({"f\"\\\n", Odd, {}});
-  R.addFunction({"g", {1, 2, 3}, {}});
+  R.addFunction({"f\"\\\n", Odd, {}, {}});
+  R.addFunction({"g", {1, 2, 3}, {}, {}});
   EXPECT_EQ(R.Module, (Vector{Odd[0] + 1, Odd[1] + 2, Odd[2] + 3}));
 
   std::string Json = toJson(R);
   EXPECT_NE(Json.find("\"name\": \"f\\\"\\\\\\n\""), std::string::npos) << Json;
   EXPECT_NE(Json.find("\"kind\": \"flow-aware\""), std::string::npos);
   EXPECT_EQ(Json.find("\"blocks\""), std::string::npos); // not asked for
+  EXPECT_EQ(Json.find("\"instructions\""), std::string::npos);
   std::string Numbers;
   appendJsonVector(Numbers, Odd);
   ASSERT_EQ(Numbers.front(), '[');

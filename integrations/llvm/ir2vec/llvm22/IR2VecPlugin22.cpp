@@ -3,16 +3,21 @@
 // MLBridgeIR2Vec.so built against LLVM 22 (lib/llvm22-plugins/): the same
 // module pass "mlbridge-ir2vec", options (../PassCommon.h) and output file
 // (../EmbeddingsJson.h) as the LLVM 19 plugin, but the vectors come from
-// LLVM's own embedder (llvm/Analysis/IR2Vec.h) and its vocabulary loader:
+// LLVM's own embedder (llvm/Analysis/IR2Vec.h). Two vocabulary loaders:
 //
 //   opt-22 -load-pass-plugin=lib/llvm22-plugins/MLBridgeIR2Vec.so
 //     -passes=mlbridge-ir2vec
-//     -ir2vec-vocab-path=.deps/ir2vec/seedEmbeddingVocab.json
+//     [-ir2vec-vocab-path=.deps/ir2vec/seedEmbeddingVocab.json]
 //     -mlbridge-ir2vec-out=vectors.json [-mlbridge-ir2vec-kind=flow-aware]
-//     [-mlbridge-ir2vec-blocks] -disable-output module.bc
+//     [-mlbridge-ir2vec-blocks] [-mlbridge-ir2vec-instructions]
+//     -disable-output module.bc
 //
-// LLVM reports a missing or malformed vocabulary itself ("Error reading
-// vocabulary: ..."); the weights are LLVM's -ir2vec-*-weight options.
+//  * with LLVM's -ir2vec-vocab-path: LLVM's analysis (IR2VecVocabAnalysis)
+//    loads it and reports a bad file itself ("Error reading vocabulary: ...");
+//  * without: PluginEmbeddings (what other plugins use) loads
+//    -mlbridge-ir2vec-vocab or the default one (EmbeddingBackend22.cpp).
+// The two give the same vectors (tests/e2e/test_ir2vec.py); the weights are
+// LLVM's -ir2vec-*-weight options either way.
 //
 //===----------------------------------------------------------------------===//
 #include "PassCommon.h"
@@ -24,9 +29,23 @@ using namespace mlbridge::ir2vec;
 
 namespace {
 
+// LLVM's analysis reads only its own option: was it given?
+bool llvmVocabOptionGiven() {
+  auto &Opts = cl::getRegisteredOptions();
+  auto It = Opts.find("ir2vec-vocab-path");
+  return It != Opts.end() && It->second->getNumOccurrences() > 0;
+}
+
 class IR2VecPass : public PassInfoMixin<IR2VecPass> {
 public:
   PreservedAnalyses run(Module &M, ModuleAnalysisManager &MAM) {
+    if (!llvmVocabOptionGiven()) {
+      auto R = pass::embedModule(M);
+      mlbridge::Status S = R ? writeReport(*R, pass::OutPath) : R.takeStatus();
+      if (S)
+        pass::reportError(M, S);
+      return PreservedAnalyses::all();
+    }
     auto R = pass::startReport("llvm");
     if (!R) {
       pass::reportError(M, R.status());
@@ -48,10 +67,14 @@ public:
       // A fresh embedder per function, asked for the function first: the
       // flow-aware cache then fills in the same order as ours (depth first).
       auto E = ir2vec::Embedder::create(LLVMKind, F, Vocab);
-      FunctionVectors FV{F.getName().str(), E->getFunctionVector().getData(), {}};
+      FunctionVectors FV{F.getName().str(), E->getFunctionVector().getData(), {}, {}};
       if (R->WithBlocks)
         for (const BasicBlock &BB : F)
           FV.Blocks.push_back(E->getBBVector(BB).getData());
+      if (R->WithInstructions)
+        for (const BasicBlock &BB : F)
+          for (const Instruction &I : BB.instructionsWithoutDebug())
+            FV.Instructions.push_back(E->getInstVector(I).getData());
       R->addFunction(std::move(FV));
     }
     if (mlbridge::Status S = writeReport(*R, pass::OutPath))

@@ -39,6 +39,8 @@ from ._plugins import PluginInfo, PluginNotFound, find_plugins, tool_env
 
 #: Fixed number of node slots of every tensor.
 MAX_NODES = 16
+#: IR2Vec's vector dimension (``node_embeddings``).
+EMBEDDING_DIM = 300
 #: Columns of ``node_features`` (Protocol.h NodeFeature).
 NODE_FEATURES = ("instructions", "loads", "stores", "int_arith", "fp_arith", "casts",
                  "compare_select", "geps", "phis", "pure_calls", "pi_block", "units",
@@ -59,6 +61,7 @@ FEATURES = {
     "agent": (np.int64, (1,)),
     "loop_id": (np.int64, (1,)),
     "step": (np.int64, (1,)),
+    "node_embeddings": (np.float32, (MAX_NODES, EMBEDDING_DIM)),
 }
 #: The advice: name, dtype, shape.
 ADVICE = ("scores", np.float32, (MAX_NODES,))
