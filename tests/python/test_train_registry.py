@@ -12,16 +12,17 @@ from mlbridge.train.registry import PROBLEMS, problem
 
 def test_every_implemented_problem_has_the_registry_interface():
     implemented = [p for p in PROBLEMS.values() if p.package is not None]
-    assert {p.name for p in implemented} == {"inliner", "phase-order", "mlir-unroll"}
+    assert {p.name for p in implemented} == {"inliner", "phase-order", "mlir-unroll",
+                                             "loop-distribution"}
     for p in implemented:
         pkg = p.load()
         assert callable(pkg.add_arguments) and callable(pkg.main), p.name
-    for name in ("inliner", "phase-order"):   # they compile on the Ray workers
+    for name in ("inliner", "phase-order", "loop-distribution"):   # compile on the Ray workers
         assert callable(problem(name).load().run_task)
 
 
 def test_reserved_slots_and_unknown_names_are_refused_clearly():
-    for name in ("loop-distribution", "regalloc"):
+    for name in ("regalloc",):
         with pytest.raises(NotImplementedError, match="reserved but not implemented"):
             problem(name).load()
     with pytest.raises(KeyError, match="unknown training problem 'nope'; known: inliner"):
@@ -37,3 +38,5 @@ def test_worker_tasks_name_their_problem():
     from mlbridge.train.phase_order import compile_task
     assert make_task(b"ir")["problem"] == "inliner"
     assert compile_task(b"ir", plugin="p.so")["problem"] == "phase-order"
+    from mlbridge.train.loop_distribution.task import measure_task
+    assert measure_task("void k(void) {}", "k", ["k"])["problem"] == "loop-distribution"

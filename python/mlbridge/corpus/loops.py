@@ -35,7 +35,8 @@ from .manifest import REPO_ROOT
 
 __all__ = ["ROOT", "SPLITS", "FLAG_SETS", "SANITIZE_FLAGS", "Kernel", "LoopKernelError", "kernels", "build",
            "run", "measure", "mutate", "generate", "valgrind_command",
-           "distribute_remarks", "REMARK_FLAGS", "generated", "mutable", "summarize"]
+           "distribute_remarks", "REMARK_FLAGS", "generated", "mutable", "summarize",
+           "kernel_source"]
 
 ROOT = REPO_ROOT / "corpus" / "loops"
 SPLITS = ("train", "validation", "held_out")
@@ -188,6 +189,30 @@ def distribute_remarks(stderr: str, source: Path) -> Dict[str, dict]:
             why = m.group(2).replace("loop not distributed: ", "").strip()
             entry["declined"][why] = entry["declined"].get(why, 0) + 1
     return counts
+
+
+def kernel_source(kernel: Kernel) -> str:
+    """The text of ``kernel``'s file without the other kernels of the file
+    (nor their ``<kernel>_body`` helpers): built alone, every loop the
+    compiler sees belongs to ``kernel``. Other lines stay (so do line
+    numbers)."""
+    text = kernel.source.read_text()
+    names = set(_KERNEL_RE.findall(text))
+
+    def owner(fn):   # the longest kernel name that is fn or prefixes fn_
+        owners = [n for n in names if fn == n or fn.startswith(n + "_")]
+        return max(owners, key=len) if owners else None
+
+    out, skip = [], False
+    for line in text.split("\n"):
+        m = _FUNCTION_RE.match(line)
+        if m is not None:
+            skip = owner(m.group(1)) not in (None, kernel.name)
+        if not skip:
+            out.append(line)
+        elif line == "}":
+            skip = False
+    return "\n".join(out)
 
 
 # ---- mutations ---------------------------------------------------------------------------

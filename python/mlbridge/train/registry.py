@@ -48,7 +48,8 @@ PROBLEMS = {p.name: p for p in (
             "mlbridge.train.phase_order"),
     Problem("mlir-unroll", "affine loop unrolling (mlbridge-affine-unroll, instructions "
             "retired)", "mlbridge.train.mlir_unroll"),
-    Problem("loop-distribution", "loop distribution (reserved)", None),
+    Problem("loop-distribution", "loop distribution (MLBridgeLoopDistribution.so, callgrind "
+            "Ir of the loop kernels)", "mlbridge.train.loop_distribution"),
     Problem("regalloc", "register allocation: eviction and priority (reserved)", None),
 )}
 

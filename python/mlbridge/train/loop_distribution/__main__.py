@@ -1,0 +1,82 @@
+"""``python -m mlbridge.train.loop_distribution {evaluate,demo}``: the
+results table of a split, and one held-out kernel before and after.
+(Training: ``python -m mlbridge.train loop-distribution``.)"""
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from ...corpus import loops as corpus
+from ...toolchain import CompileError
+from ..results import TrainingError
+from . import find_plugin
+
+DEMO_KERNEL = "split_rec_first"
+
+
+def demo(kernel=DEMO_KERNEL, plugin=None):
+    """Builds ``kernel`` (its family file) with plain -O3 and with the
+    plugin's built-in model; returns (O3 Ir, plugin Ir, same checksums)."""
+    from ..cluster import Workdir
+    from .task import measure_task, run_task
+    k = next((k for k in corpus.kernels() if k.name == kernel), None)
+    if k is None:
+        raise corpus.LoopKernelError(f"no kernel {kernel}")
+    plugin = find_plugin(plugin)
+    with tempfile.TemporaryDirectory(prefix="mlbridge-ld-demo-") as tmp:
+        w = Workdir(tmp)
+        try:
+            src = k.source.read_text()
+            o3 = run_task(measure_task(src, k.source.stem, [k.name]), w)
+            ml = run_task(measure_task(src, k.source.stem, [k.name], plugin=plugin,
+                                       policy={"kind": "builtin"}), w)
+        finally:
+            w.close()
+    return o3["ir"][k.name], ml["ir"][k.name], o3["out"][k.name] == ml["out"][k.name]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m mlbridge.train.loop_distribution",
+                                description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    ev = sub.add_parser("evaluate", help="Ir of a split's kernels: the plugin's model, the "
+                        "random policy, -O3, -O3 distribute; compile time")
+    ev.add_argument("--split", choices=corpus.SPLITS, default="held_out")
+    ev.add_argument("--out", type=Path, required=True)
+    ev.add_argument("--model", type=Path, default=None,
+                    help="an ONNX model instead of the compiled-in one")
+    ev.add_argument("--workers", type=int, default=2,
+                    help="Ray workers (0: in this process, for a machine too loaded for Ray)")
+    ev.add_argument("--repeat", type=int, default=3, help="compiles per family for the "
+                    "compile-time ratio")
+    ev.add_argument("--cache", default=None)
+    ev.add_argument("--plugin", default=None)
+    de = sub.add_parser("demo", help="one held-out kernel: -O3 Ir, then with the plugin")
+    de.add_argument("--kernel", default=DEMO_KERNEL)
+    de.add_argument("--plugin", default=None)
+    args = p.parse_args(argv)
+    try:
+        if args.cmd == "demo":
+            o3, ml, same = demo(args.kernel, args.plugin)
+            print(f"loop distribution, held-out kernel {args.kernel}: clang-19 -O3 {o3} Ir, "
+                  f"with MLBridgeLoopDistribution.so {ml} Ir ({ml / o3:.3f}x"
+                  f"{', same checksums' if same else ', CHECKSUMS DIFFER'})")
+            return 0 if same else 1
+        from .evaluate import evaluate, markdown
+        from .trainer import write_json
+        res = evaluate(args.split, plugin=find_plugin(args.plugin), workers=args.workers,
+                       model=args.model.read_bytes() if args.model else None,
+                       repeat=args.repeat, cache_dir=args.cache)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        write_json(args.out, res)
+        print(markdown(res["summary"]))
+        print(f"compile time, plugin / -O3: {res['summary']['all']['compile_time_ratio']}")
+        return 0
+    except (TrainingError, CompileError, corpus.LoopKernelError) as e:
+        print(f"mlbridge.train.loop_distribution: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
