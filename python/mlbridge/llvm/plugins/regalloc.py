@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,6 +145,16 @@ def llc_command(ir, output, allocator: str = "mlbridge", *, plugins: Optional[Pl
     return cmd + list(extra) + [str(ir), "-o", str(output)]
 
 
+def _parsable_mir(mir: Path) -> None:
+    """LLVM 19's MIR parser rejects a vector ``zeroinitializer`` its printer
+    writes into the constant pool; the score never reads the pool's values,
+    so such values become ``undef`` of the same type before scoring."""
+    text = mir.read_text()
+    fixed = re.sub(r"^(\s+value:\s+'.*) zeroinitializer'$", r"\1 undef'", text, flags=re.M)
+    if fixed != text:
+        mir.write_text(fixed)
+
+
 def _policy_env(policy, seed: Optional[int]) -> Dict[str, str]:
     if policy is None:
         return {}
@@ -204,6 +215,7 @@ def allocate(program, allocator: str = "mlbridge", *,
         finally:
             if server is not None:
                 server.close()
+        _parsable_mir(mir)
         compile([plugins.tool("llc"), f"-load={plugins.regalloc}", "-run-pass=mlbridge-ra-score",
                  f"-mlbridge-ra-score-file={scores}", f"-mlbridge-ra-score-label={allocator}",
                  str(mir), "-o", os.devnull], env=tool_env(plugins), timeout=timeout,
