@@ -211,6 +211,10 @@ private:
   void runFallback();
   void finish();
   RangeInfo &info(Register R) { return Info[R]; }
+  unsigned budget() const {
+    const unsigned B = mlp::unsignedSetting(BudgetOpt, "MLBRIDGE_RA_BUDGET");
+    return B ? B : 10 * MRI->getNumVirtRegs() + 1000;
+  }
 
   // LiveRangeEdit::Delegate
   bool LRE_CanEraseVirtReg(Register R) override;
@@ -698,12 +702,12 @@ void MLBridgeRegAlloc::registerFeatures(const Candidate &C, float *Out) const {
 /// The built-in policies and the fallback (past the budget): no model, no
 /// features.
 void MLBridgeRegAlloc::runBuiltIn(PolicyKind K, const Function &F) {
-  std::mt19937_64 Rng(SeedOpt ^ std::hash<std::string>()(F.getName().str()));
+  std::mt19937_64 Rng(mlp::unsignedSetting(SeedOpt, "MLBRIDGE_RA_SEED") ^
+                      std::hash<std::string>()(F.getName().str()));
   auto Pick = [&](size_t N) {
     return static_cast<size_t>(std::uniform_int_distribution<size_t>(0, N - 1)(Rng));
   };
-  const unsigned Budget =
-      BudgetOpt ? BudgetOpt : 10 * MRI->getNumVirtRegs() + 1000;
+  const unsigned Budget = budget();
   while (prepareSelect()) {
     if (St.Rounds >= Budget)
       return runFallback();
@@ -1023,8 +1027,7 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
                     Runner ? mlp::runnerRemark(RunnerKindUsed, "decisions taken")
                            : std::string("no model: the built-in heuristic decides"));
   }
-  const unsigned Budget =
-      BudgetOpt ? BudgetOpt : 10 * MRI->getNumVirtRegs() + 1000;
+  const unsigned Budget = budget();
   if (Policy == PolicyKind::Model && Runner &&
       Binding.bind(*Runner, modelFeatureSpecs()).isOk()) {
     Used = mlp::runnerKindName(RunnerKindUsed);
