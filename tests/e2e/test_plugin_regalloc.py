@@ -196,3 +196,28 @@ def test_clang_fplugin(plugins, tmp_path):
     run(["clang-19", "-O0", str(PRESSURE), "-o", str(ref)])
     assert run([exe]) == run([ref])
     assert "gpr_pressure" in log.read_text()
+
+
+def test_greedy_score_agrees_with_its_remarks(ra, plugins, pressure_ir, tmp_path):
+    """Cross-check on greedy: its own frequency-weighted spill, reload and
+    copy costs (-pass-remarks-output) are part of what our score counts."""
+    import yaml
+    remarks = tmp_path / "remarks.yaml"
+    run([plugins.tool("llc"), "-O2", str(pressure_ir), "-o", "/dev/null",
+         f"-pass-remarks-output={remarks}"])
+    costs = {}
+    for doc in yaml.load_all(remarks.read_text().replace("--- !", "--- #"),
+                             Loader=yaml.SafeLoader):
+        if doc and doc.get("Name") == "SpillReloadCopies":
+            args = {k: v for a in doc["Args"] for k, v in a.items()}
+            costs[doc["Function"]] = {k: float(v) for k, v in args.items() if "Cost" in k}
+    greedy = ra.allocate(pressure_ir, "greedy", plugins=plugins)
+    assert costs.get("gpr_pressure", {}).get("TotalSpillsCost", 0) > 0
+    for fn, c in costs.items():
+        s = greedy.scores[fn]
+        tol = 1e-6 * (1 + s.score)
+        assert s.stores + s.load_stores + tol >= c.get("TotalSpillsCost", 0) + \
+            c.get("TotalFoldedSpillsCost", 0), fn
+        assert s.loads + s.load_stores + tol >= c.get("TotalReloadsCost", 0) + \
+            c.get("TotalFoldedReloadsCost", 0), fn
+        assert s.copies + tol >= c.get("TotalCopiesCost", 0), fn

@@ -38,7 +38,7 @@ from ._plugins import PluginInfo, PluginNotFound, find_plugins, tool_env
 
 __all__ = ["ALLOCATORS", "AGENTS", "ACTIONS", "MAX_NODES", "MAX_REGS", "NODE_FEATURES",
            "REGISTER_FEATURES", "FEATURES", "FunctionScore", "Allocation", "allocate",
-           "llc_command", "legal_mask", "first_legal", "optimized_ir"]
+           "llc_command", "legal_mask", "first_legal", "optimized_ir", "compare_corpus"]
 
 #: The allocators compared: ours and LLVM's three.
 ALLOCATORS = ("mlbridge", "greedy", "basic", "fast")
@@ -228,3 +228,43 @@ def allocate(program, allocator: str = "mlbridge", *,
                 d["load_stores"], d["cheap_remats"], d["expensive_remats"])
         lines = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
         return Allocation(allocator, result, lines, cpu)
+
+
+def compare_corpus(split: str = "heldout", *, units: int = 12, policy=None,
+                   allocators: Sequence[str] = ALLOCATORS, workdir=None) -> Dict[str, Dict[str, float]]:
+    """Total score per library and allocator over the first ``units`` units
+    of each library of the corpus ``split`` (each unit: ``clang -O2`` with
+    its flags, then :func:`allocate`). A unit that fails to compile with
+    any allocator is left out of every total and reported under
+    ``"_failed"``."""
+    from ...corpus.manifest import Corpus
+    totals: Dict[str, Dict[str, float]] = {}
+    failed: Dict[str, str] = {}
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        by_lib: Dict[str, list] = {}
+        for m in Corpus.load().modules(split):
+            by_lib.setdefault(m.library, []).append(m)
+        for lib, mods in sorted(by_lib.items()):
+            for m in mods[:units]:
+                ir = Path(tmp) / (m.name.replace("/", "_") + ".ll")
+                try:
+                    optimized_ir(m.source, ir, flags=m.flags)
+                    res = {a: allocate(ir, a, policy=policy if a == "mlbridge" else None).total
+                           for a in allocators}
+                except Exception as exc:  # noqa: BLE001 - reported, not hidden
+                    failed[m.name] = str(exc)[:300]
+                    continue
+                row = totals.setdefault(lib, {a: 0.0 for a in allocators})
+                for a, v in res.items():
+                    row[a] += v
+                row["units"] = row.get("units", 0) + 1
+    if failed:
+        totals["_failed"] = failed  # type: ignore[assignment]
+    return totals
+
+
+if __name__ == "__main__":  # python -m mlbridge.llvm.plugins.regalloc [split] [units]
+    import sys
+    print(json.dumps(compare_corpus(sys.argv[1] if len(sys.argv) > 1 else "heldout",
+                                    units=int(sys.argv[2]) if len(sys.argv) > 2 else 12,
+                                    policy="heuristic"), indent=1))
