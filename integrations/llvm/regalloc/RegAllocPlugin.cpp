@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "LLVMCompat.h"
 #include "PluginSupport.h"
 #include "RegAllocProtocol.h"
 #include "RegAllocScore.h"
@@ -76,6 +77,7 @@ using namespace llvm;
 namespace mlb = mlbridge;
 namespace mlp = mlbridge::plugins;
 namespace ra = mlbridge::regalloc;
+namespace llvm_compat = mlbridge::llvm_compat;
 
 namespace {
 
@@ -264,20 +266,20 @@ void MLBridgeRegAlloc::getAnalysisUsage(AnalysisUsage &AU) const {
   AU.addRequired<LiveIntervalsWrapperPass>();
   AU.addPreserved<LiveIntervalsWrapperPass>();
   AU.addPreserved<SlotIndexesWrapperPass>();
-  AU.addRequired<LiveDebugVariables>();
-  AU.addPreserved<LiveDebugVariables>();
-  AU.addRequired<LiveStacks>();
-  AU.addPreserved<LiveStacks>();
+  AU.addRequired<llvm_compat::LiveDebugVariablesPass>();
+  AU.addPreserved<llvm_compat::LiveDebugVariablesPass>();
+  AU.addRequired<llvm_compat::LiveStacksPass>();
+  AU.addPreserved<llvm_compat::LiveStacksPass>();
   AU.addRequired<MachineBlockFrequencyInfoWrapperPass>();
   AU.addPreserved<MachineBlockFrequencyInfoWrapperPass>();
   AU.addRequired<MachineDominatorTreeWrapperPass>();
   AU.addPreserved<MachineDominatorTreeWrapperPass>();
   AU.addRequired<MachineLoopInfoWrapperPass>();
   AU.addPreserved<MachineLoopInfoWrapperPass>();
-  AU.addRequired<VirtRegMap>();
-  AU.addPreserved<VirtRegMap>();
-  AU.addRequired<LiveRegMatrix>();
-  AU.addPreserved<LiveRegMatrix>();
+  AU.addRequired<llvm_compat::VirtRegMapPass>();
+  AU.addPreserved<llvm_compat::VirtRegMapPass>();
+  AU.addRequired<llvm_compat::LiveRegMatrixPass>();
+  AU.addPreserved<llvm_compat::LiveRegMatrixPass>();
   MachineFunctionPass::getAnalysisUsage(AU);
 }
 
@@ -954,17 +956,17 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
   TII = MF->getSubtarget().getInstrInfo();
   MRI = &MF->getRegInfo();
   LIS = &getAnalysis<LiveIntervalsWrapperPass>().getLIS();
-  Matrix = &getAnalysis<LiveRegMatrix>();
-  VRM = &getAnalysis<VirtRegMap>();
+  Matrix = &llvm_compat::liveRegMatrix(*this);
+  VRM = &llvm_compat::virtRegMap(*this);
   Loops = &getAnalysis<MachineLoopInfoWrapperPass>().getLI();
-  LDV = &getAnalysis<LiveDebugVariables>();
+  LDV = &llvm_compat::liveDebugVariables(*this);
   MRI->freezeReservedRegs();
   RCI.runOnMachineFunction(*MF);
   VRAI = std::make_unique<VirtRegAuxInfo>(
       *MF, *LIS, *VRM, *Loops,
       getAnalysis<MachineBlockFrequencyInfoWrapperPass>().getMBFI());
   VRAI->calculateSpillWeightsAndHints();
-  SpillerInstance.reset(createInlineSpiller(*this, *MF, *VRM, *VRAI));
+  SpillerInstance.reset(llvm_compat::createInlineSpiller(*this, *MF, *VRM, *VRAI, *Matrix));
   Info.clear();
   Queue.clear();
   Queued.clear();
