@@ -221,3 +221,28 @@ def test_greedy_score_agrees_with_its_remarks(ra, plugins, pressure_ir, tmp_path
         assert s.loads + s.load_stores + tol >= c.get("TotalReloadsCost", 0) + \
             c.get("TotalFoldedReloadsCost", 0), fn
         assert s.copies + tol >= c.get("TotalCopiesCost", 0), fn
+
+
+def test_llvm22_build_loads_and_matches(mlbridge_pkg, tmp_path):
+    """The same allocator built for LLVM 22 loads into llc-22: verifier
+    clean, the program prints what clang-22's greedy build prints."""
+    from build_components import require_built
+    from mlbridge.llvm.plugins import find_plugins
+    p22 = require_built("llvm_plugins_llvm22", lambda: find_plugins(llvm=22))
+    assert p22.regalloc is not None and p22.regalloc.is_file()
+    clang22 = p22.tool("clang")
+    ir = tmp_path / "pressure.ll"
+    run([clang22, "-O2", "-S", "-emit-llvm", str(PRESSURE), "-o", str(ir)])
+    ref = tmp_path / "ref"
+    run([clang22, "-O2", str(PRESSURE), "-o", str(ref)])
+    want = run([ref])
+    for policy in ("heuristic", "random"):
+        obj = tmp_path / f"{policy}.o"
+        log = tmp_path / f"{policy}.jsonl"
+        run([p22.tool("llc"), "-O2", "-relocation-model=pic", f"-load={p22.regalloc}",
+             "-regalloc=mlbridge", f"-mlbridge-ra-policy={policy}", "-verify-machineinstrs",
+             f"-mlbridge-ra-log={log}", "-filetype=obj", str(ir), "-o", str(obj)])
+        exe = tmp_path / policy
+        run([clang22, str(obj), "-o", str(exe)])
+        assert run([exe]) == want, policy
+        assert '"function":"gpr_pressure"' in log.read_text()
