@@ -1029,6 +1029,14 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
                     Runner ? mlp::runnerRemark(RunnerKindUsed, "decisions taken")
                            : std::string("no model: the built-in heuristic decides"));
   }
+  if (Runner && Runner->isUnavailable()) {
+    // A dead peer or broken channel: the heuristic takes the rest of the
+    // compile instead of failing every decision of every function.
+    mlp::diagnose(Ctx, Prefix, DS_Warning,
+                  "the model's runner is unavailable; the built-in heuristic "
+                  "decides from '" + MF->getName() + "' on");
+    Runner.reset();
+  }
   const unsigned Budget = budget();
   if (Policy == PolicyKind::Model && Runner &&
       Binding.bind(*Runner, modelFeatureSpecs()).isOk()) {
