@@ -12,6 +12,9 @@ LLVM 19 and, when its headers are installed, LLVM 22
 * ``MLBridgeLoopDistribution.so`` -- model-chosen loop distribution, served
   from Python by :mod:`.loop_distribution` (:func:`compile_with_policy`,
   :class:`ReplayPolicy`, :class:`RandomPolicy`).
+* ``MLBridgeRegAlloc.so`` (LLVM 19) -- ``-regalloc=mlbridge`` for llc/clang,
+  a register allocator whose decisions a model takes, and the
+  ``mlbridge-ra-score`` pass (:mod:`.regalloc`, docs/register-allocation.md).
 
 This package finds the built plugins of an LLVM version
 (:func:`find_plugins`; :func:`built_llvm_versions`), runs that version's
@@ -46,6 +49,7 @@ __all__ = [
     "compile_with_policy",
     "ReplayPolicy",
     "RandomPolicy",
+    "regalloc",
 ]
 
 __getattr__, __dir__ = _lazy_attributes(globals(), {
@@ -55,3 +59,5 @@ __getattr__, __dir__ = _lazy_attributes(globals(), {
     "ReplayPolicy": ".loop_distribution",
     "RandomPolicy": ".loop_distribution",
 })
+
+from . import regalloc  # noqa: E402  (numpy and the toolchain only)
