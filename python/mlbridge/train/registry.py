@@ -49,7 +49,8 @@ PROBLEMS = {p.name: p for p in (
     Problem("mlir-unroll", "affine loop unrolling (mlbridge-affine-unroll, instructions "
             "retired)", "mlbridge.train.mlir_unroll"),
     Problem("loop-distribution", "loop distribution (reserved)", None),
-    Problem("regalloc", "register allocation: eviction and priority (reserved)", None),
+    Problem("regalloc", "register allocation against the allocation score (greedy's "
+            "eviction advisor over pipes)", "mlbridge.train.regalloc"),
 )}
 
 
