@@ -145,9 +145,9 @@ def test_short_ray_training_run_writes_log_curve_and_policy(items, tmp_path):
     assert [r["stage"] for r in log] == ["imitation", "es", "es", "es", "done"]
     assert log[0]["requests"] > 0 and 0.0 <= log[0]["accuracy"] <= 1.0
     assert [r["iteration"] for r in log[1:4]] == [0, 1, 2]
-    ratios = [r["validation_ratio"] for r in log[1:4]]
+    ratios = [r["validation_mean_ratio"] for r in log[1:4]]
     assert all(r > 0 for r in ratios)
-    assert summary["validation_ratio"] == min(ratios)
+    assert summary["validation_mean_ratio"] == min(ratios)
     assert summary["selected_iteration"] == ratios.index(min(ratios))
     assert (out / "curve.png").stat().st_size > 1000
     policy = LinearEviction.load(out / "evict_policy.json")
