@@ -8,7 +8,10 @@ LLVM 19 and, when its headers are installed, LLVM 22
   features of LLVM's own ML inliner (:data:`INLINER_FEATURES`) and asks a
   model (in-process ONNX / compiled, or this package over pipes or gRPC);
 * ``MLBridgePhaseOrder.so`` -- the ``mlbridge-phase-order`` module pass, a
-  phase-ordering RL environment (:data:`OBSERVATION_NAMES`, :data:`ACTIONS`).
+  phase-ordering RL environment (:data:`OBSERVATION_NAMES`, :data:`ACTIONS`);
+* ``MLBridgeRegAlloc.so`` (LLVM 19) -- ``-regalloc=mlbridge`` for llc/clang,
+  a register allocator whose decisions a model takes, and the
+  ``mlbridge-ra-score`` pass (:mod:`.regalloc`, docs/register-allocation.md).
 
 This package finds the built plugins of an LLVM version
 (:func:`find_plugins`; :func:`built_llvm_versions`), runs that version's
@@ -40,9 +43,12 @@ __all__ = [
     "tool_env",
     "PhaseOrderEnv",
     "PolicyNet",
+    "regalloc",
 ]
 
 __getattr__, __dir__ = _lazy_attributes(globals(), {
     "PhaseOrderEnv": ".phase_order",
     "PolicyNet": ".policy",
 })
+
+from . import regalloc  # noqa: E402  (numpy and the toolchain only)

@@ -70,6 +70,8 @@ class PluginInfo(WithRunners):
     cxx_compiler: str = ""
     llvm_bin_dir: str = ""
     source: Optional[Path] = None
+    #: MLBridgeRegAlloc.so (-regalloc=mlbridge; LLVM 19 only), None if not built.
+    regalloc: Optional[Path] = None
 
     def tool(self, name: str) -> str:
         """The LLVM tool ``name`` ("opt", "clang", "llc", ...) of the version
@@ -112,7 +114,8 @@ def find_plugins(build_dir=None, llvm: Optional[int] = None) -> PluginInfo:
                       sanitize=manifest.sanitize,
                       cxx_compiler=sec.get("cxx_compiler", ""),
                       llvm_bin_dir=sec.get("llvm_bin_dir", ""),
-                      source=manifest.path)
+                      source=manifest.path,
+                      regalloc=Path(sec["regalloc"]) if sec.get("regalloc") else None)
 
 
 def built_llvm_versions(build_dir=None) -> List[int]:

@@ -1,0 +1,1092 @@
+//===- RegAllocPlugin.cpp - -regalloc=mlbridge, decided by a model ---------===//
+//
+// A register allocator for stock llc-19 / clang-19, loaded as a shared
+// object (llc -load, clang -fplugin) and selected with -regalloc=mlbridge
+// (docs/register-allocation.md). Every decision -- which live range next,
+// assign / split / spill, which register -- is taken by a policy through
+// the protocol of RegAllocProtocol.h: a model through any runner (pipes,
+// gRPC, ONNX, compiled in), the built-in heuristic, or a seeded random legal
+// policy (for fuzzing). Legality is decided here, never by the policy.
+//
+// The mechanics are LLVM's public ones: LiveIntervals, LiveRegMatrix for
+// interference, VirtRegMap, RegisterClassInfo's allocation order and the
+// target's hints, VirtRegAuxInfo spill weights, the inline spiller through
+// LiveRangeEdit, and the stock VirtRegRewriter after us. Splitting is our
+// own (SplitKit is not public): a range is split per basic block -- each
+// block using it gets a local copy of the value (copy in before the first
+// use, copy out before the terminators when live out), the original keeps
+// only the parts between blocks.
+//
+// Also registers the score pass (RegAllocScore.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "PluginSupport.h"
+#include "RegAllocProtocol.h"
+#include "RegAllocScore.h"
+
+#include "mlbridge/model_runner.h"
+#include "mlbridge/rl.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Analysis/AliasAnalysis.h"
+#include "llvm/CodeGen/CalcSpillWeights.h"
+#include "llvm/CodeGen/LiveDebugVariables.h"
+#include "llvm/CodeGen/LiveIntervals.h"
+#include "llvm/CodeGen/LiveRangeEdit.h"
+#include "llvm/CodeGen/LiveRegMatrix.h"
+#include "llvm/CodeGen/LiveStacks.h"
+#include "llvm/CodeGen/MachineBlockFrequencyInfo.h"
+#include "llvm/CodeGen/MachineDominators.h"
+#include "llvm/CodeGen/MachineFunctionPass.h"
+#include "llvm/CodeGen/MachineInstrBuilder.h"
+#include "llvm/CodeGen/MachineLoopInfo.h"
+#include "llvm/CodeGen/MachineRegisterInfo.h"
+#include "llvm/CodeGen/RegAllocRegistry.h"
+#include "llvm/CodeGen/RegisterClassInfo.h"
+#include "llvm/CodeGen/SlotIndexes.h"
+#include "llvm/CodeGen/Spiller.h"
+#include "llvm/CodeGen/TargetInstrInfo.h"
+#include "llvm/CodeGen/TargetRegisterInfo.h"
+#include "llvm/CodeGen/TargetSubtargetInfo.h"
+#include "llvm/CodeGen/VirtRegMap.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/CommandLine.h"
+
+#if MLBRIDGE_REGALLOC_EMBEDDED
+#include "RegAllocPolicy.h" // generated from models/plugins/regalloc_policy.onnx
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+// The registry of -regalloc lives in libLLVM; instantiating its static
+// member here would make a private copy nobody reads (the plugin hides its
+// symbols), so refer to LLVM's.
+extern template llvm::MachinePassRegistry<llvm::RegisterRegAlloc::FunctionPassCtor>
+    llvm::RegisterRegAllocBase<llvm::RegisterRegAlloc>::Registry;
+
+using namespace llvm;
+namespace mlb = mlbridge;
+namespace mlp = mlbridge::plugins;
+namespace ra = mlbridge::regalloc;
+
+namespace {
+
+constexpr const char *Prefix = "mlbridge-regalloc";
+/// A spillable range is evicted at most this often (termination).
+constexpr unsigned EvictionCap = 8;
+
+// ---- options -------------------------------------------------------------------
+
+cl::OptionCategory Category("MLBridge register allocator (-regalloc=mlbridge)");
+
+/// -mlbridge-ra-{runner,model,channel,server,format,timeout-ms}
+/// (integrations/common/RunnerSettings.h).
+const mlp::RunnerOptions RunnerOpts("mlbridge-ra", "MLBRIDGE_RA_", Category);
+cl::opt<std::string> PolicyOpt(
+    "mlbridge-ra-policy", cl::cat(Category), cl::init("model"),
+    cl::desc("Who decides: model (the runner settings; with none, the model "
+             "built into the plugin, else the heuristic) | heuristic | random "
+             "(seeded legal choices, for fuzzing). Env: MLBRIDGE_RA_POLICY"));
+cl::opt<unsigned> SeedOpt(
+    "mlbridge-ra-seed", cl::cat(Category), cl::init(1),
+    cl::desc("Seed of the random policy (per function: seed + function "
+             "name). Env: MLBRIDGE_RA_SEED"));
+cl::opt<unsigned> BudgetOpt(
+    "mlbridge-ra-budget", cl::cat(Category), cl::init(0),
+    cl::desc("Allocation rounds per function before the rest is allocated "
+             "by the fallback (assign a free register or spill); 0: 10 x "
+             "the function's live ranges + 1000. Env: MLBRIDGE_RA_BUDGET"));
+cl::opt<std::string> LogOpt(
+    "mlbridge-ra-log", cl::cat(Category),
+    cl::desc("Append one JSON line per function (decisions, spills, splits, "
+             "evictions, fallbacks) to this file. Env: MLBRIDGE_RA_LOG"));
+cl::opt<bool> VerboseOpt(
+    "mlbridge-ra-verbose", cl::cat(Category), cl::init(false),
+    cl::desc("Report the runner as a remark. Env: MLBRIDGE_RA_VERBOSE"));
+
+/// The model built in: models/plugins/regalloc_policy.onnx compiled in when
+/// the build has it (MLBRIDGE_REGALLOC_EMBEDDED), else none (the heuristic).
+#if MLBRIDGE_REGALLOC_EMBEDDED
+mlb::integrations::EmbeddedModelRef Embedded = MLBRIDGE_EMBEDDED_MODEL(RegAllocPolicy);
+#else
+mlb::integrations::EmbeddedModelRef Embedded{};
+#endif
+
+enum class PolicyKind { Model, Heuristic, Random };
+
+// ---- the allocator ---------------------------------------------------------------
+
+/// One candidate register of the range being decided.
+struct Candidate {
+  MCRegister Reg;
+  bool Free = false;
+  bool Legal = false;
+  bool Hint = false;
+  float MaxIntfWeight = 0;
+  unsigned NumIntf = 0;
+  bool CalleeSavedUnused = false;
+  SmallVector<const LiveInterval *, 4> Intf; // evicted when chosen
+};
+
+/// Per virtual register state of ours.
+struct RangeInfo {
+  unsigned Evictions = 0;
+  bool NoSplit = false; // a product of a split (or not worth splitting)
+};
+
+class MLBridgeRegAlloc : public MachineFunctionPass,
+                         private LiveRangeEdit::Delegate {
+public:
+  static char ID;
+  MLBridgeRegAlloc() : MachineFunctionPass(ID) {}
+  StringRef getPassName() const override {
+    return "MLBridge Register Allocator";
+  }
+  void getAnalysisUsage(AnalysisUsage &AU) const override;
+  bool runOnMachineFunction(MachineFunction &MF) override;
+  MachineFunctionProperties getClearedProperties() const override {
+    return MachineFunctionProperties().set(
+        MachineFunctionProperties::Property::IsSSA);
+  }
+
+  // ---- the state machine every policy drives (one round: select, action,
+  // register) ----
+  /// Drops deleted ranges and fills Window; false when nothing is left.
+  bool prepareSelect();
+  void applySelect(size_t Index);
+  /// Computes the candidates and the action mask of Current.
+  void prepareAction();
+  /// Returns true when the round needs a register decision.
+  bool applyAction(int64_t A);
+  void applyRegister(size_t Index);
+
+  // What the policies see.
+  const std::vector<Register> &window() const { return Window; }
+  const std::vector<Candidate> &candidates() const { return Cands; }
+  bool actionLegal(int64_t A) const { return ActionMask[A]; }
+  Register current() const { return Current; }
+
+  // The built-in heuristic.
+  size_t heuristicSelect() const { return 0; } // the window is by priority
+  int64_t heuristicAction() const;
+  size_t heuristicRegister() const;
+
+  // Features (RegAllocProtocol.h).
+  void nodeFeatures(Register R, float *Out);
+  void registerFeatures(const Candidate &C, float *Out) const;
+  bool interfere(Register A, Register B) const;
+
+  struct Stats {
+    uint64_t Rounds = 0, Decisions = 0, Assigned = 0, Evictions = 0,
+             Splits = 0, Spills = 0, Illegal = 0, FallbackRounds = 0,
+             ModelFailures = 0, OutOfRegisters = 0;
+    uint64_t TraceHash = 1469598103934665603ull; // FNV-1a of the decisions
+    void record(int64_t Agent, int64_t V) {
+      ++Decisions;
+      for (int64_t X : {Agent, V}) {
+        TraceHash ^= static_cast<uint64_t>(X);
+        TraceHash *= 1099511628211ull;
+      }
+    }
+  } St;
+
+private:
+  void enqueue(Register R);
+  double priority(const LiveInterval &LI) const;
+  void computeCandidates(const LiveInterval &LI);
+  bool canSplit(Register R) const;
+  void split(Register R);
+  void spill(Register R);
+  void assign(Register R, const Candidate &C);
+  void enqueueNew(ArrayRef<Register> Regs);
+  void runBuiltIn(PolicyKind K, const Function &F);
+  void runFallback();
+  void finish();
+  RangeInfo &info(Register R) { return Info[R]; }
+
+  // LiveRangeEdit::Delegate
+  bool LRE_CanEraseVirtReg(Register R) override;
+  void LRE_WillShrinkVirtReg(Register R) override;
+  void LRE_DidCloneVirtReg(Register New, Register Old) override;
+
+  MachineFunction *MF = nullptr;
+  const TargetRegisterInfo *TRI = nullptr;
+  const TargetInstrInfo *TII = nullptr;
+  MachineRegisterInfo *MRI = nullptr;
+  LiveIntervals *LIS = nullptr;
+  LiveRegMatrix *Matrix = nullptr;
+  VirtRegMap *VRM = nullptr;
+  MachineLoopInfo *Loops = nullptr;
+  LiveDebugVariables *LDV = nullptr;
+  RegisterClassInfo RCI;
+  std::unique_ptr<VirtRegAuxInfo> VRAI;
+  std::unique_ptr<Spiller> SpillerInstance;
+  SmallPtrSet<MachineInstr *, 32> DeadRemats;
+  DenseMap<Register, RangeInfo> Info;
+
+  // Priority queue: highest priority first, then lowest register number.
+  std::set<std::pair<double, unsigned>, std::greater<>> Queue;
+  DenseMap<Register, double> Queued; // register -> its key in Queue
+  std::vector<Register> Window;
+  Register Current;
+  std::vector<Candidate> Cands;
+  bool ActionMask[ra::NumActions] = {false, false, false};
+
+  // The model runner, kept across functions (one pipe connection per
+  // compiler process).
+  friend class RegAllocEnv;
+  std::unique_ptr<mlb::ModelRunner> Runner;
+  mlp::RunnerKind RunnerKindUsed = mlp::RunnerKind::Default;
+  bool RunnerTried = false;
+  std::string RunnerError;
+};
+
+char MLBridgeRegAlloc::ID = 0;
+
+void MLBridgeRegAlloc::getAnalysisUsage(AnalysisUsage &AU) const {
+  // What LLVM's own allocators use; the inline spiller takes LiveStacks,
+  // the dominator tree and block frequencies from this pass.
+  AU.setPreservesCFG();
+  AU.addRequired<AAResultsWrapperPass>();
+  AU.addPreserved<AAResultsWrapperPass>();
+  AU.addRequired<LiveIntervalsWrapperPass>();
+  AU.addPreserved<LiveIntervalsWrapperPass>();
+  AU.addPreserved<SlotIndexesWrapperPass>();
+  AU.addRequired<LiveDebugVariables>();
+  AU.addPreserved<LiveDebugVariables>();
+  AU.addRequired<LiveStacks>();
+  AU.addPreserved<LiveStacks>();
+  AU.addRequired<MachineBlockFrequencyInfoWrapperPass>();
+  AU.addPreserved<MachineBlockFrequencyInfoWrapperPass>();
+  AU.addRequired<MachineDominatorTreeWrapperPass>();
+  AU.addPreserved<MachineDominatorTreeWrapperPass>();
+  AU.addRequired<MachineLoopInfoWrapperPass>();
+  AU.addPreserved<MachineLoopInfoWrapperPass>();
+  AU.addRequired<VirtRegMap>();
+  AU.addPreserved<VirtRegMap>();
+  AU.addRequired<LiveRegMatrix>();
+  AU.addPreserved<LiveRegMatrix>();
+  MachineFunctionPass::getAnalysisUsage(AU);
+}
+
+// ---- queue -------------------------------------------------------------------
+
+double MLBridgeRegAlloc::priority(const LiveInterval &LI) const {
+  // Like greedy: the largest ranges are the hardest to place, so first;
+  // unspillable ones (a spill's reloads) before everything.
+  double P = static_cast<double>(LI.getSize());
+  if (!LI.isSpillable())
+    P += 1e18;
+  return P;
+}
+
+void MLBridgeRegAlloc::enqueue(Register R) {
+  if (Queued.count(R))
+    return;
+  const double P = priority(LIS->getInterval(R));
+  Queue.insert({P, R.id()});
+  Queued[R] = P;
+}
+
+void MLBridgeRegAlloc::enqueueNew(ArrayRef<Register> Regs) {
+  for (Register R : Regs) {
+    if (!LIS->hasInterval(R))
+      continue;
+    if (MRI->reg_nodbg_empty(R)) {
+      LIS->removeInterval(R);
+      continue;
+    }
+    if (!VRM->hasPhys(R))
+      enqueue(R);
+  }
+}
+
+bool MLBridgeRegAlloc::prepareSelect() {
+  Window.clear();
+  Current = Register();
+  for (auto It = Queue.begin(); It != Queue.end() &&
+                                Window.size() < static_cast<size_t>(ra::MaxNodes);) {
+    Register R(It->second);
+    if (MRI->reg_nodbg_empty(R)) { // deleted while queued (LRE_CanEraseVirtReg)
+      Queued.erase(R);
+      It = Queue.erase(It);
+      if (LIS->hasInterval(R))
+        LIS->removeInterval(R);
+      continue;
+    }
+    Window.push_back(R);
+    ++It;
+  }
+  return !Window.empty();
+}
+
+void MLBridgeRegAlloc::applySelect(size_t Index) {
+  Current = Window[Index];
+  Queue.erase({Queued[Current], Current.id()});
+  Queued.erase(Current);
+  ++St.Rounds;
+  prepareAction();
+}
+
+// ---- candidates and legality -------------------------------------------------------
+
+void MLBridgeRegAlloc::computeCandidates(const LiveInterval &LI) {
+  Cands.clear();
+  Matrix->invalidateVirtRegs();
+  const TargetRegisterClass *RC = MRI->getRegClass(LI.reg());
+  ArrayRef<MCPhysReg> Order = RCI.getOrder(RC);
+  SmallVector<MCPhysReg, 8> Hints;
+  const bool HardHints =
+      TRI->getRegAllocationHints(LI.reg(), Order, Hints, *MF, VRM, Matrix);
+  SmallVector<MCPhysReg, 32> List;
+  for (MCPhysReg H : Hints)
+    if (is_contained(Order, H) && !is_contained(List, H))
+      List.push_back(H);
+  const size_t NumHints = List.size();
+  if (!HardHints || List.empty())
+    for (MCPhysReg P : Order)
+      if (!is_contained(List, P))
+        List.push_back(P);
+  if (List.size() > static_cast<size_t>(ra::MaxRegs))
+    List.resize(ra::MaxRegs);
+
+  const bool Unspillable = !LI.isSpillable();
+  for (size_t I = 0; I < List.size(); ++I) {
+    Candidate C;
+    C.Reg = List[I];
+    C.Hint = I < NumHints;
+    const MCRegister CSR = RCI.getLastCalleeSavedAlias(C.Reg);
+    C.CalleeSavedUnused = CSR && !Matrix->isPhysRegUsed(CSR);
+    switch (Matrix->checkInterference(LI, C.Reg)) {
+    case LiveRegMatrix::IK_Free:
+      C.Free = C.Legal = true;
+      break;
+    case LiveRegMatrix::IK_VirtReg: {
+      bool Evictable = true;
+      for (MCRegUnit Unit : TRI->regunits(C.Reg)) {
+        LiveIntervalUnion::Query &Q = Matrix->query(LI, Unit);
+        for (const LiveInterval *Intf : Q.interferingVRegs()) {
+          if (is_contained(C.Intf, Intf))
+            continue;
+          C.Intf.push_back(Intf);
+          C.MaxIntfWeight = std::max(C.MaxIntfWeight, Intf->weight());
+          const RangeInfo *II = Info.count(Intf->reg()) ? &Info[Intf->reg()] : nullptr;
+          const bool Capped = II && II->Evictions >= EvictionCap;
+          if (!Intf->isSpillable() ||
+              (!Unspillable && (Capped || !(Intf->weight() < LI.weight()))))
+            Evictable = false;
+        }
+      }
+      C.NumIntf = C.Intf.size();
+      C.Legal = Evictable;
+      break;
+    }
+    default: // a fixed register or a call's clobber is in the way
+      break;
+    }
+    Cands.push_back(std::move(C));
+  }
+}
+
+/// Whether the copies of a per-block split of R may go into MBB, given the
+/// instructions of MBB that use or define R: not after a terminator that
+/// reads R, not where an exception or asm goto leaves the block.
+static bool splittableBlock(const MachineBasicBlock &MBB,
+                            ArrayRef<const MachineInstr *> Instrs) {
+  if (MBB.hasEHPadSuccessor() || MBB.isEHPad())
+    return false;
+  for (const MachineInstr *MI : Instrs)
+    if (MI->isTerminator() || MI->isInlineAsm())
+      return false;
+  for (const MachineInstr &T : MBB.terminators())
+    if (T.getOpcode() == TargetOpcode::INLINEASM_BR)
+      return false;
+  return true;
+}
+
+bool MLBridgeRegAlloc::canSplit(Register R) const {
+  auto It = Info.find(R);
+  if (It != Info.end() && It->second.NoSplit)
+    return false;
+  const LiveInterval &LI = LIS->getInterval(R);
+  if (!LI.isSpillable())
+    return false;
+  // Live in two blocks at least, and some block where we may put the copies.
+  DenseMap<const MachineBasicBlock *, SmallVector<const MachineInstr *, 4>> Used;
+  for (const MachineInstr &MI : MRI->reg_nodbg_instructions(R))
+    Used[MI.getParent()].push_back(&MI);
+  unsigned LiveBlocks = 0;
+  bool Eligible = false;
+  for (const MachineBasicBlock &MBB : *MF) {
+    if (!LIS->getSlotIndexes()->getMBBRange(&MBB).first.isValid())
+      continue;
+    const SlotIndex Start = LIS->getMBBStartIdx(&MBB);
+    const SlotIndex End = LIS->getMBBEndIdx(&MBB);
+    if (!LI.overlaps(Start, End))
+      continue;
+    ++LiveBlocks;
+    auto It = Used.find(&MBB);
+    if (It != Used.end() && splittableBlock(MBB, It->second))
+      Eligible = true;
+  }
+  return LiveBlocks >= 2 && Eligible;
+}
+
+void MLBridgeRegAlloc::prepareAction() {
+  const LiveInterval &LI = LIS->getInterval(Current);
+  computeCandidates(LI);
+  ActionMask[ra::ActAssign] =
+      std::any_of(Cands.begin(), Cands.end(), [](const Candidate &C) { return C.Legal; });
+  ActionMask[ra::ActSplit] = canSplit(Current);
+  ActionMask[ra::ActSpill] = LI.isSpillable();
+}
+
+// ---- actions ------------------------------------------------------------------------
+
+bool MLBridgeRegAlloc::applyAction(int64_t A) {
+  if (A == ra::ActAssign)
+    return true;
+  if (A == ra::ActSplit)
+    split(Current);
+  else if (A == ra::ActSpill)
+    spill(Current);
+  else { // nothing legal: out of registers (LLVM's allocators do the same)
+    ++St.OutOfRegisters;
+    const TargetRegisterClass *RC = MRI->getRegClass(Current);
+    ArrayRef<MCPhysReg> Order = RCI.getOrder(RC);
+    mlp::diagnose(MF->getFunction().getContext(), Prefix, DS_Error,
+                  "ran out of registers during register allocation in '" +
+                      MF->getName() + "'");
+    if (!Order.empty())
+      VRM->assignVirt2Phys(Current, Order.front());
+  }
+  return false;
+}
+
+void MLBridgeRegAlloc::applyRegister(size_t Index) { assign(Current, Cands[Index]); }
+
+void MLBridgeRegAlloc::assign(Register R, const Candidate &C) {
+  for (const LiveInterval *Intf : C.Intf) {
+    Matrix->unassign(*Intf);
+    ++info(Intf->reg()).Evictions;
+    ++St.Evictions;
+    enqueue(Intf->reg());
+  }
+  Matrix->assign(LIS->getInterval(R), C.Reg);
+  ++St.Assigned;
+}
+
+void MLBridgeRegAlloc::spill(Register R) {
+  ++St.Spills;
+  SmallVector<Register, 4> NewVRegs;
+  LiveRangeEdit LRE(&LIS->getInterval(R), NewVRegs, *MF, *LIS, VRM, this,
+                    &DeadRemats);
+  SpillerInstance->spill(LRE);
+  enqueueNew(NewVRegs);
+}
+
+void MLBridgeRegAlloc::split(Register R) {
+  ++St.Splits;
+  LiveInterval &LI = LIS->getInterval(R);
+  // The instructions using or defining R, by block, in program order.
+  std::vector<std::pair<MachineBasicBlock *, SmallVector<MachineInstr *, 4>>> ByBlock;
+  {
+    SmallPtrSet<MachineInstr *, 16> Seen;
+    DenseMap<MachineBasicBlock *, size_t> Slot;
+    for (MachineInstr &MI : MRI->reg_nodbg_instructions(R)) {
+      if (!Seen.insert(&MI).second)
+        continue;
+      auto [It, New] = Slot.try_emplace(MI.getParent(), ByBlock.size());
+      if (New)
+        ByBlock.push_back({MI.getParent(), {}});
+      ByBlock[It->second].second.push_back(&MI);
+    }
+  }
+  // R itself keeps its live interval untouched and loses all its operands:
+  // the inline spiller takes the original interval as the extent of every
+  // piece split from it. The pieces: one per block (Pieces) and Rest,
+  // between the blocks and in the blocks we cannot split in.
+  SmallVector<Register, 8> NewRegs;
+  LiveRangeEdit LRE(&LI, NewRegs, *MF, *LIS, VRM, this, &DeadRemats);
+  const Register Rest = LRE.createFrom(R);
+  std::vector<Register> Pieces;
+  for (auto &[MBB, Instrs] : ByBlock) {
+    if (!splittableBlock(*MBB, ArrayRef<const MachineInstr *>(
+                                   reinterpret_cast<const MachineInstr *const *>(
+                                       Instrs.data()),
+                                   Instrs.size())))
+      continue;
+    sort(Instrs, [&](MachineInstr *A, MachineInstr *B) {
+      return LIS->getInstructionIndex(*A) < LIS->getInstructionIndex(*B);
+    });
+    MachineInstr *First = Instrs.front();
+    const bool CopyIn = First->readsVirtualRegister(R);
+    const bool CopyOut = LIS->isLiveOutOfMBB(LI, MBB);
+    const Register N = LRE.createFrom(R);
+    Pieces.push_back(N);
+    for (MachineInstr *MI : Instrs)
+      for (MachineOperand &MO : MI->operands())
+        if (MO.isReg() && MO.getReg() == R)
+          MO.setReg(N);
+    const DebugLoc DL = First->getDebugLoc();
+    if (CopyIn)
+      LIS->InsertMachineInstrInMaps(
+          *BuildMI(*MBB, First, DL, TII->get(TargetOpcode::COPY), N).addReg(Rest));
+    if (CopyOut)
+      LIS->InsertMachineInstrInMaps(*BuildMI(*MBB, MBB->getFirstTerminator(), DL,
+                                             TII->get(TargetOpcode::COPY), Rest)
+                                         .addReg(N));
+  }
+  for (MachineOperand &MO : make_early_inc_range(MRI->reg_operands(R)))
+    MO.setReg(Rest);
+  Pieces.push_back(Rest);
+  // Recompute the pieces; one whose liveness falls apart (Rest, between
+  // several blocks) becomes one register per connected component, as LLVM
+  // requires.
+  const Register Original = VRM->getOriginal(R);
+  for (size_t I = 0, E = Pieces.size(); I != E; ++I) {
+    const Register N = Pieces[I];
+    if (LIS->hasInterval(N))
+      LIS->removeInterval(N);
+    SmallVector<LiveInterval *, 4> Components;
+    LIS->splitSeparateComponents(LIS->createAndComputeVirtRegInterval(N), Components);
+    for (LiveInterval *C : Components) {
+      VRM->setIsSplitFromReg(C->reg(), Original);
+      Pieces.push_back(C->reg());
+    }
+  }
+  for (Register N : Pieces) {
+    VRAI->calculateSpillWeightAndHint(LIS->getInterval(N));
+    info(N).NoSplit = true;
+  }
+  if (LDV)
+    LDV->splitRegister(R, Pieces, *LIS);
+  if (VRM->getOriginal(R) != R && LIS->hasInterval(R)) // not an original:
+    LIS->removeInterval(R); // nobody needs its interval
+  enqueueNew(Pieces);
+}
+
+// ---- LiveRangeEdit::Delegate (as LLVM's basic allocator) ---------------------------
+
+bool MLBridgeRegAlloc::LRE_CanEraseVirtReg(Register R) {
+  LiveInterval &LI = LIS->getInterval(R);
+  if (VRM->hasPhys(R)) {
+    Matrix->unassign(LI);
+    return true;
+  }
+  // Queued: dropped when it reaches the window (prepareSelect).
+  LI.clear();
+  return false;
+}
+
+void MLBridgeRegAlloc::LRE_WillShrinkVirtReg(Register R) {
+  if (!VRM->hasPhys(R))
+    return;
+  // Assigned: take it back, it is decided again with its new extent.
+  Matrix->unassign(LIS->getInterval(R));
+  enqueue(R);
+}
+
+void MLBridgeRegAlloc::LRE_DidCloneVirtReg(Register New, Register Old) {
+  auto It = Info.find(Old);
+  if (It != Info.end()) {
+    RangeInfo Copy = It->second;
+    Info[New] = Copy;
+  }
+}
+
+// ---- the heuristic ------------------------------------------------------------------
+
+int64_t MLBridgeRegAlloc::heuristicAction() const {
+  // A free register, else an eviction of lighter ranges, else split, else
+  // spill.
+  if (ActionMask[ra::ActAssign])
+    for (const Candidate &C : Cands)
+      if (C.Free)
+        return ra::ActAssign;
+  if (ActionMask[ra::ActAssign])
+    return ra::ActAssign;
+  if (ActionMask[ra::ActSplit])
+    return ra::ActSplit;
+  if (ActionMask[ra::ActSpill])
+    return ra::ActSpill;
+  return -1;
+}
+
+size_t MLBridgeRegAlloc::heuristicRegister() const {
+  // The first free hint, else the first free register that costs no new
+  // callee-saved save, else the first free one, else the cheapest eviction.
+  size_t Best = Cands.size();
+  for (size_t I = 0; I < Cands.size(); ++I)
+    if (Cands[I].Free && Cands[I].Hint)
+      return I;
+  for (size_t I = 0; I < Cands.size(); ++I)
+    if (Cands[I].Free && !Cands[I].CalleeSavedUnused)
+      return I;
+  for (size_t I = 0; I < Cands.size(); ++I)
+    if (Cands[I].Free)
+      return I;
+  for (size_t I = 0; I < Cands.size(); ++I)
+    if (Cands[I].Legal &&
+        (Best == Cands.size() || Cands[I].MaxIntfWeight < Cands[Best].MaxIntfWeight))
+      Best = I;
+  return Best;
+}
+
+// ---- features -----------------------------------------------------------------------
+
+bool MLBridgeRegAlloc::interfere(Register A, Register B) const {
+  return LIS->getInterval(A).overlaps(LIS->getInterval(B));
+}
+
+void MLBridgeRegAlloc::nodeFeatures(Register R, float *Out) {
+  const LiveInterval &LI = LIS->getInterval(R);
+  const float Instrs =
+      static_cast<float>(LI.getSize()) / SlotIndex::InstrDist + 1.0f;
+  SmallPtrSet<const MachineInstr *, 16> Users;
+  unsigned Depth = 0;
+  for (const MachineInstr &MI : MRI->reg_nodbg_instructions(R))
+    if (Users.insert(&MI).second)
+      Depth = std::max(Depth, Loops->getLoopDepth(MI.getParent()));
+  const TargetRegisterClass *RC = MRI->getRegClass(R);
+  const size_t OrderSize = RCI.getOrder(RC).size();
+  const std::vector<Candidate> Saved = Cands;
+  computeCandidates(LI);
+  const size_t Free = std::count_if(Cands.begin(), Cands.end(),
+                                    [](const Candidate &C) { return C.Free; });
+  const bool Hinted = std::any_of(Cands.begin(), Cands.end(),
+                                  [](const Candidate &C) { return C.Hint; });
+  const size_t NCands = Cands.size();
+  Cands = Saved;
+  const auto It = Info.find(R);
+  const unsigned Evicted = It == Info.end() ? 0 : It->second.Evictions;
+  Out[ra::NFLogWeight] = LI.isSpillable() ? std::log1p(LI.weight()) : 0.0f;
+  Out[ra::NFUnspillable] = LI.isSpillable() ? 0.0f : 1.0f;
+  Out[ra::NFLogSize] = std::log1p(Instrs);
+  Out[ra::NFUseDensity] = static_cast<float>(Users.size()) / Instrs;
+  Out[ra::NFLogUses] = std::log1p(static_cast<float>(Users.size()));
+  Out[ra::NFLoopDepth] = static_cast<float>(Depth);
+  Out[ra::NFRegClass] =
+      static_cast<float>(RC->getID()) / static_cast<float>(TRI->getNumRegClasses());
+  Out[ra::NFOrderSize] = static_cast<float>(OrderSize) / ra::MaxRegs;
+  Out[ra::NFHasHint] = Hinted ? 1.0f : 0.0f;
+  Out[ra::NFFreeFraction] = NCands ? static_cast<float>(Free) / NCands : 0.0f;
+  Out[ra::NFEvictions] = static_cast<float>(Evicted) / EvictionCap;
+  Out[ra::NFSplittable] = canSplit(R) ? 1.0f : 0.0f;
+}
+
+void MLBridgeRegAlloc::registerFeatures(const Candidate &C, float *Out) const {
+  Out[ra::RFFree] = C.Free;
+  Out[ra::RFLegal] = C.Legal;
+  Out[ra::RFHint] = C.Hint;
+  Out[ra::RFLogIntfWeight] =
+      std::isfinite(C.MaxIntfWeight) ? std::log1p(C.MaxIntfWeight) : 30.0f;
+  Out[ra::RFNumIntf] = static_cast<float>(C.NumIntf) / 8.0f;
+  Out[ra::RFCalleeSaved] = C.CalleeSavedUnused;
+}
+
+// ---- policies -----------------------------------------------------------------------
+
+/// The built-in policies and the fallback (past the budget): no model, no
+/// features.
+void MLBridgeRegAlloc::runBuiltIn(PolicyKind K, const Function &F) {
+  std::mt19937_64 Rng(SeedOpt ^ std::hash<std::string>()(F.getName().str()));
+  auto Pick = [&](size_t N) {
+    return static_cast<size_t>(std::uniform_int_distribution<size_t>(0, N - 1)(Rng));
+  };
+  const unsigned Budget =
+      BudgetOpt ? BudgetOpt : 10 * MRI->getNumVirtRegs() + 1000;
+  while (prepareSelect()) {
+    if (St.Rounds >= Budget)
+      return runFallback();
+    const size_t S = K == PolicyKind::Random ? Pick(Window.size()) : heuristicSelect();
+    St.record(ra::AgentSelect, S);
+    applySelect(S);
+    int64_t A = heuristicAction();
+    if (K == PolicyKind::Random && A >= 0) {
+      SmallVector<int64_t, 3> Legal;
+      for (int64_t I = 0; I < ra::NumActions; ++I)
+        if (ActionMask[I])
+          Legal.push_back(I);
+      A = Legal[Pick(Legal.size())];
+    }
+    St.record(ra::AgentAction, A);
+    if (!applyAction(A))
+      continue;
+    size_t R = heuristicRegister();
+    if (K == PolicyKind::Random) {
+      SmallVector<size_t, 32> Legal;
+      for (size_t I = 0; I < Cands.size(); ++I)
+        if (Cands[I].Legal)
+          Legal.push_back(I);
+      R = Legal[Pick(Legal.size())];
+    }
+    St.record(ra::AgentRegister, R);
+    applyRegister(R);
+  }
+}
+
+/// Past the budget: the queue's order, a free register (or, for ranges
+/// that cannot be spilled, the cheapest eviction), else spill. Spilling
+/// only shrinks ranges, so this ends.
+void MLBridgeRegAlloc::runFallback() {
+  while (prepareSelect()) {
+    ++St.FallbackRounds;
+    applySelect(0);
+    const auto Free = std::find_if(Cands.begin(), Cands.end(),
+                                   [](const Candidate &C) { return C.Free; });
+    if (Free != Cands.end())
+      assign(Current, *Free);
+    else if (ActionMask[ra::ActSpill])
+      applyAction(ra::ActSpill);
+    else if (ActionMask[ra::ActAssign])
+      applyRegister(heuristicRegister());
+    else
+      applyAction(-1);
+  }
+}
+
+// ---- the model's episode -------------------------------------------------------------
+
+enum ModelFeature : size_t {
+  FAgent, FNodeFeatures, FAdjacency, FNodeMask, FSelected, FActionMask,
+  FRegisterFeatures, FRegisterMask, NumModelFeatures
+};
+
+std::vector<mlb::TensorSpec> modelFeatureSpecs() {
+  using mlb::TensorSpec;
+  return {TensorSpec::create<int64_t>("agent"),
+          TensorSpec::create<float>("node_features",
+                                    {1, ra::MaxNodes, int64_t(ra::NumNodeFeatures)}),
+          TensorSpec::create<float>("adjacency", {1, ra::MaxNodes, ra::MaxNodes}),
+          TensorSpec::create<float>("node_mask", {1, ra::MaxNodes}),
+          TensorSpec::create<float>("selected", {1, ra::MaxNodes}),
+          TensorSpec::create<float>("action_mask", {1, int64_t(ra::NumActions)}),
+          TensorSpec::create<float>("register_features",
+                                    {1, ra::MaxRegs, int64_t(ra::NumRegFeatures)}),
+          TensorSpec::create<float>("register_mask", {1, ra::MaxRegs})};
+}
+
+/// One machine function as an rl::Environment: the three agents of
+/// RegAllocProtocol.h in turn.
+class RegAllocEnv : public mlb::rl::Environment {
+public:
+  RegAllocEnv(MLBridgeRegAlloc &RA, const mlp::FeatureBinding &B, unsigned Budget)
+      : RA(RA), Binding(B), Budget(Budget) {}
+
+  mlb::Status reset() override {
+    nextRound();
+    return mlb::Status::ok();
+  }
+
+  mlb::Status observe(mlb::ModelRunner &R) override {
+    const int64_t AgentId = Phase;
+    Binding.write(R, FAgent, &AgentId);
+    if (Phase == ra::AgentSelect || NodeF.empty())
+      fillWindow();
+    Binding.write(R, FNodeFeatures, NodeF.data());
+    Binding.write(R, FAdjacency, Adj.data());
+    Binding.write(R, FNodeMask, NodeMask.data());
+    std::vector<float> Selected(ra::MaxNodes, 0.0f);
+    std::vector<float> AMask(ra::NumActions, 0.0f);
+    std::vector<float> RegF(ra::MaxRegs * ra::NumRegFeatures, 0.0f);
+    std::vector<float> RMask(ra::MaxRegs, 0.0f);
+    if (Phase != ra::AgentSelect) {
+      Selected[SelectedIndex] = 1.0f;
+      for (int64_t A = 0; A < ra::NumActions; ++A)
+        AMask[A] = RA.actionLegal(A);
+      for (size_t I = 0; I < RA.candidates().size(); ++I) {
+        RA.registerFeatures(RA.candidates()[I], &RegF[I * ra::NumRegFeatures]);
+        RMask[I] = RA.candidates()[I].Legal;
+      }
+    }
+    Binding.write(R, FSelected, Selected.data());
+    Binding.write(R, FActionMask, AMask.data());
+    Binding.write(R, FRegisterFeatures, RegF.data());
+    Binding.write(R, FRegisterMask, RMask.data());
+    return mlb::Status::ok();
+  }
+
+  /// The legal choice the agent's output stands for: its value when it is
+  /// one integer, else the argmax over the legal entries. Illegal or
+  /// unreadable answers become the heuristic's choice (counted).
+  mlb::Expected<int64_t> decide(const mlb::TensorValue &Out) {
+    const size_t N = choices();
+    auto Legal = [&](int64_t I) { return I >= 0 && static_cast<size_t>(I) < N && legal(I); };
+    if (Out.elementCount() == 1 && Out.type() != mlb::DType::Float &&
+        Out.type() != mlb::DType::Double) {
+      mlb::Expected<int64_t> V = mlb::rl::decodeAction(Out, mlb::rl::ActionRule::Value);
+      if (V && Legal(*V))
+        return *V;
+    } else if (Out.type() == mlb::DType::Float && Out.elementCount() >= N) {
+      const float *S = Out.dataAs<float>();
+      int64_t Best = -1;
+      for (size_t I = 0; I < N; ++I)
+        if (legal(I) && !std::isnan(S[I]) && (Best < 0 || S[I] > S[Best]))
+          Best = static_cast<int64_t>(I);
+      if (Best >= 0)
+        return Best;
+    }
+    ++RA.St.Illegal;
+    return heuristic();
+  }
+
+  std::optional<int64_t> fallbackAction() override {
+    ++RA.St.ModelFailures;
+    return heuristic();
+  }
+
+  mlb::Status step(const mlb::rl::Action &A) override {
+    RA.St.record(Phase, A.Index);
+    switch (Phase) {
+    case ra::AgentSelect:
+      SelectedIndex = static_cast<size_t>(A.Index);
+      RA.applySelect(SelectedIndex);
+      if (RA.heuristicAction() < 0) { // nothing legal: out of registers
+        RA.applyAction(-1);
+        return nextRound();
+      }
+      Phase = ra::AgentAction;
+      setNextAgent(ra::AgentNames[Phase]);
+      return mlb::Status::ok();
+    case ra::AgentAction:
+      if (RA.applyAction(A.Index)) {
+        Phase = ra::AgentRegister;
+        setNextAgent(ra::AgentNames[Phase]);
+        return mlb::Status::ok();
+      }
+      return nextRound();
+    default:
+      RA.applyRegister(static_cast<size_t>(A.Index));
+      return nextRound();
+    }
+  }
+
+  bool overBudget() const { return OverBudget; }
+
+private:
+  size_t choices() const {
+    if (Phase == ra::AgentSelect)
+      return RA.window().size();
+    if (Phase == ra::AgentAction)
+      return ra::NumActions;
+    return RA.candidates().size();
+  }
+  bool legal(size_t I) const {
+    if (Phase == ra::AgentSelect)
+      return I < RA.window().size();
+    if (Phase == ra::AgentAction)
+      return RA.actionLegal(static_cast<int64_t>(I));
+    return I < RA.candidates().size() && RA.candidates()[I].Legal;
+  }
+  int64_t heuristic() const {
+    if (Phase == ra::AgentSelect)
+      return static_cast<int64_t>(RA.heuristicSelect());
+    if (Phase == ra::AgentAction)
+      return RA.heuristicAction();
+    return static_cast<int64_t>(RA.heuristicRegister());
+  }
+
+  mlb::Status nextRound() {
+    Phase = ra::AgentSelect;
+    NodeF.clear();
+    if (RA.St.Rounds >= Budget) {
+      OverBudget = true;
+      setDone();
+      return mlb::Status::ok();
+    }
+    if (!RA.prepareSelect())
+      setDone();
+    else
+      setNextAgent(ra::AgentNames[Phase]);
+    return mlb::Status::ok();
+  }
+
+  void fillWindow() {
+    const std::vector<Register> &W = RA.window();
+    NodeF.assign(ra::MaxNodes * ra::NumNodeFeatures, 0.0f);
+    Adj.assign(ra::MaxNodes * ra::MaxNodes, 0.0f);
+    NodeMask.assign(ra::MaxNodes, 0.0f);
+    for (size_t I = 0; I < W.size(); ++I) {
+      RA.nodeFeatures(W[I], &NodeF[I * ra::NumNodeFeatures]);
+      NodeMask[I] = 1.0f;
+      for (size_t J = 0; J < I; ++J)
+        if (RA.interfere(W[I], W[J]))
+          Adj[I * ra::MaxNodes + J] = Adj[J * ra::MaxNodes + I] = 1.0f;
+    }
+  }
+
+  MLBridgeRegAlloc &RA;
+  const mlp::FeatureBinding &Binding;
+  unsigned Budget;
+  int64_t Phase = ra::AgentSelect;
+  size_t SelectedIndex = 0;
+  bool OverBudget = false;
+  std::vector<float> NodeF, Adj, NodeMask;
+};
+
+// ---- the pass -----------------------------------------------------------------------
+
+void MLBridgeRegAlloc::finish() {
+  SpillerInstance->postOptimization();
+  for (MachineInstr *Dead : DeadRemats) {
+    LIS->RemoveMachineInstrFromMaps(*Dead);
+    Dead->eraseFromParent();
+  }
+  DeadRemats.clear();
+}
+
+bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
+  MF = &Fn;
+  TRI = MF->getSubtarget().getRegisterInfo();
+  TII = MF->getSubtarget().getInstrInfo();
+  MRI = &MF->getRegInfo();
+  LIS = &getAnalysis<LiveIntervalsWrapperPass>().getLIS();
+  Matrix = &getAnalysis<LiveRegMatrix>();
+  VRM = &getAnalysis<VirtRegMap>();
+  Loops = &getAnalysis<MachineLoopInfoWrapperPass>().getLI();
+  LDV = &getAnalysis<LiveDebugVariables>();
+  MRI->freezeReservedRegs();
+  RCI.runOnMachineFunction(*MF);
+  VRAI = std::make_unique<VirtRegAuxInfo>(
+      *MF, *LIS, *VRM, *Loops,
+      getAnalysis<MachineBlockFrequencyInfoWrapperPass>().getMBFI());
+  VRAI->calculateSpillWeightsAndHints();
+  SpillerInstance.reset(createInlineSpiller(*this, *MF, *VRM, *VRAI));
+  Info.clear();
+  Queue.clear();
+  Queued.clear();
+  St = Stats();
+
+  for (unsigned I = 0, E = MRI->getNumVirtRegs(); I != E; ++I) {
+    Register R = Register::index2VirtReg(I);
+    if (!MRI->reg_nodbg_empty(R))
+      enqueue(R);
+  }
+
+  LLVMContext &Ctx = MF->getFunction().getContext();
+  const bool Verbose = mlp::boolSetting(VerboseOpt, "MLBRIDGE_RA_VERBOSE");
+  const std::string PolicyText = mlp::stringSetting(PolicyOpt, "MLBRIDGE_RA_POLICY");
+  PolicyKind Policy = PolicyKind::Model;
+  if (PolicyText == "heuristic")
+    Policy = PolicyKind::Heuristic;
+  else if (PolicyText == "random")
+    Policy = PolicyKind::Random;
+  else if (PolicyText != "model") {
+    if (!RunnerTried)
+      mlp::diagnose(Ctx, Prefix, DS_Warning,
+                    "unknown -mlbridge-ra-policy '" + PolicyText +
+                        "' (model, heuristic, random); using the heuristic");
+    RunnerTried = true;
+    Policy = PolicyKind::Heuristic;
+  }
+
+  std::string Used = Policy == PolicyKind::Random ? "random" : "heuristic";
+  std::string Error;
+  mlp::FeatureBinding Binding;
+  if (Policy == PolicyKind::Model && !RunnerTried) {
+    // Once per compiler process: the runner (a pipe connection, a model
+    // loaded) serves every function.
+    RunnerTried = true;
+    mlb::Expected<mlp::RunnerSettings> C = RunnerOpts.read(Embedded.Name);
+    if (!C) {
+      RunnerError = C.status().message();
+    } else {
+      RunnerKindUsed = mlp::resolveRunnerKind(*C);
+      if (RunnerKindUsed != mlp::RunnerKind::Default) {
+        mlp::RunnerRequest Req;
+        Req.Features = modelFeatureSpecs();
+        Req.Advice = mlb::TensorSpec::create<int64_t>("action");
+        Req.Diagnostics = mlp::llvmDiagnosticSink(Ctx, Prefix, Verbose);
+        Req.MakeEmbedded = Embedded.Make;
+        auto Bound = mlp::makeBoundRunner(RunnerKindUsed, *C, Req, "model",
+                                          "the register allocator");
+        if (!Bound)
+          RunnerError = Bound.status().message();
+        else
+          Runner = std::move(Bound->Runner);
+      }
+    }
+    if (!RunnerError.empty())
+      mlp::diagnose(Ctx, Prefix, DS_Warning,
+                    RunnerError + "; the built-in heuristic decides");
+    else if (Verbose)
+      mlp::diagnose(Ctx, Prefix, DS_Remark,
+                    Runner ? mlp::runnerRemark(RunnerKindUsed, "decisions taken")
+                           : std::string("no model: the built-in heuristic decides"));
+  }
+  const unsigned Budget =
+      BudgetOpt ? BudgetOpt : 10 * MRI->getNumVirtRegs() + 1000;
+  if (Policy == PolicyKind::Model && Runner &&
+      Binding.bind(*Runner, modelFeatureSpecs()).isOk()) {
+    Used = mlp::runnerKindName(RunnerKindUsed);
+    RegAllocEnv Env(*this, Binding, Budget);
+    mlb::rl::Driver Driver(Env);
+    for (const char *Name : ra::AgentNames)
+      (void)Driver.addAgent(Name, mlb::rl::Agent(*Runner, [&Env](const mlb::TensorValue &O) {
+                              return Env.decide(O);
+                            }));
+    mlb::rl::EpisodeOptions EO;
+    EO.MaxSteps = static_cast<size_t>(Budget) * 3 + 3;
+    EO.Context = MF->getName().str();
+    mlb::Expected<mlb::rl::EpisodeResult> R = Driver.runEpisode(EO);
+    if (!R) {
+      Error = R.status().toString();
+      mlp::diagnose(Ctx, Prefix, DS_Warning,
+                    "in '" + MF->getName() + "': " + Error +
+                        "; the rest of the function is allocated by the fallback");
+    }
+    // A round interrupted by an error leaves its range selected: put it back.
+    if (Current && !VRM->hasPhys(Current) && LIS->hasInterval(Current) &&
+        !Queued.count(Current))
+      enqueue(Current);
+    runFallback();
+  } else {
+    runBuiltIn(Policy == PolicyKind::Random ? PolicyKind::Random
+                                            : PolicyKind::Heuristic,
+               MF->getFunction());
+  }
+  finish();
+
+  const std::string LogPath = mlp::stringSetting(LogOpt, "MLBRIDGE_RA_LOG");
+  if (!LogPath.empty()) {
+    char Hash[17];
+    snprintf(Hash, sizeof(Hash), "%016llx", static_cast<unsigned long long>(St.TraceHash));
+    mlp::appendLogLine(
+        Ctx, Prefix, LogPath,
+        mlp::LogLine(Prefix, MF->getFunction().getParent()->getModuleIdentifier(), Used,
+                     St.Decisions, St.FallbackRounds)
+            .add("function", MF->getName())
+            .add("rounds", static_cast<int64_t>(St.Rounds))
+            .add("assigned", static_cast<int64_t>(St.Assigned))
+            .add("evictions", static_cast<int64_t>(St.Evictions))
+            .add("splits", static_cast<int64_t>(St.Splits))
+            .add("spills", static_cast<int64_t>(St.Spills))
+            .add("illegal", static_cast<int64_t>(St.Illegal))
+            .add("model_failures", static_cast<int64_t>(St.ModelFailures))
+            .add("out_of_registers", static_cast<int64_t>(St.OutOfRegisters))
+            .add("trace", std::string(Hash))
+            .add("error", Error)
+            .str());
+  }
+  SpillerInstance.reset();
+  VRAI.reset();
+  return true;
+}
+
+FunctionPass *createMLBridgeRegAlloc() { return new MLBridgeRegAlloc(); }
+
+RegisterRegAlloc MLBridgeRegAllocRegistration(
+    "mlbridge", "MLBridge register allocator (decisions by a model, "
+                "docs/register-allocation.md)",
+    createMLBridgeRegAlloc);
+
+} // namespace

@@ -1,0 +1,218 @@
+"""Register allocation with ``MLBridgeRegAlloc.so`` and its score.
+
+The plugin (docs/register-allocation.md) adds ``-regalloc=mlbridge`` to
+``llc-19``/``clang-19`` and the ``mlbridge-ra-score`` pass. This module
+compiles a ``.ll`` or ``.c`` with any allocator -- ours (built-in model or
+heuristic, the random legal policy, or a Python policy answering over pipes)
+or LLVM's ``greedy``, ``basic``, ``fast`` -- and returns each function's
+score, all measured by the same pass on the allocated MIR::
+
+    from mlbridge.llvm.plugins import regalloc
+
+    greedy = regalloc.allocate("prog.ll", "greedy")
+    ours = regalloc.allocate("prog.ll", "mlbridge", policy="heuristic")
+    ours.total / greedy.total
+    regalloc.allocate("prog.ll", "mlbridge", policy=regalloc.first_legal)  # over pipes
+
+A Python policy is ``observation -> int``: the observation holds the
+features of the protocol (:data:`FEATURES`; ``obs["agent"]`` says which
+agent is asked) and the answer is an index that must be legal under that
+agent's mask (:func:`legal_mask`); an illegal one is replaced by the
+built-in heuristic's choice and counted in the log (``illegal``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Union
+
+import numpy as np
+
+from ...toolchain import ModelServer, compile
+from ._plugins import PluginInfo, PluginNotFound, find_plugins, tool_env
+
+__all__ = ["ALLOCATORS", "AGENTS", "ACTIONS", "MAX_NODES", "MAX_REGS", "NODE_FEATURES",
+           "REGISTER_FEATURES", "FEATURES", "FunctionScore", "Allocation", "allocate",
+           "llc_command", "legal_mask", "first_legal", "optimized_ir"]
+
+#: The allocators compared: ours and LLVM's three.
+ALLOCATORS = ("mlbridge", "greedy", "basic", "fast")
+#: The agents, in the order of the ``agent`` feature (RegAllocProtocol.h).
+AGENTS = ("select", "action", "register")
+#: What the ``action`` agent chooses among.
+ACTIONS = ("assign", "split", "spill")
+#: The window of live ranges and the candidate registers per decision.
+MAX_NODES = 64
+MAX_REGS = 32
+#: The columns of ``node_features`` and ``register_features``.
+NODE_FEATURES = ("log_weight", "unspillable", "log_size", "use_density", "log_uses",
+                 "loop_depth", "reg_class", "order_size", "has_hint", "free_fraction",
+                 "evictions", "splittable")
+REGISTER_FEATURES = ("free", "legal", "hint", "log_intf_weight", "num_intf",
+                     "callee_saved_unused")
+#: Every feature of a decision: name -> shape (int64 for ``agent``, float32
+#: otherwise).
+FEATURES = {
+    "agent": (1,),
+    "node_features": (1, MAX_NODES, len(NODE_FEATURES)),
+    "adjacency": (1, MAX_NODES, MAX_NODES),
+    "node_mask": (1, MAX_NODES),
+    "selected": (1, MAX_NODES),
+    "action_mask": (1, len(ACTIONS)),
+    "register_features": (1, MAX_REGS, len(REGISTER_FEATURES)),
+    "register_mask": (1, MAX_REGS),
+}
+_MASKS = ("node_mask", "action_mask", "register_mask")
+
+
+def legal_mask(obs) -> np.ndarray:
+    """The legal choices (bool vector) of the agent ``obs`` asks."""
+    agent = int(np.asarray(obs["agent"]).reshape(-1)[0])
+    return np.asarray(obs[_MASKS[agent]], dtype=np.float32).reshape(-1) > 0.5
+
+
+def first_legal(obs) -> int:
+    """A policy: the first legal choice of every agent (the window's highest
+    priority range; assign before split before spill; the first legal
+    candidate register)."""
+    return int(np.flatnonzero(legal_mask(obs))[0])
+
+
+@dataclass
+class FunctionScore:
+    """MLGO's RegAllocScore of one function and its frequency-weighted
+    counts (docs/register-allocation.md, "Score")."""
+
+    function: str
+    score: float
+    copies: float
+    loads: float
+    stores: float
+    load_stores: float
+    cheap_remats: float
+    expensive_remats: float
+
+
+@dataclass
+class Allocation:
+    """One program allocated by one allocator: per-function scores and, for
+    ours, the allocator's log lines (decisions, spills, splits, ...)."""
+
+    allocator: str
+    scores: Dict[str, FunctionScore]
+    log: List[dict] = field(default_factory=list)
+    cpu_seconds: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return float(sum(s.score for s in self.scores.values()))
+
+
+def optimized_ir(source, output, *, flags: Sequence[str] = (), clang: Optional[str] = None,
+                 timeout: float = 120.0) -> Path:
+    """A C file -> its ``clang -O2`` IR (what llc then allocates)."""
+    from ...toolchain import toolchain
+    clang = clang or toolchain().clang
+    compile([clang, "-O2", "-S", "-emit-llvm", *flags, str(source), "-o", str(output)],
+            timeout=timeout, measure_text=False)
+    return Path(output)
+
+
+def _plugin(plugins: Optional[PluginInfo]) -> PluginInfo:
+    plugins = plugins or find_plugins(llvm=19)
+    if plugins.regalloc is None:
+        raise PluginNotFound("MLBridgeRegAlloc.so is not in the build (LLVM 19 plugins)")
+    return plugins
+
+
+def llc_command(ir, output, allocator: str = "mlbridge", *, plugins: Optional[PluginInfo] = None,
+                verify: bool = True, extra: Sequence[str] = ()) -> List[str]:
+    """The ``llc-19 -O2`` command allocating ``ir`` with ``allocator``
+    (:data:`ALLOCATORS`), our plugin loaded; ``extra`` e.g.
+    ``["-filetype=obj"]`` or ``["-stop-after=virtregrewriter"]``."""
+    if allocator not in ALLOCATORS:
+        raise ValueError(f"allocator must be one of {ALLOCATORS}, not {allocator!r}")
+    plugins = _plugin(plugins)
+    cmd = [plugins.tool("llc"), "-O2", "-relocation-model=pic", f"-load={plugins.regalloc}",
+           f"-regalloc={allocator}"]
+    if verify:
+        cmd.append("-verify-machineinstrs")
+    return cmd + list(extra) + [str(ir), "-o", str(output)]
+
+
+def _policy_env(policy, seed: Optional[int]) -> Dict[str, str]:
+    if policy is None:
+        return {}
+    if policy in ("heuristic", "random", "model"):
+        env = {"MLBRIDGE_RA_POLICY": policy}
+        if seed is not None:
+            env["MLBRIDGE_RA_SEED"] = str(seed)
+        return env
+    if isinstance(policy, (str, os.PathLike)):  # an ONNX model file
+        return {"MLBRIDGE_RA_POLICY": "model", "MLBRIDGE_RA_RUNNER": "onnx",
+                "MLBRIDGE_RA_MODEL": str(policy)}
+    raise ValueError(f"unknown policy {policy!r}")
+
+
+def allocate(program, allocator: str = "mlbridge", *,
+             policy: Union[None, str, os.PathLike, Callable] = None, seed: Optional[int] = None,
+             plugins: Optional[PluginInfo] = None, workdir=None, verify: bool = True,
+             object_file=None, timeout: float = 600.0) -> Allocation:
+    """Allocates ``program`` (``.ll``, or ``.c`` compiled with ``clang -O2``)
+    with ``allocator`` and scores every function with ``mlbridge-ra-score``.
+
+    ``policy`` (ours only): ``None`` (the plugin's default: its built-in
+    model, else the heuristic), ``"heuristic"``, ``"random"`` (with
+    ``seed``), an ONNX file (in-process), or a Python callable answering over
+    pipes. ``object_file``: also write the object (same allocation, for
+    running the program). Raises :class:`mlbridge.toolchain.CompileError`
+    when llc fails (e.g. a -verify-machineinstrs error)."""
+    plugins = _plugin(plugins)
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        tmp = Path(tmp)
+        ir = Path(program)
+        if ir.suffix == ".c":
+            ir = optimized_ir(ir, tmp / "prog.ll")
+        log = tmp / "ra.jsonl"
+        scores = tmp / "scores.jsonl"
+        env = tool_env(plugins)
+        env["MLBRIDGE_RA_LOG"] = str(log)
+        server = None
+        if callable(policy):
+            server = ModelServer(policy, timeout=timeout)
+            env.update(MLBRIDGE_RA_POLICY="model", MLBRIDGE_RA_RUNNER="pipe",
+                       MLBRIDGE_RA_CHANNEL=server.endpoint,
+                       MLBRIDGE_RA_TIMEOUT_MS=str(int(timeout * 1000)))
+        else:
+            env.update(_policy_env(policy, seed))
+        cpu = 0.0
+        try:
+            mir = tmp / "prog.mir"
+            # The MIR right after allocation and rewriting: what every
+            # allocator is scored on.
+            cpu += compile(llc_command(ir, mir, allocator, plugins=plugins, verify=verify,
+                                       extra=["-stop-after=virtregrewriter"]),
+                           env=env, timeout=timeout, measure_text=False).cpu_seconds
+            if object_file is not None:
+                compile(llc_command(ir, object_file, allocator, plugins=plugins, verify=verify,
+                                    extra=["-filetype=obj"]),
+                        env=dict(env, MLBRIDGE_RA_LOG=""), timeout=timeout)
+        finally:
+            if server is not None:
+                server.close()
+        compile([plugins.tool("llc"), f"-load={plugins.regalloc}", "-run-pass=mlbridge-ra-score",
+                 f"-mlbridge-ra-score-file={scores}", f"-mlbridge-ra-score-label={allocator}",
+                 str(mir), "-o", os.devnull], env=tool_env(plugins), timeout=timeout,
+                measure_text=False)
+        result = {}
+        for line in scores.read_text().splitlines():
+            d = json.loads(line)
+            result[d["function"]] = FunctionScore(
+                d["function"], d["score"], d["copies"], d["loads"], d["stores"],
+                d["load_stores"], d["cheap_remats"], d["expensive_remats"])
+        lines = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+        return Allocation(allocator, result, lines, cpu)
