@@ -161,7 +161,8 @@ def _policy_env(policy, seed: Optional[int]) -> Dict[str, str]:
 def allocate(program, allocator: str = "mlbridge", *,
              policy: Union[None, str, os.PathLike, Callable] = None, seed: Optional[int] = None,
              plugins: Optional[PluginInfo] = None, workdir=None, verify: bool = True,
-             object_file=None, timeout: float = 600.0) -> Allocation:
+             object_file=None, timeout: float = 600.0,
+             advisors: Optional[Dict[str, Callable]] = None) -> Allocation:
     """Allocates ``program`` (``.ll``, or ``.c`` compiled with ``clang -O2``)
     with ``allocator`` and scores every function with ``mlbridge-ra-score``.
 
@@ -169,7 +170,9 @@ def allocate(program, allocator: str = "mlbridge", *,
     model, else the heuristic), ``"heuristic"``, ``"random"`` (with
     ``seed``), an ONNX file (in-process), or a Python callable answering over
     pipes. ``object_file``: also write the object (same allocation, for
-    running the program). Raises :class:`mlbridge.toolchain.CompileError`
+    running the program). ``advisors``: LLVM's interactive advisors answered
+    from Python while allocating (``{"evict": policy}`` for ``greedy``; see
+    :func:`mlbridge.toolchain.compile`). Raises :class:`mlbridge.toolchain.CompileError`
     when llc fails (e.g. a -verify-machineinstrs error)."""
     plugins = _plugin(plugins)
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
@@ -196,11 +199,12 @@ def allocate(program, allocator: str = "mlbridge", *,
             # allocator is scored on.
             cpu += compile(llc_command(ir, mir, allocator, plugins=plugins, verify=verify,
                                        extra=["-stop-after=virtregrewriter"]),
-                           env=env, timeout=timeout, measure_text=False).cpu_seconds
+                           env=env, timeout=timeout, measure_text=False,
+                           advisors=advisors).cpu_seconds
             if object_file is not None:
                 compile(llc_command(ir, object_file, allocator, plugins=plugins, verify=verify,
                                     extra=["-filetype=obj"]),
-                        env=dict(env, MLBRIDGE_RA_LOG=""), timeout=timeout)
+                        env=dict(env, MLBRIDGE_RA_LOG=""), timeout=timeout, advisors=advisors)
         finally:
             if server is not None:
                 server.close()
@@ -209,7 +213,8 @@ def allocate(program, allocator: str = "mlbridge", *,
                  str(mir), "-o", os.devnull], env=tool_env(plugins), timeout=timeout,
                 measure_text=False)
         result = {}
-        for line in scores.read_text().splitlines():
+        # a module without functions (only data) gets no score file
+        for line in (scores.read_text().splitlines() if scores.exists() else ()):
             d = json.loads(line)
             result[d["function"]] = FunctionScore(
                 d["function"], d["score"], d["copies"], d["loads"], d["stores"],

@@ -2,9 +2,12 @@
 mlbridge.train regalloc``; docs/register-allocation.md, "Training and
 results").
 
+* ``--mode alloc``: the policy of ``-regalloc=mlbridge``
+  (``MLBridgeRegAlloc.so``), exported to ONNX for the plugin;
 * ``--mode evict``: LLVM greedy's own eviction advisor, served over pipes
-  (:mod:`.evict`, :mod:`.train_evict`);
-* :mod:`.score` -- the reward (MLGO's RegAllocScore weights);
+  (:mod:`.evict`);
+* :mod:`.trainer` -- imitation, evolution strategies, validation selection;
+* :mod:`.allocator` -- the policy network of ``-regalloc=mlbridge``;
 * :mod:`.task` -- the machine-function corpus and the compiles on workers.
 
 ``python -m mlbridge.train.regalloc heldout|demo`` measures a trained
@@ -15,14 +18,15 @@ from .task import PROBLEM, run_task
 
 __all__ = ["PROBLEM", "run_task", "add_arguments", "main", "MODES"]
 
-MODES = ("evict",)
+MODES = ("alloc", "evict")
 
 
 def add_arguments(q):
     from ..modules import add_module_arguments
     add_module_arguments(q)
-    q.add_argument("--mode", choices=MODES, default="evict",
-                   help="evict: LLVM greedy's eviction advisor over pipes")
+    q.add_argument("--mode", choices=MODES, default="alloc",
+                   help="alloc: -regalloc=mlbridge's policy (ONNX); evict: LLVM greedy's "
+                        "eviction advisor over pipes")
     q.add_argument("--out", required=True, help="output folder (log, curve, policy)")
     q.add_argument("--workers", type=int, default=2)
     q.add_argument("--max-validation", type=int, default=None)
@@ -39,12 +43,11 @@ def add_arguments(q):
 def main(args):
     from ..modules import training_modules
     from ..results import TrainingError
-    from .train_evict import load_items, train_evict
+    from .trainer import load_items, train
     train_mods, val_mods = training_modules(args)
     if not train_mods or not val_mods:
         raise TrainingError("no training or validation modules")
-    return train_evict(load_items(train_mods), load_items(val_mods), args.out,
-                       workers=args.workers, address=args.address,
-                       iterations=args.iterations, population=args.population,
-                       sigma=args.sigma, lr=args.lr, batch=args.batch, seed=args.seed,
-                       cache_dir=args.cache, progress=not args.quiet)
+    return train(load_items(train_mods), load_items(val_mods), args.out, mode=args.mode,
+                 workers=args.workers, address=args.address, iterations=args.iterations,
+                 population=args.population, sigma=args.sigma, lr=args.lr, batch=args.batch,
+                 seed=args.seed, cache_dir=args.cache, progress=not args.quiet)

@@ -14,8 +14,9 @@ int64 the plugin converts to the model's float input):
 Scores (output ``scores`` [1, N]; the plugin takes the legal argmax over
 the agent's choices):
 
-* select: ``node_features @ w_select + w_degree * degree / N`` per range
-  (``degree``: interfering ranges in the window);
+* select: ``node_features @ w_select + w_degree * degree / N -
+  w_position * i / N`` per range ``i`` (``degree``: interfering ranges in
+  the window; the window comes in priority order, so ``i`` is the rank);
 * action: ``x @ W_action + b_action + free * w_free`` for the selected
   range's features ``x`` and ``free``, the fraction of its candidate
   registers that are legal;
@@ -34,7 +35,8 @@ import json
 import numpy as np
 
 __all__ = ["MAX_NODES", "MAX_REGS", "NODE_FEATURES", "REG_FEATURES", "NUM_ACTIONS",
-           "AllocatorPolicy", "INPUTS"]
+           "AllocatorPolicy", "INPUTS", "HEADS", "design", "HeuristicRule", "Recorder",
+           "legal_choices"]
 
 MAX_NODES = 64
 MAX_REGS = 32
@@ -50,9 +52,104 @@ INPUTS = (("agent", (1,)), ("node_features", (1, MAX_NODES, NODE_FEATURES)),
           ("register_mask", (1, MAX_REGS)))
 
 # theta layout: name -> shape, in order
-_PARTS = (("w_select", (NODE_FEATURES,)), ("w_degree", (1,)),
+_PARTS = (("w_select", (NODE_FEATURES,)), ("w_degree", (1,)), ("w_position", (1,)),
           ("W_action", (NODE_FEATURES, NUM_ACTIONS)), ("b_action", (NUM_ACTIONS,)),
           ("w_free", (NUM_ACTIONS,)), ("w_register", (REG_FEATURES,)))
+
+
+#: The parameters of each agent's head (the heads share none).
+HEADS = (("w_select", "w_degree", "w_position"), ("W_action", "b_action", "w_free"), ("w_register",))
+_MASKS = ("node_mask", "action_mask", "register_mask")
+_RANK = -np.arange(MAX_NODES, dtype=np.float64) / MAX_NODES
+
+
+def _agent(f):
+    return int(round(float(np.asarray(f["agent"]).reshape(-1)[0])))
+
+
+def legal_choices(f):
+    """(agent, bool vector of its legal choices) of a request."""
+    a = _agent(f)
+    return a, np.asarray(f[_MASKS[a]], dtype=np.float32).reshape(-1) > 0.5
+
+
+def design(f):
+    """(agent, D): the agent's head scores are ``D @ theta_head`` (its
+    parameters of :data:`HEADS`, flattened in order); float64."""
+    a = _agent(f)
+    if a == 0:
+        nodes = np.asarray(f["node_features"], dtype=np.float64).reshape(MAX_NODES,
+                                                                          NODE_FEATURES)
+        adj = np.asarray(f["adjacency"], dtype=np.float64).reshape(MAX_NODES, MAX_NODES)
+        return a, np.concatenate([nodes, adj.sum(axis=1, keepdims=True) / MAX_NODES,
+                                  _RANK.reshape(-1, 1)], axis=1)
+    if a == 1:
+        nodes = np.asarray(f["node_features"], dtype=np.float64).reshape(MAX_NODES,
+                                                                          NODE_FEATURES)
+        x = np.asarray(f["selected"], dtype=np.float64).reshape(MAX_NODES) @ nodes
+        free = np.asarray(f["register_mask"], dtype=np.float64).sum() / MAX_REGS
+        D = np.zeros((NUM_ACTIONS, NODE_FEATURES * NUM_ACTIONS + 2 * NUM_ACTIONS))
+        for k in range(NUM_ACTIONS):
+            D[k, k:NODE_FEATURES * NUM_ACTIONS:NUM_ACTIONS] = x       # W_action[:, k]
+            D[k, NODE_FEATURES * NUM_ACTIONS + k] = 1.0              # b_action[k]
+            D[k, NODE_FEATURES * NUM_ACTIONS + NUM_ACTIONS + k] = free  # w_free[k]
+        return a, D
+    return a, np.asarray(f["register_features"], dtype=np.float64).reshape(MAX_REGS,
+                                                                          REG_FEATURES)
+
+
+class HeuristicRule:
+    """The plugin's built-in heuristic (docs/register-allocation.md) from the
+    features, as a Python policy: select the window's first range; assign
+    when a register is legal (free or evictable), else split, else spill;
+    register: a free hint, else a free one costing no new callee-saved
+    save, else any free one, else the lightest interference."""
+
+    def __call__(self, f):
+        a, legal = legal_choices(f)
+        if a == 0:
+            return int(np.flatnonzero(legal)[0])
+        if a == 1:
+            regs = np.asarray(f["register_mask"]).reshape(-1) > 0.5
+            for act, ok in ((0, regs.any()), (1, True), (2, True)):
+                if ok and legal[act]:
+                    return act
+            return int(np.flatnonzero(legal)[0])
+        r = np.asarray(f["register_features"], dtype=np.float32).reshape(MAX_REGS, REG_FEATURES)
+        free = legal & (r[:, 0] > 0.5)
+        for pick in (free & (r[:, 2] > 0.5), free & (r[:, 5] < 0.5), free):
+            if pick.any():
+                return int(np.flatnonzero(pick)[0])
+        return int(np.argmin(np.where(legal, r[:, 3], np.inf)))
+
+
+class Recorder:
+    """Wraps a policy ``f -> index``; keeps each request's agent, design
+    (:func:`design`), legal choices and answer (imitation data), and counts
+    the requests."""
+
+    def __init__(self, policy, keep=True):
+        self.policy, self.keep = policy, keep
+        self.requests = 0
+        self.rows = ([], [], []), ([], [], []), ([], [], [])   # per agent: D, legal, answer
+
+    def __call__(self, f):
+        self.requests += 1
+        answer = int(self.policy(f))
+        if self.keep:
+            a, D = design(f)
+            _, legal = legal_choices(f)
+            for lst, v in zip(self.rows[a], (D.astype(np.float32), legal, answer)):
+                lst.append(v)
+        return answer
+
+    def arrays(self):
+        """Per agent (D [n, C, P], legal [n, C], answers [n])."""
+        out = []
+        for D, legal, ans in self.rows:
+            out.append((np.asarray(D, np.float32), np.asarray(legal, bool),
+                        np.asarray(ans, np.int64)))
+        return out
 
 
 class AllocatorPolicy:
@@ -67,10 +164,32 @@ class AllocatorPolicy:
             raise ValueError(f"theta must have {self.size} numbers, got {theta.shape}")
         self.theta = theta
         self.parts, i = {}, 0
+        self.head_slices = {}
         for name, shape in _PARTS:
             n = int(np.prod(shape))
             self.parts[name] = theta[i:i + n].reshape(shape)
+            self.head_slices[name] = slice(i, i + n)
             i += n
+
+    @classmethod
+    def from_heads(cls, heads):
+        """The policy whose head k has the flat weights ``heads[k]`` (the
+        parameters of ``HEADS[k]`` in order, as :func:`design` uses)."""
+        theta = np.zeros(cls.size)
+        probe = cls()
+        for names, w in zip(HEADS, heads):
+            i = 0
+            for name in names:
+                sl = probe.head_slices[name]
+                n = sl.stop - sl.start
+                theta[sl] = np.asarray(w)[i:i + n]
+                i += n
+        return cls(theta)
+
+    def __call__(self, f):
+        """The legal argmax of the agent's scores (a Python policy over pipes)."""
+        _, legal = legal_choices(f)
+        return self.decide(f, legal)
 
     # ---- the function, in numpy -----------------------------------------------------
     def heads(self, f):
@@ -86,7 +205,8 @@ class AllocatorPolicy:
                                                                             REG_FEATURES)
         degree = adj.sum(axis=1) / MAX_NODES
         s_select = nodes @ p["w_select"].astype(np.float32) + \
-            degree * np.float32(p["w_degree"][0])
+            degree * np.float32(p["w_degree"][0]) + \
+            _RANK.astype(np.float32) * np.float32(p["w_position"][0])
         x = (sel @ nodes)[0]
         free = rmask.sum() / MAX_REGS
         s_action = x @ p["W_action"].astype(np.float32) + p["b_action"].astype(np.float32) + \
@@ -140,7 +260,8 @@ class AllocatorPolicy:
             node("MatMul", ["adj", "ones_n"], ["deg0"]),                         # [N, 1]
             node("Mul", ["deg0", "w_degree_n"], ["deg"]),                        # w_deg / N
             node("MatMul", ["nodes", "w_select"], ["sel0"]),                     # [N, 1]
-            node("Add", ["sel0", "deg"], ["sel1"]),
+            node("Add", ["sel0", "deg"], ["sel1a"]),
+            node("Add", ["sel1a", "rank"], ["sel1"]),
             node("Reshape", ["sel1", "shape_row_n"], ["s_select"]),              # [1, N]
             node("MatMul", ["selected", "nodes"], ["x"]),                        # [1, F]
             node("MatMul", ["register_mask", "ones_r"], ["nfree"]),              # [1, 1]
@@ -174,6 +295,7 @@ class AllocatorPolicy:
             "shape_row_r": i64([1, R]),
             "ones_n": float32(np.ones((N, 1))), "ones_r": float32(np.ones((R, 1))),
             "w_degree_n": float32([[p["w_degree"][0] / N]]),
+            "rank": float32((_RANK * p["w_position"][0]).reshape(N, 1)),
             "w_select": float32(p["w_select"].reshape(-1, 1)),
             "W_action": float32(p["W_action"]), "b_action": float32(p["b_action"]),
             "w_free_r": float32(p["w_free"].reshape(1, -1) / R),

@@ -148,22 +148,26 @@ class TrainedEviction(LinearEviction):
 
 
 class Recorder(Policy):
-    """Wraps a policy with ``decide(X, mask)``; keeps every request's
-    features, mask and the answer given (imitation data)."""
+    """Wraps a policy with ``decide(X, mask)``; counts the requests and, with
+    ``keep``, keeps every request's features, mask and the answer given
+    (imitation data)."""
 
     advisor = "evict"
     name = "recorder"
 
-    def __init__(self, policy):
-        self.policy = policy
+    def __init__(self, policy, keep=True):
+        self.policy, self.keep = policy, keep
+        self.requests = 0
         self.X, self.masks, self.actions = [], [], []
 
     def __call__(self, obs):
         X, mask = column_matrix(obs)
         a = self.policy.decide(X, mask)
-        self.X.append(X.astype(np.float32))
-        self.masks.append(mask)
-        self.actions.append(a)
+        self.requests += 1
+        if self.keep:
+            self.X.append(X.astype(np.float32))
+            self.masks.append(mask)
+            self.actions.append(a)
         return a
 
     def arrays(self):
@@ -174,9 +178,10 @@ class Recorder(Policy):
 
 
 def fit_imitation(X, masks, actions, *, steps=400, lr=0.1, l2=1e-3, seed=0):
-    """``theta`` of a :class:`LinearEviction` that imitates ``actions``
-    (cross-entropy of the softmax over each request's legal columns, full
-    batch Adam). Returns (theta, accuracy on the data)."""
+    """Weights ``theta`` [P] of a linear choice ``argmax_c X[c] @ theta``
+    over the legal ``c`` that imitates ``actions``, from designs ``X``
+    [n, C, P] (cross-entropy of the softmax over each request's legal
+    choices, full batch Adam). Returns (theta, accuracy on the data)."""
     X = np.asarray(X, dtype=np.float64)
     legal = np.asarray(masks, dtype=bool)
     y = np.asarray(actions, dtype=np.int64)
@@ -184,7 +189,7 @@ def fit_imitation(X, masks, actions, *, steps=400, lr=0.1, l2=1e-3, seed=0):
     if n == 0:
         raise ValueError("no imitation data")
     rng = np.random.default_rng(seed)
-    theta = rng.normal(0.0, 0.01, NUM_PARAMS)
+    theta = rng.normal(0.0, 0.01, X.shape[2])
     m = np.zeros_like(theta)
     v = np.zeros_like(theta)
     rows = np.arange(n)

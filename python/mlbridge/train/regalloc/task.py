@@ -4,14 +4,22 @@ workers (plain dicts; :func:`run_task` runs one on a worker).
 The machine-function corpus: each corpus unit's bitcode (taken before any
 LLVM pass, with ``-Oz``'s attributes; docs/corpus.md) optimised with
 ``opt-19 -passes='default<Oz>'`` -- the IR clang's ``-Oz`` hands to the
-code generator -- then compiled by ``llc-19 -O2`` (the code generator level
-clang uses for ``-Oz``).
+code generator -- then allocated by ``llc-19 -O2``
+(:func:`mlbridge.llvm.plugins.regalloc.allocate`). Every allocation is
+scored by the one score implementation, the plugin's ``mlbridge-ra-score``
+pass (MLGO's RegAllocScore; docs/register-allocation.md, "Score").
 
-An *eviction* task (:func:`evict_task`) compiles one module with greedy and
-an eviction policy answered over LLVM's interactive channel (``theta`` of a
-:class:`~.evict.LinearEviction`, ``"greedy-rule"``, or None: LLVM's default
-advisor, no channel) and returns ``scores`` (``{function: score}``,
-:mod:`.score`), ``total`` and, with ``record``, the requests and answers.
+* an *eviction* task (:func:`evict_task`): LLVM's ``greedy`` with its
+  eviction advisor answered over LLVM's interactive channel by ``theta`` of
+  a :class:`~.evict.LinearEviction` or ``"greedy-rule"`` (None: LLVM's
+  default advisor, no channel);
+* an *allocation* task (:func:`alloc_task`): any allocator; for ours
+  (``mlbridge``) a built-in policy (``"heuristic"``, ``"random"``), an
+  :class:`~.allocator.AllocatorPolicy` answering over pipes from Python
+  (``theta``, or ``"heuristic-rule"``), or an ONNX model run in-process.
+
+Result: ``scores`` (``{function: score}``), ``total``, ``cpu_seconds``,
+``requests`` (Python answers) and, with ``record``, the answers' data.
 """
 
 from __future__ import annotations
@@ -19,11 +27,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ...toolchain import compile, run_tool, toolchain
-from .evict import GreedyRule, LinearEviction, Recorder
-from .score import remark_flags, remark_scores
+from ...llvm.plugins import regalloc as ra
+from ...toolchain import run_tool, toolchain
+from . import allocator as alloc
+from .evict import GreedyRule, LinearEviction
+from .evict import Recorder as EvictRecorder
 
-__all__ = ["PROBLEM", "machine_ir", "evict_task", "run_task", "llc_command"]
+__all__ = ["PROBLEM", "machine_ir", "evict_task", "alloc_task", "run_task"]
 
 #: The registry name that routes these tasks to :func:`run_task` on a worker.
 PROBLEM = "regalloc"
@@ -42,48 +52,65 @@ def machine_ir(unit_bc) -> Path:
     return out
 
 
-def llc_command(ir, obj, *extra):
-    """``llc-19 -O2`` of bitcode ``ir`` into object ``obj``."""
-    return [toolchain().tool("llc"), "-O2", "-filetype=obj", *extra, os.fspath(ir),
-            "-o", os.fspath(obj)]
-
-
 def evict_task(ir, *, theta=None, rule=None, record=False, key=None, timeout=600.0):
-    """A task: compile bitcode ``ir`` (bytes) with greedy and eviction policy
-    ``theta`` (a LinearEviction's weights) or ``rule="greedy-rule"``; both
-    None: LLVM's default advisor."""
+    """A task: allocate bitcode ``ir`` (bytes) with greedy and eviction
+    policy ``theta`` or ``rule="greedy-rule"``; both None: LLVM's own."""
     return {"problem": PROBLEM, "kind": "evict", "ir": bytes(ir), "key": key,
             "theta": None if theta is None else [float(t) for t in theta], "rule": rule,
             "record": bool(record), "timeout": float(timeout)}
 
 
+def alloc_task(ir, *, allocator="mlbridge", policy=None, theta=None, onnx=None, seed=None,
+               record=False, key=None, timeout=600.0):
+    """A task: allocate bitcode ``ir`` with ``allocator``; for ours, one of
+    ``policy`` (``"heuristic"``, ``"random"``, ``"heuristic-rule"``: the
+    heuristic answered from Python over pipes), ``theta`` (an
+    AllocatorPolicy over pipes) or ``onnx`` (model bytes, in-process)."""
+    return {"problem": PROBLEM, "kind": "alloc", "ir": bytes(ir), "key": key,
+            "allocator": allocator, "policy": policy,
+            "theta": None if theta is None else [float(t) for t in theta],
+            "onnx": None if onnx is None else bytes(onnx), "seed": seed,
+            "record": bool(record), "timeout": float(timeout)}
+
+
 def run_task(task, workdir):
     """Runs one task in a worker's :class:`~mlbridge.train.cluster.Workdir`."""
-    if task["kind"] != "evict":
-        raise ValueError(f"unknown regalloc task kind {task['kind']!r}")
     path = workdir.file(task["ir"], ".bc")
-    policy = None
-    if task["theta"] is not None:
-        policy = LinearEviction(task["theta"])
-    elif task["rule"] == "greedy-rule":
-        policy = GreedyRule()
-    elif task["rule"] is not None:
-        raise ValueError(f"unknown eviction rule {task['rule']!r}")
-    recorder = Recorder(policy) if task["record"] and policy is not None else None
-    remarks, obj = path + ".remarks.yaml", path + ".o"
-    try:
-        res = compile(llc_command(path, obj, *remark_flags(remarks)), timeout=task["timeout"],
-                      advisors={"evict": recorder or policy} if policy is not None else None)
-        with open(remarks) as f:
-            scores = remark_scores(f.read())
-    finally:
-        for p in (remarks, obj):
-            if os.path.exists(p):
-                os.unlink(p)
+    recorder = None
+    if task["kind"] == "evict":
+        policy = None
+        if task["theta"] is not None:
+            policy = LinearEviction(task["theta"])
+        elif task["rule"] == "greedy-rule":
+            policy = GreedyRule()
+        elif task["rule"] is not None:
+            raise ValueError(f"unknown eviction rule {task['rule']!r}")
+        if policy is not None:
+            recorder = EvictRecorder(policy, keep=task["record"])
+        res = ra.allocate(path, "greedy", verify=False, workdir=workdir.path,
+                          timeout=task["timeout"],
+                          advisors={"evict": recorder} if recorder else None)
+    elif task["kind"] == "alloc":
+        policy = task["policy"]
+        if task["theta"] is not None:
+            policy = alloc.AllocatorPolicy(task["theta"])
+        elif policy == "heuristic-rule":
+            policy = alloc.HeuristicRule()
+        elif task["onnx"] is not None:
+            policy = workdir.file(task["onnx"], ".onnx")
+        if callable(policy):
+            policy = recorder = alloc.Recorder(policy, keep=task["record"])
+        res = ra.allocate(path, task["allocator"], policy=policy, seed=task["seed"],
+                          verify=False, workdir=workdir.path, timeout=task["timeout"])
+    else:
+        raise ValueError(f"unknown regalloc task kind {task['kind']!r}")
+    scores = {f: s.score for f, s in res.scores.items()}
     out = {"key": task.get("key"), "scores": scores, "total": float(sum(scores.values())),
-           "cpu_seconds": res.cpu_seconds, "seconds": res.wall_seconds,
-           "requests": res.run.requests.get("evict", 0) if res.run is not None else 0}
-    if recorder is not None:
-        out["X"], out["masks"], out["actions"] = recorder.arrays()
+           "cpu_seconds": res.cpu_seconds,
+           "requests": recorder.requests if recorder is not None else 0,
+           "illegal": sum(int(r.get("illegal", 0)) for r in res.log),
+           "model_failures": sum(int(r.get("model_failures", 0)) for r in res.log),
+           "traces": {r["function"]: r.get("trace") for r in res.log if "function" in r}}
+    if recorder is not None and task["record"]:
+        out["data"] = recorder.arrays()
     return out
-
