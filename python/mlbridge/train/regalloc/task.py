@@ -27,13 +27,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ...llvm.plugins import find_plugins, tool_env
 from ...llvm.plugins import regalloc as ra
-from ...toolchain import run_tool, toolchain
+from ...toolchain import compile, run_tool, toolchain
 from . import allocator as alloc
 from .evict import GreedyRule, LinearEviction
 from .evict import Recorder as EvictRecorder
 
-__all__ = ["PROBLEM", "machine_ir", "evict_task", "alloc_task", "run_task"]
+__all__ = ["PROBLEM", "machine_ir", "evict_task", "alloc_task", "time_task", "run_task"]
 
 #: The registry name that routes these tasks to :func:`run_task` on a worker.
 PROBLEM = "regalloc"
@@ -73,9 +74,34 @@ def alloc_task(ir, *, allocator="mlbridge", policy=None, theta=None, onnx=None, 
             "record": bool(record), "timeout": float(timeout)}
 
 
+def time_task(ir, *, allocator="mlbridge", policy=None, key=None, timeout=600.0):
+    """A task: the CPU seconds of the whole ``llc-19 -O2 -filetype=obj`` of
+    ``ir`` with ``allocator`` (ours: the built-in ``policy`` or, None, the
+    built-in model), as a user runs it."""
+    return {"problem": PROBLEM, "kind": "time", "ir": bytes(ir), "key": key,
+            "allocator": allocator, "policy": policy, "timeout": float(timeout)}
+
+
+def _time(path, task):
+    plugins = find_plugins(llvm=19)
+    env = tool_env(plugins)
+    if task["policy"] is not None:
+        env["MLBRIDGE_RA_POLICY"] = task["policy"]
+    obj = path + ".o"
+    try:
+        res = compile(ra.llc_command(path, obj, task["allocator"], plugins=plugins, verify=False,
+                                     extra=["-filetype=obj"]), env=env, timeout=task["timeout"])
+    finally:
+        if os.path.exists(obj):
+            os.unlink(obj)
+    return {"key": task.get("key"), "cpu_seconds": res.cpu_seconds, "text": res.text}
+
+
 def run_task(task, workdir):
     """Runs one task in a worker's :class:`~mlbridge.train.cluster.Workdir`."""
     path = workdir.file(task["ir"], ".bc")
+    if task["kind"] == "time":
+        return _time(path, task)
     recorder = None
     if task["kind"] == "evict":
         policy = None
