@@ -60,6 +60,15 @@ def items(plugins, tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="module")
+def pool():
+    """Two compiler workers on a private local Ray, shared by the training
+    tests (starting Ray takes seconds)."""
+    from mlbridge.train.cluster import WorkerPool
+    with WorkerPool(2, task_timeout=300) as p:
+        yield p
+
+
 @pytest.fixture
 def workdir():
     wd = Workdir()
@@ -128,11 +137,11 @@ def _check_run(out, summary, names):
     return log
 
 
-def test_short_ray_training_of_the_allocator_writes_log_curve_and_model(items, tmp_path):
+def test_short_ray_training_of_the_allocator_writes_log_curve_and_model(items, pool, tmp_path):
     import onnxruntime as ort
     out = tmp_path / "run"
-    summary = train(items[:3], items[3:], out, mode="alloc", workers=2, iterations=2,
-                    population=1, batch=2, cache_dir=tmp_path / "cache", progress=False)
+    summary = train(items[:3], items[3:], out, mode="alloc", iterations=2, population=1,
+                    batch=2, cache_dir=tmp_path / "cache", progress=False, pool=pool)
     log = _check_run(out, summary, ["regalloc_policy.json", "regalloc_policy.onnx"])
     assert log[0]["select_requests"] > 0 and log[0]["action_accuracy"] > 0.5
     policy = AllocatorPolicy.load(out / "regalloc_policy.json")
@@ -144,10 +153,10 @@ def test_short_ray_training_of_the_allocator_writes_log_curve_and_model(items, t
     assert len(list((tmp_path / "cache").glob("*.rollout.npz"))) == len(items)
 
 
-def test_short_ray_training_of_the_eviction_advisor(items, tmp_path):
+def test_short_ray_training_of_the_eviction_advisor(items, pool, tmp_path):
     out = tmp_path / "run"
-    summary = train(items[:3], items[3:], out, mode="evict", workers=2, iterations=2,
-                    population=1, batch=2, progress=False)
+    summary = train(items[:3], items[3:], out, mode="evict", iterations=2, population=1,
+                    batch=2, progress=False, pool=pool)
     log = _check_run(out, summary, ["evict_policy.json"])
     assert log[0]["requests"] > 0 and 0.0 <= log[0]["accuracy"] <= 1.0
     assert LinearEviction.load(out / "evict_policy.json").theta.tolist() == \

@@ -50,6 +50,37 @@ def _tasks(items, column, model):
             alloc_task(it.ir, key=it.name) for it in items]
 
 
+class _HerePool:
+    """The tasks run one after the other in this process (``--workers 0``:
+    no Ray), failures reported as :class:`TaskFailed` like the pool's."""
+
+    def __init__(self):
+        self.workdir = Workdir()
+
+    def map(self, tasks, progress=None):
+        out = []
+        for t in tasks:
+            try:
+                out.append(run_task(t, self.workdir))
+            except Exception as e:  # noqa: BLE001 - the pool's contract: a result per task
+                out.append(TaskFailed(t.get("key"), f"{type(e).__name__}: {e}", 1))
+            if progress:
+                progress(1)
+        return out
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.workdir.close()
+
+
+def _pool(args):
+    if args.workers == 0:
+        return _HerePool()
+    return WorkerPool(args.workers, address=args.address, task_timeout=1800)
+
+
 def _run(pool, tasks, bar):
     return pool.map(tasks, progress=bar.update if bar else None)
 
@@ -159,7 +190,7 @@ def cmd_heldout(args):
         n = len(items) * (2 if args.mode == "evict" else
                           len(args.columns) + len({"greedy", "model"} & set(args.columns)))
         bar = tqdm(total=n, desc=f"heldout ({args.mode})", unit="compile")
-    with WorkerPool(args.workers, address=args.address, task_timeout=1800) as pool:
+    with _pool(args) as pool:
         if args.mode == "evict":
             rows = heldout_evict(pool, items, LinearEviction.load(args.policy).theta, bar)
             table, total = evict_table(rows)
@@ -258,7 +289,7 @@ def main(argv=None):
     q.add_argument("--columns", nargs="+", default=list(COLUMNS), choices=COLUMNS,
                    help="alloc: measure only these (with --cache, to fill it in parts)")
     q.add_argument("--cache", default=None, help="alloc: keep measured numbers here")
-    q.add_argument("--workers", type=int, default=2)
+    q.add_argument("--workers", type=int, default=2, help="Ray workers (0: here, no Ray)")
     q.add_argument("--address", default=None)
     q.add_argument("--out", default=None, help="write every unit's numbers (JSON) here")
     q.add_argument("--quiet", action="store_true")

@@ -38,6 +38,7 @@ Writes ``log.jsonl``, ``curve.png``, the selected policy
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import time
@@ -225,8 +226,10 @@ def _plot(rows, path, title):
 
 def train(train_items, val_items, out_dir, *, mode="alloc", workers=2, address=None,
           iterations=6, population=4, sigma=0.3, lr=0.2, batch=16, seed=0, cache_dir=None,
-          progress=True):
-    """The whole run (module docstring); returns the summary dict."""
+          progress=True, pool=None):
+    """The whole run (module docstring); returns the summary dict. ``pool``:
+    a running :class:`WorkerPool` to use (default: ``workers`` new ones at
+    ``address``)."""
     m = MODES[mode]
     results = RunResults(out_dir)
     cache = RolloutCache(cache_dir) if cache_dir else None
@@ -257,7 +260,11 @@ def train(train_items, val_items, out_dir, *, mode="alloc", workers=2, address=N
         g = sum(base[it.name] for it in items)
         return sum(tot[it.name] for it in items) / g if g else None
 
-    with WorkerPool(workers, address=address) as pool, results:
+    owned = None if pool is not None else WorkerPool(workers, address=address)
+    pool = pool or owned
+    with contextlib.ExitStack() as stack, results:
+        if owned is not None:
+            stack.enter_context(owned)
         b = bar(len(train_items) + len(val_items), "greedy baselines")
         base, failed = greedy_scores(pool, train_items + val_items, cache,
                                      progress=b.update if b else None)
