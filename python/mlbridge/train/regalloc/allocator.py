@@ -30,9 +30,9 @@ in numpy: Python over pipes and the in-process model decide alike.
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
+
+from .evict import JsonFile
 
 __all__ = ["MAX_NODES", "MAX_REGS", "NODE_FEATURES", "REG_FEATURES", "NUM_ACTIONS",
            "AllocatorPolicy", "INPUTS", "HEADS", "design", "HeuristicRule", "Recorder",
@@ -152,7 +152,7 @@ class Recorder:
         return out
 
 
-class AllocatorPolicy:
+class AllocatorPolicy(JsonFile):
     """The network of the module docstring, its weights one flat vector
     ``theta`` (:attr:`size` numbers; ES perturbs it)."""
 
@@ -236,15 +236,6 @@ class AllocatorPolicy:
     @classmethod
     def from_dict(cls, d):
         return cls(d["theta"])
-
-    def save(self, path):
-        with open(path, "w") as f:
-            json.dump(self.to_dict(), f)
-
-    @classmethod
-    def load(cls, path):
-        with open(path) as f:
-            return cls.from_dict(json.load(f))
 
     def to_onnx(self, path=None):
         """The ONNX model the plugin runs (static shapes of :data:`INPUTS`,

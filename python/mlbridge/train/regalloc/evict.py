@@ -34,7 +34,8 @@ import numpy as np
 from ...llvm.policies import Policy
 
 __all__ = ["COLUMN_FEATURES", "NUM_COLUMNS", "NUM_PARAMS", "column_matrix", "LinearEviction",
-           "GreedyRule", "TrainedEviction", "Recorder", "SHIPPED_POLICY", "fit_imitation"]
+           "GreedyRule", "TrainedEviction", "Recorder", "SHIPPED_POLICY", "fit_imitation",
+           "JsonFile"]
 
 #: Per-column features the policy reads (LLVM 19's eviction header without
 #: ``mask``), in this order.
@@ -74,11 +75,25 @@ def column_matrix(obs):
     return X, mask
 
 
+class JsonFile:
+    """``save(path)``/``load(path)`` of a policy through its ``to_dict`` and
+    ``from_dict`` (the regalloc policies' one file format: JSON)."""
+
+    def save(self, path):
+        with open(path, "w") as f:
+            json.dump(self.to_dict(), f, indent=1)
+
+    @classmethod
+    def load(cls, path):
+        with open(path) as f:
+            return cls.from_dict(json.load(f))
+
+
 def _masked_argmax(scores, mask):
     return int(np.argmax(np.where(mask, scores, -np.inf)))
 
 
-class LinearEviction(Policy):
+class LinearEviction(JsonFile, Policy):
     """Scores ``X @ theta`` per column, the best legal one is the advice."""
 
     advisor = "evict"
@@ -101,15 +116,6 @@ class LinearEviction(Policy):
         if list(d["features"]) != list(COLUMN_FEATURES):
             raise ValueError("the eviction policy was trained on other features")
         return cls(d["theta"])
-
-    def save(self, path):
-        with open(path, "w") as f:
-            json.dump(self.to_dict(), f, indent=1)
-
-    @classmethod
-    def load(cls, path):
-        with open(path) as f:
-            return cls.from_dict(json.load(f))
 
 
 class GreedyRule(Policy):
