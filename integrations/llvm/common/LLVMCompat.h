@@ -14,6 +14,14 @@
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/Analysis/InlineCost.h"
+#include "llvm/CodeGen/LiveDebugVariables.h"
+#include "llvm/CodeGen/LiveIntervals.h"
+#include "llvm/CodeGen/LiveRegMatrix.h"
+#include "llvm/CodeGen/LiveStacks.h"
+#include "llvm/CodeGen/MachineBlockFrequencyInfo.h"
+#include "llvm/CodeGen/MachineDominators.h"
+#include "llvm/CodeGen/Spiller.h"
+#include "llvm/CodeGen/VirtRegMap.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
@@ -111,6 +119,59 @@ inline void registerOptimizerLast(
   PB.registerOptimizerLastEPCallback(std::move(C));
 #endif
 }
+
+// ---- the register allocator's analyses (regalloc/RegAllocPlugin.cpp) -----
+// LLVM 22 made VirtRegMap, LiveRegMatrix, LiveStacks and LiveDebugVariables
+// plain classes served by *WrapperLegacy passes, and the inline spiller takes
+// its analyses as a struct instead of from the allocator pass.
+#if LLVM_VERSION_MAJOR >= 22
+using VirtRegMapPass = llvm::VirtRegMapWrapperLegacy;
+using LiveRegMatrixPass = llvm::LiveRegMatrixWrapperLegacy;
+using LiveStacksPass = llvm::LiveStacksWrapperLegacy;
+using LiveDebugVariablesPass = llvm::LiveDebugVariablesWrapperLegacy;
+inline llvm::VirtRegMap &virtRegMap(llvm::Pass &P) {
+  return P.getAnalysis<VirtRegMapPass>().getVRM();
+}
+inline llvm::LiveRegMatrix &liveRegMatrix(llvm::Pass &P) {
+  return P.getAnalysis<LiveRegMatrixPass>().getLRM();
+}
+inline llvm::LiveDebugVariables &liveDebugVariables(llvm::Pass &P) {
+  return P.getAnalysis<LiveDebugVariablesPass>().getLDV();
+}
+inline llvm::Spiller *createInlineSpiller(llvm::MachineFunctionPass &P,
+                                          llvm::MachineFunction &MF,
+                                          llvm::VirtRegMap &VRM,
+                                          llvm::VirtRegAuxInfo &VRAI,
+                                          llvm::LiveRegMatrix &Matrix) {
+  return llvm::createInlineSpiller(
+      {P.getAnalysis<llvm::LiveIntervalsWrapperPass>().getLIS(),
+       P.getAnalysis<LiveStacksPass>().getLS(),
+       P.getAnalysis<llvm::MachineDominatorTreeWrapperPass>().getDomTree(),
+       P.getAnalysis<llvm::MachineBlockFrequencyInfoWrapperPass>().getMBFI()},
+      MF, VRM, VRAI, &Matrix);
+}
+#else
+using VirtRegMapPass = llvm::VirtRegMap;
+using LiveRegMatrixPass = llvm::LiveRegMatrix;
+using LiveStacksPass = llvm::LiveStacks;
+using LiveDebugVariablesPass = llvm::LiveDebugVariables;
+inline llvm::VirtRegMap &virtRegMap(llvm::Pass &P) {
+  return P.getAnalysis<VirtRegMapPass>();
+}
+inline llvm::LiveRegMatrix &liveRegMatrix(llvm::Pass &P) {
+  return P.getAnalysis<LiveRegMatrixPass>();
+}
+inline llvm::LiveDebugVariables &liveDebugVariables(llvm::Pass &P) {
+  return P.getAnalysis<LiveDebugVariablesPass>();
+}
+inline llvm::Spiller *createInlineSpiller(llvm::MachineFunctionPass &P,
+                                          llvm::MachineFunction &MF,
+                                          llvm::VirtRegMap &VRM,
+                                          llvm::VirtRegAuxInfo &VRAI,
+                                          llvm::LiveRegMatrix &) {
+  return llvm::createInlineSpiller(P, MF, VRM, VRAI);
+}
+#endif
 
 } // namespace mlbridge::llvm_compat
 

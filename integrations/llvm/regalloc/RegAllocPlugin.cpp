@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "LLVMCompat.h"
 #include "PluginSupport.h"
 #include "RegAllocProtocol.h"
 #include "RegAllocScore.h"
@@ -76,6 +77,7 @@ using namespace llvm;
 namespace mlb = mlbridge;
 namespace mlp = mlbridge::plugins;
 namespace ra = mlbridge::regalloc;
+namespace llvm_compat = mlbridge::llvm_compat;
 
 namespace {
 
@@ -211,6 +213,10 @@ private:
   void runFallback();
   void finish();
   RangeInfo &info(Register R) { return Info[R]; }
+  unsigned budget() const {
+    const unsigned B = mlp::unsignedSetting(BudgetOpt, "MLBRIDGE_RA_BUDGET");
+    return B ? B : 10 * MRI->getNumVirtRegs() + 1000;
+  }
 
   // LiveRangeEdit::Delegate
   bool LRE_CanEraseVirtReg(Register R) override;
@@ -260,20 +266,20 @@ void MLBridgeRegAlloc::getAnalysisUsage(AnalysisUsage &AU) const {
   AU.addRequired<LiveIntervalsWrapperPass>();
   AU.addPreserved<LiveIntervalsWrapperPass>();
   AU.addPreserved<SlotIndexesWrapperPass>();
-  AU.addRequired<LiveDebugVariables>();
-  AU.addPreserved<LiveDebugVariables>();
-  AU.addRequired<LiveStacks>();
-  AU.addPreserved<LiveStacks>();
+  AU.addRequired<llvm_compat::LiveDebugVariablesPass>();
+  AU.addPreserved<llvm_compat::LiveDebugVariablesPass>();
+  AU.addRequired<llvm_compat::LiveStacksPass>();
+  AU.addPreserved<llvm_compat::LiveStacksPass>();
   AU.addRequired<MachineBlockFrequencyInfoWrapperPass>();
   AU.addPreserved<MachineBlockFrequencyInfoWrapperPass>();
   AU.addRequired<MachineDominatorTreeWrapperPass>();
   AU.addPreserved<MachineDominatorTreeWrapperPass>();
   AU.addRequired<MachineLoopInfoWrapperPass>();
   AU.addPreserved<MachineLoopInfoWrapperPass>();
-  AU.addRequired<VirtRegMap>();
-  AU.addPreserved<VirtRegMap>();
-  AU.addRequired<LiveRegMatrix>();
-  AU.addPreserved<LiveRegMatrix>();
+  AU.addRequired<llvm_compat::VirtRegMapPass>();
+  AU.addPreserved<llvm_compat::VirtRegMapPass>();
+  AU.addRequired<llvm_compat::LiveRegMatrixPass>();
+  AU.addPreserved<llvm_compat::LiveRegMatrixPass>();
   MachineFunctionPass::getAnalysisUsage(AU);
 }
 
@@ -698,12 +704,12 @@ void MLBridgeRegAlloc::registerFeatures(const Candidate &C, float *Out) const {
 /// The built-in policies and the fallback (past the budget): no model, no
 /// features.
 void MLBridgeRegAlloc::runBuiltIn(PolicyKind K, const Function &F) {
-  std::mt19937_64 Rng(SeedOpt ^ std::hash<std::string>()(F.getName().str()));
+  std::mt19937_64 Rng(mlp::unsignedSetting(SeedOpt, "MLBRIDGE_RA_SEED") ^
+                      std::hash<std::string>()(F.getName().str()));
   auto Pick = [&](size_t N) {
     return static_cast<size_t>(std::uniform_int_distribution<size_t>(0, N - 1)(Rng));
   };
-  const unsigned Budget =
-      BudgetOpt ? BudgetOpt : 10 * MRI->getNumVirtRegs() + 1000;
+  const unsigned Budget = budget();
   while (prepareSelect()) {
     if (St.Rounds >= Budget)
       return runFallback();
@@ -950,17 +956,17 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
   TII = MF->getSubtarget().getInstrInfo();
   MRI = &MF->getRegInfo();
   LIS = &getAnalysis<LiveIntervalsWrapperPass>().getLIS();
-  Matrix = &getAnalysis<LiveRegMatrix>();
-  VRM = &getAnalysis<VirtRegMap>();
+  Matrix = &llvm_compat::liveRegMatrix(*this);
+  VRM = &llvm_compat::virtRegMap(*this);
   Loops = &getAnalysis<MachineLoopInfoWrapperPass>().getLI();
-  LDV = &getAnalysis<LiveDebugVariables>();
+  LDV = &llvm_compat::liveDebugVariables(*this);
   MRI->freezeReservedRegs();
   RCI.runOnMachineFunction(*MF);
   VRAI = std::make_unique<VirtRegAuxInfo>(
       *MF, *LIS, *VRM, *Loops,
       getAnalysis<MachineBlockFrequencyInfoWrapperPass>().getMBFI());
   VRAI->calculateSpillWeightsAndHints();
-  SpillerInstance.reset(createInlineSpiller(*this, *MF, *VRM, *VRAI));
+  SpillerInstance.reset(llvm_compat::createInlineSpiller(*this, *MF, *VRM, *VRAI, *Matrix));
   Info.clear();
   Queue.clear();
   Queued.clear();
@@ -1023,8 +1029,7 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
                     Runner ? mlp::runnerRemark(RunnerKindUsed, "decisions taken")
                            : std::string("no model: the built-in heuristic decides"));
   }
-  const unsigned Budget =
-      BudgetOpt ? BudgetOpt : 10 * MRI->getNumVirtRegs() + 1000;
+  const unsigned Budget = budget();
   if (Policy == PolicyKind::Model && Runner &&
       Binding.bind(*Runner, modelFeatureSpecs()).isOk()) {
     Used = mlp::runnerKindName(RunnerKindUsed);

@@ -70,7 +70,7 @@ class PluginInfo(WithRunners):
     cxx_compiler: str = ""
     llvm_bin_dir: str = ""
     source: Optional[Path] = None
-    #: MLBridgeRegAlloc.so (-regalloc=mlbridge; LLVM 19 only), None if not built.
+    #: MLBridgeRegAlloc.so (-regalloc=mlbridge for llc/clang), None if not built.
     regalloc: Optional[Path] = None
 
     def tool(self, name: str) -> str:
