@@ -34,11 +34,6 @@ def cmd_problem(args):
     print(json.dumps(summary, indent=2))
 
 
-def cmd_reserved(args):
-    sys.exit(f"mlbridge.train: {args.command} is a reserved problem slot, not implemented yet "
-             f"(docs/training.md, 'Add a problem')")
-
-
 def cmd_throughput(args):
     """Compiles per second of the -Oz rollout of the same modules with each
     worker count (Ray started once per count)."""
@@ -146,9 +141,8 @@ def build_parser():
 
     for prob in PROBLEMS.values():
         q = sub.add_parser(prob.name, help=prob.summary)
-        if prob.package is not None:
-            prob.load().add_arguments(q)
-        q.set_defaults(func=cmd_problem if prob.package else cmd_reserved)
+        prob.load().add_arguments(q)
+        q.set_defaults(func=cmd_problem)
 
     q = sub.add_parser("throughput", help="inliner compiles/s by number of Ray workers")
     add_module_arguments(q)

@@ -12,17 +12,12 @@ A problem package provides:
 * ``run_task(task, workdir)`` -- if it compiles on the Ray workers
   (:mod:`mlbridge.train.cluster`): one task dict, in a worker's scratch
   folder, to a result dict.
-
-A slot whose ``package`` is None is reserved: its name is taken and the
-command line says it is not implemented yet (docs/training.md, "Add a
-problem").
 """
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Optional
 
 __all__ = ["Problem", "PROBLEMS", "problem"]
 
@@ -31,13 +26,10 @@ __all__ = ["Problem", "PROBLEMS", "problem"]
 class Problem:
     name: str
     summary: str
-    package: Optional[str]
+    package: str
 
     def load(self):
         """The problem's package (imported on first use)."""
-        if self.package is None:
-            raise NotImplementedError(f"training problem {self.name!r} is reserved but not "
-                                      f"implemented yet (docs/training.md, 'Add a problem')")
         return importlib.import_module(self.package)
 
 
@@ -50,7 +42,8 @@ PROBLEMS = {p.name: p for p in (
             "retired)", "mlbridge.train.mlir_unroll"),
     Problem("loop-distribution", "loop distribution (MLBridgeLoopDistribution.so, callgrind "
             "Ir of the loop kernels)", "mlbridge.train.loop_distribution"),
-    Problem("regalloc", "register allocation: eviction and priority (reserved)", None),
+    Problem("regalloc", "register allocation against the allocation score (greedy's "
+            "eviction advisor over pipes)", "mlbridge.train.regalloc"),
 )}
 
 
