@@ -110,6 +110,11 @@ def cmd_evaluate(args):
         print(f"error: {e['module']}: {e['errors']}", file=sys.stderr)
 
 
+def corpus_of(args):
+    from ..corpus import Corpus
+    return Corpus.load(args.manifest) if args.manifest else Corpus.load()
+
+
 def cmd_size_report(args):
     """docs/results.md's size tables: best flags chosen on validation (once,
     or again with --select-flags), then held-out per unit and under LTO."""
@@ -118,14 +123,20 @@ def cmd_size_report(args):
     from .modules import corpus_modules
     cache = None if args.no_cache else evaluate.default_cache_dir()
     major = toolchain().major
+
+    def fetched(split, libraries):
+        mods = corpus_modules(split, argparse.Namespace(manifest=args.manifest,
+                                                        libraries=libraries))
+        corpus_of(args).fetch(libraries=sorted({m.library for m in mods}))
+        return mods
     if args.select_flags or not baselines.best_flags_file().exists():
-        val = corpus_modules("validation", args)
+        val = fetched("validation", None)
         print(f"choosing the best flags on {len(val)} validation units ...", flush=True)
         rec = baselines.select_flags(val, jobs=args.jobs, cache=cache)
         for name, text in sorted(rec["validation_text"].items(), key=lambda kv: kv[1]):
             print(f"  {name}: {text:,}")
         print(f"best flags: {rec['best_name']} -> {baselines.best_flags_file()}", flush=True)
-    mods = corpus_modules(args.split, args)
+    mods = fetched(args.split, args.libraries)
     configs = baselines.report_configs(single_flags=args.single_flags)
     names = [c.name for c in configs]
     print(f"{args.split}: {len(mods)} units x {len(configs)} configurations "
