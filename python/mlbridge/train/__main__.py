@@ -121,6 +121,10 @@ def cmd_size_report(args):
     from ..toolchain import toolchain
     from . import baselines, evaluate
     from .modules import corpus_modules
+    if args.tables_from:
+        for title, table in baselines.doc_tables_from(args.tables_from).items():
+            print(f"\n{title}:\n{table}")
+        return
     cache = None if args.no_cache else evaluate.default_cache_dir()
     major = toolchain().major
 
@@ -148,15 +152,17 @@ def cmd_size_report(args):
            "configs": {c.name: {"flags": list(c.flags), "plugins": list(c.plugins)}
                        for c in configs},
            "per_unit": evaluate.as_json(summary), "rows": rows}
-    print(evaluate.markdown_table(summary, cpu=names[1:]), flush=True)
     if args.lto:
-        lto_configs = configs[:6]
+        lto_configs = [c for c in configs if c.name in baselines.LTO_CONFIGS]
         print(f"\nfull LTO per library, {len(lto_configs)} configurations ...", flush=True)
         lto = evaluate.measure_lto(mods, lto_configs, jobs=args.jobs, cache=cache)
         lto_summary = evaluate.summarize_lto(lto, [c.name for c in lto_configs])
         out["lto"] = evaluate.as_json(lto_summary)
         out["lto_results"] = lto
-        print(evaluate.markdown_table(lto_summary))
+    else:
+        lto_summary = None
+    for title, table in baselines.doc_tables(summary, lto_summary).items():
+        print(f"\n{title}:\n{table}")
     path = args.out or str(baselines.RESULTS_DIR / f"{args.split}_llvm{major}.json")
     with open(path, "w") as f:
         json.dump(out, f, indent=1)
@@ -262,6 +268,8 @@ def build_parser():
     q.add_argument("--jobs", type=int, default=2)
     q.add_argument("--out", default=None,
                    help="results JSON (default: models/size/<split>_llvm<major>.json)")
+    q.add_argument("--tables-from", default=None, metavar="JSON",
+                   help="only print the Markdown tables of a results file it wrote")
     q.set_defaults(func=cmd_size_report)
     return p
 

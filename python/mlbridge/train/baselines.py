@@ -120,6 +120,10 @@ def report_configs(single_flags: bool = False) -> List[Config]:
     return out
 
 
+#: The configurations of the LTO table (each plugin alone is in the per-unit one).
+LTO_CONFIGS = ("-Oz", "best flags", "combined", "combined + best flags")
+
+
 def select_flags(modules, **kwargs) -> dict:
     """Measures every combination on ``modules`` (the validation split),
     writes :func:`best_flags_file` and returns what it recorded."""
@@ -135,3 +139,41 @@ def select_flags(modules, **kwargs) -> dict:
         Path(tmp).write_text(json.dumps(record, indent=1) + "\n")
     write_atomically(path, write)
     return record
+
+
+def doc_tables(summary, lto_summary=None) -> Dict[str, str]:
+    """The Markdown tables of docs/results.md from :func:`mlbridge.train.
+    evaluate.summarize` of :func:`report_configs` (and of the LTO run)."""
+    from .evaluate import markdown_table
+    both, both_best = "combined", "combined + best flags"
+    tables = {}
+    for policy in ("phase ordering", "inliner"):
+        tables[policy] = markdown_table(
+            summary, [PLAIN.name, "best flags", policy],
+            [("best flags", PLAIN.name), (policy, PLAIN.name), (policy, "best flags")],
+            cpu=[policy])
+    tables["combined"] = markdown_table(
+        summary, [PLAIN.name, "best flags", "inliner", "phase ordering", both, both_best],
+        [(both, PLAIN.name), (both, "best flags"), (both_best, PLAIN.name),
+         (both_best, "best flags")], cpu=[both, both_best])
+    singles = [c.name for c in flag_configs() if c.name in summary["names"]
+               and c.name != PLAIN.name]
+    if singles:
+        tables["flags"] = markdown_table(summary, [PLAIN.name] + singles + ["best flags"],
+                                         cpu=singles + ["best flags"])
+    if lto_summary is not None:
+        tables["lto"] = markdown_table(
+            lto_summary, list(LTO_CONFIGS),
+            [("best flags", PLAIN.name), (both, PLAIN.name), (both, "best flags"),
+             (both_best, PLAIN.name), (both_best, "best flags")])
+    return tables
+
+
+def doc_tables_from(path) -> Dict[str, str]:
+    """:func:`doc_tables` of a results file written by ``size-report``."""
+    from .evaluate import summarize, summarize_lto
+    data = json.loads(Path(path).read_text())
+    summary = summarize(data["rows"], list(data["configs"]))
+    lto = data.get("lto_results")
+    lto_summary = summarize_lto(lto, list(LTO_CONFIGS)) if lto else None
+    return doc_tables(summary, lto_summary)

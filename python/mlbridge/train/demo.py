@@ -43,7 +43,7 @@ def _compile_and_report(mods, plugins, jobs, cache):
     rows = evaluate.measure(mods, configs, plugins=plugins, jobs=jobs, cache=cache)
     summary = evaluate.summarize(rows, names)
     _say(f"   done in {time.monotonic() - t0:.0f} s\n")
-    _say(evaluate.markdown_table(summary, cpu=names[1:]))
+    _say(baselines.doc_tables(summary)["combined"])
     tot = summary["total"]
     _say(f"\n   combined (both plugins in one clang -Oz): {tot.text['combined']:,} bytes = "
          f"{tot.ratio('combined'):.4f}x plain -Oz, {tot.ratio('combined', 'best flags'):.4f}x "

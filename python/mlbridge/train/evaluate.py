@@ -322,25 +322,30 @@ def _pct(x):
     return f"{100.0 * (x - 1.0):+.2f} %".replace("-", "−")
 
 
-def markdown_table(summary, reference=PLAIN.name, cpu: Sequence[str] = (),
+def markdown_table(summary, names: Sequence[str] = None,
+                   deltas: Sequence[Tuple[str, str]] = None, cpu: Sequence[str] = (),
                    clang=None) -> str:
-    """``.text`` per library and configuration (Δ vs ``reference``), then
-    the compile-CPU ratio of each configuration in ``cpu``. The plain
-    column names the compiler (default: the toolchain's)."""
-    names = summary["names"]
+    """``.text`` per library of each configuration in ``names`` (default:
+    all), the ratios ``deltas`` (pairs (configuration, reference); default:
+    each vs plain -Oz) as percentages, then the compile-CPU ratio vs plain
+    -Oz of each configuration in ``cpu``. Plain -Oz is titled with the
+    compiler (default: the toolchain's)."""
+    names = list(names or summary["names"])
+    if deltas is None:
+        deltas = [(n, PLAIN.name) for n in names if n != PLAIN.name]
     plain = f"`clang-{toolchain(clang).major} -Oz`"
 
     def title(n):
         return plain if n == PLAIN.name else n
-    head = ["library", "units"] + [title(n) + " .text" for n in names]
-    head += [f"{title(n)} Δ" for n in names if n != reference]
+    head = ["library", "units"] + [title(n) for n in names]
+    head += [f"{title(n)} / {title(r)}" for n, r in deltas]
     head += [f"{title(n)} CPU" for n in cpu]
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
 
     def line(label, t, bold=False):
         cells = [label, str(t.units)] + [f"{t.text[n]:,}" for n in names]
-        cells += [(f"**{_pct(t.ratio(n, reference))}**" if bold else _pct(t.ratio(n, reference)))
-                  for n in names if n != reference]
+        cells += [(f"**{_pct(t.ratio(n, r))}**" if bold else _pct(t.ratio(n, r)))
+                  for n, r in deltas]
         cells += [f"{t.cpu_ratio(n):.3f}×" if t.cpu_ratio(n) else "–" for n in cpu]
         return "| " + " | ".join(cells) + " |"
     for lib, t in summary["libraries"].items():
