@@ -69,7 +69,9 @@ def select_best_flags(rows) -> dict:
     return {"best": [n for n in FLAGS if set(FLAGS[n]) <= set(best.flags)],
             "best_name": best.name, "units": total.units,
             "errors": summary["errors"],
-            "validation_text": {c.name: total.text[c.name] for c in configs}}
+            "validation_text": {c.name: total.text[c.name] for c in configs},
+            "validation_cpu_ratio": {c.name: round(total.cpu_ratio(c.name), 3)
+                                     for c in configs}}
 
 
 def best_flags_file(major: int = None) -> Path:
