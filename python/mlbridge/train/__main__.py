@@ -141,7 +141,8 @@ def cmd_size_report(args):
             print(f"  {name}: {text:,}")
         print(f"best flags: {rec['best_name']} -> {baselines.best_flags_file()}", flush=True)
     mods = fetched(args.split, args.libraries)
-    configs = baselines.report_configs(single_flags=args.single_flags)
+    configs = [c for c in baselines.report_configs(single_flags=args.single_flags)
+               if c.name not in args.skip]
     names = [c.name for c in configs]
     print(f"{args.split}: {len(mods)} units x {len(configs)} configurations "
           f"(best flags: {baselines.load_best_flags()}) ...", flush=True)
@@ -154,8 +155,9 @@ def cmd_size_report(args):
            "per_unit": evaluate.as_json(summary), "rows": rows}
     if args.lto:
         lto_configs = [c for c in configs if c.name in baselines.LTO_CONFIGS]
+        lto_mods = [m for m in mods if m.library not in args.lto_skip]
         print(f"\nfull LTO per library, {len(lto_configs)} configurations ...", flush=True)
-        lto = evaluate.measure_lto(mods, lto_configs, jobs=args.jobs, cache=cache)
+        lto = evaluate.measure_lto(lto_mods, lto_configs, jobs=args.jobs, cache=cache)
         lto_summary = evaluate.summarize_lto(lto, [c.name for c in lto_configs])
         out["lto"] = evaluate.as_json(lto_summary)
         out["lto_results"] = lto
@@ -263,7 +265,11 @@ def build_parser():
     q.add_argument("--manifest", default=None)
     q.add_argument("--libraries", nargs="*", default=None)
     q.add_argument("--single-flags", action="store_true", help="also each flag alone")
+    q.add_argument("--skip", nargs="*", default=[], metavar="CONFIG",
+                   help='configurations to leave out (e.g. "combined + best flags")')
     q.add_argument("--no-lto", dest="lto", action="store_false", help="skip the LTO table")
+    q.add_argument("--lto-skip", nargs="*", default=[], metavar="LIBRARY",
+                   help="libraries to leave out of the LTO table")
     q.add_argument("--no-cache", action="store_true", help="measure everything again")
     q.add_argument("--jobs", type=int, default=2)
     q.add_argument("--out", default=None,

@@ -146,9 +146,15 @@ def select_flags(modules, **kwargs) -> dict:
 def doc_tables(summary, lto_summary=None) -> Dict[str, str]:
     """The Markdown tables of docs/results.md from :func:`mlbridge.train.
     evaluate.summarize` of :func:`report_configs` (and of the LTO run)."""
-    from .evaluate import markdown_table
+    from .evaluate import markdown_table as full_table
     both, both_best = "combined", "combined + best flags"
     tables = {}
+
+    def markdown_table(s, names, deltas, cpu=()):  # what was measured of it
+        have = set(s["names"])
+        return full_table(s, [n for n in names if n in have],
+                          [(n, r) for n, r in deltas if n in have and r in have],
+                          [n for n in cpu if n in have])
     for policy in ("phase ordering", "inliner"):
         tables[policy] = markdown_table(
             summary, [PLAIN.name, "best flags", policy],
@@ -177,5 +183,6 @@ def doc_tables_from(path) -> Dict[str, str]:
     data = json.loads(Path(path).read_text())
     summary = summarize(data["rows"], list(data["configs"]))
     lto = data.get("lto_results")
-    lto_summary = summarize_lto(lto, list(LTO_CONFIGS)) if lto else None
+    lto_summary = (summarize_lto(lto, [n for n in LTO_CONFIGS if n in next(iter(lto.values()))])
+                   if lto else None)
     return doc_tables(summary, lto_summary)
