@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The main job: the inlining-for-size model shipped inside
-# MLBridgeInlineAdvisor.so, on held-out real code (libraries it never saw):
-# plain clang-19 -Oz vs clang-19 -Oz with the plugin, .text and compile CPU
-# per library; then the same policy in Python serving stock clang-19 over
-# named pipes, checked to decide the same; then the phase-ordering policy
-# built into MLBridgePhaseOrder.so on the same units. Installs, builds and fetches what
-# is missing first. Arguments go to `python -m mlbridge.train.demo`
+# The main job: the size models shipped inside MLBridgeInlineAdvisor.so and
+# MLBridgePhaseOrder.so on held-out real code (libraries they never saw):
+# plain clang-19 -Oz, the best stock size flags (chosen on the validation
+# libraries), each plugin, both plugins in one clang process, and both plus
+# the best flags -- .text and compile CPU per library; then the inliner's
+# policy in Python serving stock clang-19 over named pipes, checked to
+# decide the same. Installs, builds and fetches what is missing first.
+# Arguments go to `python -m mlbridge.train.demo`
 # (e.g. --libraries brotli snappy, --max-units 5).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -9,6 +9,7 @@ the registry (:mod:`mlbridge.train.registry`), and the measuring tools.
     python -m mlbridge.train evaluate --split heldout --out r.json # deployed plugin vs clang -Oz
     python -m mlbridge.train evaluate --pass phase-order ...       # its deployed plugin vs -Oz
     python -m mlbridge.train oracle --split heldout                # inlining search bound
+    python -m mlbridge.train size-report                           # the held-out size tables
 
 Guide: docs/training.md.
 """
@@ -66,37 +67,105 @@ def cmd_throughput(args):
 
 
 def cmd_evaluate(args):
+    import dataclasses
     from ..llvm.plugins import find_plugins
     from . import evaluate
     from .modules import corpus_modules
     mods = corpus_modules(args.split, args)
     if args.max_modules:
         mods = mods[: args.max_modules]
-    plugins = find_plugins(args.plugin_build_dir) if not args.plugin else None
+    plugins = find_plugins(args.plugin_build_dir)
     bar = None
     if not args.quiet:
         from tqdm import tqdm
         bar = tqdm(total=len(mods), desc=f"{args.split}: -Oz vs plugin", unit="unit")
     with tempfile.TemporaryDirectory(prefix="mlbridge-evaluate-") as tmp:
         if args.pass_name == "phase-order":
-            from .phase_order import plugin_env
-            plugin = args.plugin or str(plugins.phase_order)
             model, steps = args.model, args.max_steps
             if args.fixed_action is not None:
                 model, steps = _fixed_action_model(args.fixed_action, tmp), 1
-            rows = evaluate.evaluate_modules(mods, plugin, env=plugin_env(model, steps),
-                                             jobs=args.jobs,
-                                             progress=bar.update if bar else None)
+            if args.plugin:
+                plugins = dataclasses.replace(plugins, phase_order=args.plugin)
+            config = evaluate.Config("phase ordering", plugins=("phase-order",),
+                                     phase_order_model=model, phase_order_steps=steps)
         else:
-            plugin = args.plugin or str(plugins.inline_advisor)
-            rows = evaluate.evaluate_modules(mods, plugin, model=args.model, jobs=args.jobs,
-                                             progress=bar.update if bar else None)
+            if args.plugin:
+                plugins = dataclasses.replace(plugins, inline_advisor=args.plugin)
+            config = evaluate.Config("inliner", plugins=("inliner",), inline_model=args.model)
+        rows = evaluate.measure(mods, [evaluate.PLAIN, config], plugins=plugins,
+                                jobs=args.jobs, progress=bar.update if bar else None)
     if bar:
         bar.close()
-    summary = evaluate.write(rows, args.out) if args.out else evaluate.summarize(rows)
-    print(evaluate.markdown_table(summary))
+    summary = evaluate.summarize(rows, [evaluate.PLAIN.name, config.name])
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"summary": evaluate.as_json(summary), "rows": rows}, f, indent=1)
+    print(evaluate.markdown_table(summary, cpu=[config.name]))
     for e in summary["errors"]:
-        print(f"error: {e['module']}: {e['error'][:300]}", file=sys.stderr)
+        print(f"error: {e['module']}: {e['errors']}", file=sys.stderr)
+
+
+def corpus_of(args):
+    from ..corpus import Corpus
+    return Corpus.load(args.manifest) if args.manifest else Corpus.load()
+
+
+def cmd_size_report(args):
+    """docs/results.md's size tables: best flags chosen on validation (once,
+    or again with --select-flags), then held-out per unit and under LTO."""
+    from ..toolchain import toolchain
+    from . import baselines, evaluate
+    from .modules import corpus_modules
+    if args.tables_from:
+        for title, table in baselines.doc_tables_from(args.tables_from).items():
+            print(f"\n{title}:\n{table}")
+        return
+    cache = None if args.no_cache else evaluate.default_cache_dir()
+    major = toolchain().major
+
+    def fetched(split, libraries):
+        mods = corpus_modules(split, argparse.Namespace(manifest=args.manifest,
+                                                        libraries=libraries))
+        corpus_of(args).fetch(libraries=sorted({m.library for m in mods}))
+        return mods
+    if args.select_flags or not baselines.best_flags_file().exists():
+        val = fetched("validation", None)
+        print(f"choosing the best flags on {len(val)} validation units ...", flush=True)
+        rec = baselines.select_flags(val, jobs=args.jobs, cache=cache)
+        for name, text in sorted(rec["validation_text"].items(), key=lambda kv: kv[1]):
+            print(f"  {name}: {text:,}")
+        print(f"best flags: {rec['best_name']} -> {baselines.best_flags_file()}", flush=True)
+    mods = fetched(args.split, args.libraries)
+    configs = [c for c in baselines.report_configs(single_flags=args.single_flags)
+               if c.name not in args.skip]
+    names = [c.name for c in configs]
+    print(f"{args.split}: {len(mods)} units x {len(configs)} configurations "
+          f"(best flags: {baselines.load_best_flags()}) ...", flush=True)
+    rows = evaluate.measure(mods, configs, jobs=args.jobs, cache=cache)
+    summary = evaluate.summarize(rows, names)
+    out = {"compiler": toolchain().version, "split": args.split,
+           "best_flags": baselines.load_best_flags(),
+           "configs": {c.name: {"flags": list(c.flags), "plugins": list(c.plugins)}
+                       for c in configs},
+           "per_unit": evaluate.as_json(summary), "rows": rows}
+    if args.lto:
+        lto_configs = [c for c in configs if c.name in baselines.LTO_CONFIGS]
+        lto_mods = [m for m in mods if m.library not in args.lto_skip]
+        print(f"\nfull LTO per library, {len(lto_configs)} configurations ...", flush=True)
+        lto = evaluate.measure_lto(lto_mods, lto_configs, jobs=args.jobs, cache=cache)
+        lto_summary = evaluate.summarize_lto(lto, [c.name for c in lto_configs])
+        out["lto"] = evaluate.as_json(lto_summary)
+        out["lto_results"] = lto
+    else:
+        lto_summary = None
+    for title, table in baselines.doc_tables(summary, lto_summary).items():
+        print(f"\n{title}:\n{table}")
+    path = args.out or str(baselines.RESULTS_DIR / f"{args.split}_llvm{major}.json")
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1)
+    print(f"wrote {path}")
+    for e in summary["errors"]:
+        print(f"error: {e['module']}: {e['errors']}", file=sys.stderr)
 
 
 def _fixed_action_model(action, folder):
@@ -181,6 +250,27 @@ def build_parser():
     q.add_argument("--out", default=None, help="write rows and summary (JSON) here")
     q.add_argument("--quiet", action="store_true")
     q.set_defaults(func=cmd_evaluate)
+
+    q = sub.add_parser("size-report", help="held-out .text: -Oz, best flags, the plugins, "
+                                           "combined, LTO (docs/results.md)")
+    q.add_argument("--select-flags", action="store_true",
+                   help="choose the best flags on the validation split again")
+    q.add_argument("--split", default="heldout", choices=["validation", "heldout"])
+    q.add_argument("--manifest", default=None)
+    q.add_argument("--libraries", nargs="*", default=None)
+    q.add_argument("--single-flags", action="store_true", help="also each flag alone")
+    q.add_argument("--skip", nargs="*", default=[], metavar="CONFIG",
+                   help='configurations to leave out (e.g. "combined + best flags")')
+    q.add_argument("--no-lto", dest="lto", action="store_false", help="skip the LTO table")
+    q.add_argument("--lto-skip", nargs="*", default=[], metavar="LIBRARY",
+                   help="libraries to leave out of the LTO table")
+    q.add_argument("--no-cache", action="store_true", help="measure everything again")
+    q.add_argument("--jobs", type=int, default=2)
+    q.add_argument("--out", default=None,
+                   help="results JSON (default: models/size/<split>_llvm<major>.json)")
+    q.add_argument("--tables-from", default=None, metavar="JSON",
+                   help="only print the Markdown tables of a results file it wrote")
+    q.set_defaults(func=cmd_size_report)
     return p
 
 

@@ -1,17 +1,19 @@
 """The main job (scripts/demo.sh): the shipped size models on real code
 they never saw.
 
-1. Compiles held-out libraries of the corpus twice, with plain
-   ``clang-19 -Oz`` and with ``clang-19 -Oz -fpass-plugin=MLBridgeInlineAdvisor.so``
-   (the model compiled into the plugin, no Python, no runtime library), and
-   prints ``.text`` bytes and compiler CPU time per library.
-2. Compiles one unit again with the *Python* policy answering stock
+1. Compiles held-out libraries of the corpus with plain ``clang-19 -Oz``,
+   with the best stock size flags (chosen on the validation libraries,
+   ``models/size/best_flags_llvm19.json``), with each plugin
+   (``-fpass-plugin=MLBridgeInlineAdvisor.so``, ``MLBridgePhaseOrder.so``:
+   models compiled into the plugins, no Python, no runtime library), with
+   both plugins in one process, and with both plus the best flags; prints
+   ``.text`` bytes per library and the compile CPU against plain ``-Oz``
+   (:func:`mlbridge.train.evaluate.measure`, the measurement of
+   docs/results.md).
+2. Compiles one unit again with the *Python* inliner policy answering stock
    ``clang-19``'s interactive inliner over named pipes (the training
-   setup), and checks that it makes the same decisions: same number of
-   reversals of LLVM's decision, same ``.text``.
-3. Compiles the same units with ``MLBridgePhaseOrder.so``, whose built-in
-   policy chooses pass sequences where clang's ``-Oz`` pipeline ends, and
-   prints the same table.
+   setup), and checks that it makes the same decisions as the compiled
+   model in the plugin: same ``.text``.
 No training happens here (``python -m mlbridge.train inliner`` and
 ``phase-order`` train).
 """
@@ -31,21 +33,27 @@ def _say(*a):
     print(*a, flush=True)
 
 
-def _compile_and_report(evaluate, mods, plugin, jobs, env=None):
-    """Plain -Oz vs -Oz with the plugin on mods: prints the table and the
-    totals; returns the rows."""
+def _compile_and_report(mods, plugins, jobs, cache):
+    """Every configuration of the size report on ``mods``: prints the table
+    and the totals; returns (rows, summary)."""
+    from . import baselines, evaluate
+    configs = baselines.report_configs()
+    names = [c.name for c in configs]
     t0 = time.monotonic()
-    rows = evaluate.evaluate_modules(mods, str(plugin), env=env, jobs=jobs)
-    summary = evaluate.summarize(rows)
+    rows = evaluate.measure(mods, configs, plugins=plugins, jobs=jobs, cache=cache)
+    summary = evaluate.summarize(rows, names)
     _say(f"   done in {time.monotonic() - t0:.0f} s\n")
-    _say(evaluate.markdown_table(summary))
+    _say(baselines.doc_tables(summary)["combined"])
     tot = summary["total"]
-    _say(f"\n   total .text: {tot['ml_text']:,} bytes with the model vs {tot['oz_text']:,} "
-         f"with clang-19 -Oz ({tot['delta_pct']:+.2f} %); compiler CPU time "
-         f"{tot['cpu_ratio']:.3f}x of plain clang-19 -Oz")
+    _say(f"\n   combined (both plugins in one clang -Oz): {tot.text['combined']:,} bytes = "
+         f"{tot.ratio('combined'):.4f}x plain -Oz, {tot.ratio('combined', 'best flags'):.4f}x "
+         f"best flags ({', '.join(baselines.load_best_flags()) or 'none'}); compile CPU "
+         f"{tot.cpu_ratio('combined'):.3f}x plain -Oz")
+    _say(f"   combined + best flags: {tot.ratio('combined + best flags'):.4f}x plain -Oz, "
+         f"{tot.ratio('combined + best flags', 'best flags'):.4f}x best flags")
     for e in summary["errors"]:
-        _say(f"   error: {e['module']}: {e['error'][:200]}")
-    return rows
+        _say(f"   error: {e['module']}: {str(e['errors'])[:300]}")
+    return rows, summary
 
 
 def main(argv=None):
@@ -58,6 +66,8 @@ def main(argv=None):
                         "the full held-out table)")
     p.add_argument("--build-dir", default=None, help="CMake build folder with the plugins")
     p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--cache", action="store_true",
+                   help="reuse measurements cached by earlier runs (default: compile all now)")
     args = p.parse_args(argv)
 
     from ..corpus import Corpus
@@ -67,11 +77,10 @@ def main(argv=None):
     from .inliner import InlinePolicy
 
     plugins = find_plugins(args.build_dir)
-    plugin = plugins.inline_advisor
     corpus = Corpus.load()
     libs = args.libraries or sorted({m.library for m in corpus.modules(split="heldout")})
-    _say(f"== Inlining for size on held-out real code: {', '.join(libs)}")
-    _say("   (libraries the model never saw in training or model selection)")
+    _say(f"== Code size on held-out real code: {', '.join(libs)}")
+    _say("   (libraries the models never saw in training or model selection)")
     corpus.fetch(libraries=libs)
     mods = []
     for lib in libs:
@@ -79,21 +88,31 @@ def main(argv=None):
         if not lm:
             sys.exit(f"demo: {lib} is not a held-out library of the corpus")
         mods += lm[: args.max_units] if args.max_units > 0 else lm
-    _say(f"   compiling {len(mods)} translation units twice (plain -Oz, -Oz + in-process model)"
-         f" with {args.jobs} jobs ...")
-    rows = _compile_and_report(evaluate, mods, plugin, args.jobs)
+    _say(f"   compiling {len(mods)} translation units six ways (plain -Oz, best flags, "
+         f"each plugin, both plugins, both + best flags) with {args.jobs} jobs ...")
+    try:
+        rows, summary = _compile_and_report(mods, plugins, args.jobs,
+                                            evaluate.default_cache_dir() if args.cache else None)
+    except FileNotFoundError as e:  # no validation choice of the best flags
+        sys.exit(f"demo: {e}")
 
-    # The same policy in Python, answering stock clang-19 over pipes.
+    # The inliner's policy in Python, answering stock clang-19 over pipes.
     policy = InlinePolicy.load(SHIPPED_POLICY)
-    ok = [r for r in rows if "error" not in r]
-    changed = [r for r in ok if r["ml_text"] != r["oz_text"]]
+    ok = [r for r in rows if all("error" not in v for v in r["results"].values())]
+    if not ok:
+        _say("   no unit compiled")
+        return 1
+
+    def size(r, name):
+        return r["results"][name]["text"]
+    changed = [r for r in ok if size(r, "inliner") != size(r, "-Oz")]
     # A unit where the model changed something, else the biggest quick one
     # (a unit with many call sites, so there are questions to answer).
-    quick = [r for r in ok if r["oz_cpu"] <= 10.0] or ok
-    pick = (min(changed, key=lambda r: r["oz_cpu"]) if changed
-            else max(quick, key=lambda r: r["oz_text"]))
+    quick = [r for r in ok if r["results"]["-Oz"]["cpu"] <= 10.0] or ok
+    pick = (min(changed, key=lambda r: r["results"]["-Oz"]["cpu"]) if changed
+            else max(quick, key=lambda r: size(r, "-Oz")))
     m = next(m for m in mods if m.name == pick["module"])
-    _say(f"\n== The same decisions from the Python policy over named pipes: {m.name}")
+    _say(f"\n== The same inlining decisions from the Python policy over named pipes: {m.name}")
     with tempfile.TemporaryDirectory(prefix="mlbridge-demo-") as tmp:
         ir = m.ir()
         state = {"asked": 0, "reversed": 0}
@@ -111,19 +130,12 @@ def main(argv=None):
              f"{res.wall_seconds:.2f} s; the Python policy reversed LLVM's decision "
              f"{state['reversed']} times")
         _say(f"   .text: Python policy over pipes {py_text:,} bytes, in-process compiled model "
-             f"{pick['ml_text']:,} bytes, plain -Oz {pick['oz_text']:,} bytes")
-        if py_text != pick["ml_text"]:
+             f"{size(pick, 'inliner'):,} bytes, plain -Oz {size(pick, '-Oz'):,} bytes")
+        if py_text != size(pick, "inliner"):
             _say("   MISMATCH: the in-process model and the Python policy disagree")
             return 1
         _say("   identical: the model deployed in the compiler decides like the Python policy")
-
-    from .phase_order import plugin_env
-    _say(f"\n== Phase ordering for size on the same {len(mods)} units: the policy built into "
-         f"MLBridgePhaseOrder.so\n   picks up to 3 pass sequences where clang-19 -Oz's "
-         f"pipeline ends ...")
-    rows = _compile_and_report(evaluate, mods, plugins.phase_order, args.jobs,
-                               env=plugin_env(None, max_steps=3))
-    return 1 if any("error" in r for r in rows) else 0
+    return 1 if summary["errors"] else 0
 
 
 if __name__ == "__main__":
