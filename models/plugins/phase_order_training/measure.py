@@ -8,6 +8,10 @@ compiled from source (corpus flags), back to back per unit:
 Configurations: ``oz`` (plain), ``flags`` (``-Xclang -fmerge-functions
 -mllvm -enable-machine-outliner=always``, the best stock combination for
 this lever), ``policy`` (the plugin with the ONNX policy, ``--max-steps``).
+``--configs`` measures some of them; ``--with a.json`` adds the columns of an
+earlier run of the same split (the .text of a configuration does not depend
+on the machine's load; its compile CPU does, so the CPU ratio is only given
+when ``oz`` and ``policy`` were measured side by side).
 """
 
 import argparse
@@ -27,7 +31,7 @@ from mlbridge.train.phase_order import plugin_env  # noqa: E402
 FLAGS = ["-Xclang", "-fmerge-functions", "-mllvm", "-enable-machine-outliner=always"]
 
 
-def one(m, clang, plugins, model, steps, tmp):
+def one(m, clang, plugins, model, steps, tmp, configs):
     base = str(Path(tmp) / m.name.replace("/", "_"))
     src = str(m.source)
     cmds = {"oz": ([clang, "-Oz", "-c", *m.flags, src, "-o", base + ".a.o"], None),
@@ -38,6 +42,8 @@ def one(m, clang, plugins, model, steps, tmp):
     row = {"module": m.name, "library": m.library}
     try:
         for k, (cmd, env) in cmds.items():
+            if k not in configs:
+                continue
             r = compile(cmd, env=env, timeout=900)
             row[k] = r.text
             row[k + "_cpu"] = r.cpu_seconds
@@ -51,7 +57,9 @@ def one(m, clang, plugins, model, steps, tmp):
 def main():
     q = argparse.ArgumentParser()
     q.add_argument("--split", default="heldout", choices=["validation", "heldout"])
-    q.add_argument("--model", required=True)
+    q.add_argument("--model", default=None)
+    q.add_argument("--configs", nargs="+", default=["oz", "flags", "policy"])
+    q.add_argument("--with", dest="earlier", default=None)
     q.add_argument("--max-steps", type=int, default=3)
     q.add_argument("--jobs", type=int, default=2)
     q.add_argument("--out", required=True)
@@ -59,7 +67,17 @@ def main():
     mods = Corpus.load().modules(split=a.split)
     clang, plugins = toolchain().clang, find_plugins()
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(a.jobs) as pool:
-        rows = list(pool.map(lambda m: one(m, clang, plugins, a.model, a.max_steps, tmp), mods))
+        rows = list(pool.map(lambda m: one(m, clang, plugins, a.model, a.max_steps, tmp,
+                                           a.configs), mods))
+    if a.earlier:
+        earlier = {r["module"]: r for r in json.loads(Path(a.earlier).read_text())["rows"]}
+        for r in rows:
+            for k, v in earlier.get(r["module"], {"error": "not in " + a.earlier}).items():
+                r.setdefault(k, v)
+    Path(a.out).write_text(json.dumps({"rows": rows, "flags": FLAGS, "model": a.model,
+                                       "max_steps": a.max_steps}, indent=1))
+    if not {"oz", "flags", "policy"} <= set().union(*rows):
+        return
     libs = {}
     for r in rows:
         if "error" in r:
@@ -68,7 +86,7 @@ def main():
                                            "oz_cpu": 0.0, "policy_cpu": 0.0})
         s["units"] += 1
         for k in ("oz", "flags", "policy", "oz_cpu", "policy_cpu"):
-            s[k] += r[k]
+            s[k] += r.get(k, 0)
     total = {k: sum(s[k] for s in libs.values()) for k in
              ("units", "oz", "flags", "policy", "oz_cpu", "policy_cpu")}
     print("| library | units | -Oz | flags | policy | policy/-Oz | policy/flags |")
@@ -79,9 +97,6 @@ def main():
     print(f"flags/-Oz {total['flags'] / total['oz']:.4f}; compile CPU policy/-Oz "
           f"{total['policy_cpu'] / total['oz_cpu']:.3f}; errors "
           f"{sum('error' in r for r in rows)}")
-    Path(a.out).write_text(json.dumps({"rows": rows, "libraries": libs, "total": total,
-                                       "flags": FLAGS, "model": a.model,
-                                       "max_steps": a.max_steps}, indent=1))
 
 
 if __name__ == "__main__":
