@@ -60,11 +60,13 @@ def main():
     q.add_argument("--model", default=None)
     q.add_argument("--configs", nargs="+", default=["oz", "flags", "policy"])
     q.add_argument("--with", dest="earlier", default=None)
+    q.add_argument("--libraries", nargs="+", default=None)
     q.add_argument("--max-steps", type=int, default=3)
     q.add_argument("--jobs", type=int, default=2)
     q.add_argument("--out", required=True)
     a = q.parse_args()
-    mods = Corpus.load().modules(split=a.split)
+    mods = [m for m in Corpus.load().modules(split=a.split)
+            if not a.libraries or m.library in a.libraries]
     clang, plugins = toolchain().clang, find_plugins()
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(a.jobs) as pool:
         rows = list(pool.map(lambda m: one(m, clang, plugins, a.model, a.max_steps, tmp,
