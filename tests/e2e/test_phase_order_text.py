@@ -5,11 +5,13 @@ the corpus: pinned download, real clang-19).
   size is what plain ``clang-19 -Oz -c <source>`` writes (measured apart
   with llvm-size-19), the rewards add up to the change, and the episode's
   object file has exactly the last size.
-* A short Ray training run (oracle episodes, fit, validation selection)
-  writes a policy that plain -Oz never beats on its validation modules.
+* A short Ray training run (oracle episodes, fit with and without IR2Vec,
+  validation selection) writes a policy that plain -Oz never beats on its
+  validation modules.
 * bzip2 built with ``make`` and the plugin in clang-19 -Oz (the shipped
-  policy compiled in, and an eager variant through ONNX Runtime that really
-  reorders) passes bzip2's own ``make test``.
+  policy compiled in, an eager variant through ONNX Runtime that really
+  reorders, and a fixed sequence through both outliners and function
+  merging) passes bzip2's own ``make test``.
 """
 
 import json
@@ -49,7 +51,7 @@ def llvm_size_text(obj):
 
 
 def test_reward_is_the_measured_text_difference(plugins, clang19, units, tmp_path):
-    from mlbridge.llvm.plugins import PhaseOrderEnv
+    from mlbridge.llvm.plugins import STOP_ACTION, PhaseOrderEnv
     m = units["compress.c"]
     plain = tmp_path / "plain.o"
     subprocess.run([clang19, "-Oz", "-c", *m.flags, str(m.source), "-o", str(plain)],
@@ -58,7 +60,7 @@ def test_reward_is_the_measured_text_difference(plugins, clang19, units, tmp_pat
                        lookahead=True, workdir=tmp_path) as env:
         obs, info = env.reset()
         assert info["code_size"] == llvm_size_text(plain) > 0
-        assert info["lookahead"].shape == (17,) and (info["lookahead"] > 0).all()
+        assert info["lookahead"].shape == (STOP_ACTION,) and (info["lookahead"] > 0).all()
         total = 0.0
         for action in (7, 16, 15):   # loop-rotate-licm, mergefunc, oz
             obs, reward, terminated, truncated, info = env.step(action)
@@ -66,7 +68,7 @@ def test_reward_is_the_measured_text_difference(plugins, clang19, units, tmp_pat
             if terminated or truncated:
                 break
         if not (terminated or truncated):
-            obs, reward, terminated, truncated, info = env.step(17)
+            obs, reward, terminated, truncated, info = env.step(STOP_ACTION)
         assert terminated or truncated
         final = llvm_size_text(env.output_path)
         assert final == info["code_size"] == env.code_sizes[-1]
@@ -87,16 +89,21 @@ def test_short_ray_training_run_selects_on_validation(plugins, units, tmp_path, 
     assert stages[0] == "oracle" and stages[1] == "fit" and stages[-1] == "done"
     oracle = json.loads((out / "log.jsonl").read_text().splitlines()[0])
     assert oracle["episodes"] == 3 and oracle["oracle_text"] <= oracle["oz_text"]
-    rows = {str(r["threshold"]): r["text"] for r in summary["validation"]}
-    assert set(rows) == {"inf", "0.05"}
-    chosen = rows["inf" if summary["threshold"] == float("inf") else "0.05"]
+    # Both observations (counts; counts and IR2Vec) compared on validation.
+    assert set(summary["validation"]) == {"counts", "counts+ir2vec"}
+    rows = {(v, str(r["threshold"])): r["text"] for v, rs in summary["validation"].items()
+            for r in rs}
+    assert {t for _, t in rows} == {"inf", "0.05"}
+    chosen = rows[summary["variant"],
+                  "inf" if summary["threshold"] == float("inf") else "0.05"]
     assert chosen == min(rows.values())   # never worse than -Oz on validation
     policy = PhasePolicy.from_dict(json.loads((out / "policy.json").read_text()))
     assert policy.threshold == summary["threshold"]
+    assert policy.uses_embedding == (summary["variant"] == "counts+ir2vec")
     assert (out / "policy.onnx").stat().st_size > 0 and (out / "oracle.npz").is_file()
 
 
-@pytest.mark.parametrize("which", ["shipped", "eager"])
+@pytest.mark.parametrize("which", ["shipped", "eager", "outline"])
 def test_bzip2_built_with_the_plugin_passes_its_tests(plugins, clang19, corpus, tmp_path,
                                                       e2e, which):
     if shutil.which("make") is None:
@@ -112,12 +119,19 @@ def test_bzip2_built_with_the_plugin_passes_its_tests(plugins, clang19, corpus, 
         runner = "compiled" if plugins.has_runner("compiled") else "onnx"
         env.update(MLBRIDGE_PO_RUNNER=runner,
                    MLBRIDGE_PO_MODEL=str(MODELS / "phase_order_policy.onnx"))
-    else:
+    elif which == "eager":
         runner = "onnx"
         shipped = PhasePolicy.from_dict(
             json.loads((MODELS / "phase_order_policy.json").read_text()))
         shipped.with_threshold(-1.0).to_onnx(tmp_path / "eager.onnx")
         env.update(MLBRIDGE_PO_RUNNER="onnx", MLBRIDGE_PO_MODEL=str(tmp_path / "eager.onnx"))
+    else:   # every file through both outliners and function merging
+        from mlbridge.llvm.plugins import ACTIONS
+        runner = "onnx"
+        PhasePolicy.scripted([ACTIONS.index(a) for a in (
+            "machine-outliner", "nooutline-small", "iroutliner", "mergefunc")]).to_onnx(
+                tmp_path / "outline.onnx")
+        env.update(MLBRIDGE_PO_RUNNER="onnx", MLBRIDGE_PO_MODEL=str(tmp_path / "outline.onnx"))
     from mlbridge.llvm.plugins import tool_env
     make = ["make", "-C", str(src), f"CC={clang19}",
             f"CFLAGS=-Oz -w -D_FILE_OFFSET_BITS=64 -fpass-plugin={plugins.phase_order}"]
@@ -132,6 +146,8 @@ def test_bzip2_built_with_the_plugin_passes_its_tests(plugins, clang19, corpus, 
     assert all(e["runner"] == runner and not e["error"] for e in entries)
     if which == "eager":   # the network really reorders bzip2's code
         assert sum(len(e["actions"]) > 1 for e in entries) >= 3, entries
+    if which == "outline":
+        assert all(e["actions"][0] == 18 for e in entries), entries
     res = subprocess.run([*make, "test"], capture_output=True, text=True, timeout=300,
                          env=tool_env(plugins, env))
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]

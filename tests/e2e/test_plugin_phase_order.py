@@ -25,6 +25,7 @@ import subprocess
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 E2E = Path(__file__).resolve().parent
@@ -96,20 +97,23 @@ def test_plugin_description_matches_the_python_package(plugins, opt, tmp_path):
     d = json.loads(desc.read_text())
     assert tuple(d["observation"]) == OBSERVATION_NAMES
     assert tuple(a["name"] for a in d["actions"]) == ACTIONS
-    assert d["stop"] == STOP_ACTION == 17
+    assert d["stop"] == STOP_ACTION == 20
     assert all(a["pipeline"] for a in d["actions"][:STOP_ACTION])
 
 
 def test_every_action_runs_and_programs_stay_correct(plugins, opt, clang, plugin_corpus,
                                                      plugin_reference_outputs, tmp_path, e2e):
-    """A scripted Python agent applies all 17 pass sequences, in order and
-    then in reverse (an action that changes nothing ends the episode, so
-    each order is replayed from where it stopped); the IR stays valid (opt
-    verifies it) and the programs print the reference output."""
-    from mlbridge.llvm.plugins import PhaseOrderEnv
+    """A scripted Python agent applies all 20 actions, in order and then in
+    reverse (an action that changes nothing ends the episode, so each order
+    is replayed from where it stopped); the IR stays valid (opt verifies
+    it) and the programs print the reference output (the outlining
+    actions' effect on machine code: the clang tests below)."""
+    from mlbridge.llvm.plugins import STOP_ACTION, PhaseOrderEnv
     names = list(plugin_corpus)
-    orders = {"forward": list(range(17)), "reverse": list(range(16, -1, -1))}
-    with PhaseOrderEnv([plugin_corpus[n]["ir"] for n in names], max_steps=17, plugins=plugins,
+    orders = {"forward": list(range(STOP_ACTION)),
+              "reverse": list(range(STOP_ACTION - 1, -1, -1))}
+    with PhaseOrderEnv([plugin_corpus[n]["ir"] for n in names], max_steps=STOP_ACTION,
+                       plugins=plugins,
                        compiler="opt", opt=opt, workdir=tmp_path) as env:
         for i, name in enumerate(names):
             for tag, order in orders.items():
@@ -127,6 +131,65 @@ def test_every_action_runs_and_programs_stay_correct(plugins, opt, clang, plugin
                 out.rename(kept)
                 assert run_ir(e2e, clang, kept, plugin_corpus[name]["flags"], tmp_path) == \
                     plugin_reference_outputs[name], f"{name} after the {tag} sequence"
+
+
+# ---- the outlining actions in clang ----------------------------------------------------------
+
+
+def test_outlining_actions_in_clang_match_the_flag_and_keep_programs_correct(
+        plugins, clang, plugin_corpus, plugin_reference_outputs, tmp_path, e2e):
+    """In clang -Oz, the machine-outliner action gives the object of
+    `-mllvm -enable-machine-outliner=always` byte for byte (the plugin sets
+    the option for the module's code generation); with nooutline-small and
+    the IR outliner too, the programs still print the reference output."""
+    from mlbridge.train.phase_order import PhasePolicy
+    from mlbridge.llvm.plugins import ACTIONS
+    models = {}
+    for tag, seq in {"machine": ["machine-outliner"],
+                     "all": ["machine-outliner", "nooutline-small", "iroutliner"]}.items():
+        models[tag] = tmp_path / f"{tag}.onnx"
+        PhasePolicy.scripted([ACTIONS.index(a) for a in seq]).to_onnx(models[tag])
+    for name, p in plugin_corpus.items():
+        flag = tmp_path / f"{name}.flag.o"
+        e2e.run_checked([clang, "-Oz", "-c", "-mllvm", "-enable-machine-outliner=always",
+                         str(p["ir"]), "-o", str(flag)])
+        for tag, model in models.items():
+            out, log = tmp_path / f"{name}.{tag}.o", tmp_path / f"{name}.{tag}.log"
+            res, entry = clang_episode(plugins, clang, p["ir"], out, log, "onnx", model,
+                                       max_steps=3)
+            assert "warning" not in res.stderr, res.stderr
+            assert entry["actions"][0] == ACTIONS.index("machine-outliner"), entry
+            if tag == "machine":
+                assert out.read_bytes() == flag.read_bytes(), name
+            else:
+                exe = tmp_path / f"{name}.{tag}.exe"
+                e2e.run_checked([clang, str(out), *p["flags"], "-o", str(exe)])
+                assert e2e.run_checked([str(exe)], timeout=RUN_TIMEOUT) == \
+                    plugin_reference_outputs[name], f"{name}: {entry['actions']}"
+
+
+def test_missing_vocabulary_warns_and_the_agent_gets_counts_only(plugins, clang, plugin_corpus,
+                                                                 tmp_path):
+    """An agent that takes the embedding, without IR2Vec's vocabulary: a
+    clear warning, the episode runs on the counts, the compile succeeds."""
+    from mlbridge.llvm.plugins import NUM_OBSERVATIONS, EMBEDDING_DIM
+    from mlbridge.train.phase_order import NUM_PASS_ACTIONS, PhasePolicy
+    rng = np.random.default_rng(0)
+    policy = PhasePolicy(rng.normal(size=(4, NUM_OBSERVATIONS)), np.zeros(4),
+                         rng.normal(size=(NUM_PASS_ACTIONS, 4)), np.zeros(NUM_PASS_ACTIONS),
+                         threshold=0.0, We=rng.normal(size=(4, EMBEDDING_DIM)))
+    policy.to_onnx(tmp_path / "emb.onnx")
+    p = plugin_corpus["minicalc"]
+    env = dict(os.environ, MLBRIDGE_PO_ENABLE="1", MLBRIDGE_PO_MODEL=str(tmp_path / "emb.onnx"),
+               MLBRIDGE_PO_VOCAB=str(tmp_path / "no-such-vocab.txt"),
+               MLBRIDGE_PO_LOG=str(tmp_path / "log"))
+    res = run_tool([clang, "-Oz", "-c", f"-fpass-plugin={plugins.phase_order}", p["ir"],
+                    "-o", tmp_path / "o.o"], plugins, env=env)
+    assert res.returncode == 0, res.stderr
+    assert "warning: mlbridge-phase-order: IR2Vec vocabulary" in res.stderr, res.stderr
+    assert "no-such-vocab.txt" in res.stderr and "counts only" in res.stderr, res.stderr
+    entry = json.loads((tmp_path / "log").read_text().splitlines()[-1])
+    assert entry["actions"] and entry["error"] == ""
 
 
 # ---- the same episode, Python agent over pipes vs in-process agents ------------------------
@@ -227,14 +290,17 @@ def test_phase_order_env_passes_gymnasium_env_checker(plugins, opt, plugin_corpu
 
 
 def test_episode_semantics_stop_budget_and_rewards(plugins, opt, plugin_corpus, tmp_path, e2e):
-    from mlbridge.llvm.plugins import NUM_OBSERVATIONS, OBSERVATION_NAMES, STOP_ACTION
+    from mlbridge.llvm.plugins import OBSERVATION_NAMES, STOP_ACTION
     from mlbridge.llvm.plugins import PhaseOrderEnv
+    from mlbridge.llvm.plugins.phase_order import OBSERVATION_SIZE
     p = plugin_corpus["minicalc"]
     with PhaseOrderEnv([p["ir"]], max_steps=3, plugins=plugins, compiler="opt", opt=opt,
                        workdir=tmp_path, render_mode="ansi") as env:
         # The step budget truncates.
         obs, info = env.reset(seed=1)
-        assert obs.shape == (NUM_OBSERVATIONS,) and obs.dtype.name == "float32"
+        assert obs.shape == (OBSERVATION_SIZE,) and obs.dtype.name == "float32"
+        # IR2Vec's module vector follows the counts (the build's vocabulary).
+        assert np.abs(obs[len(OBSERVATION_NAMES):]).sum() > 0
         assert obs[OBSERVATION_NAMES.index("tti_code_size")] > 0 and info["code_size"] > 0
         assert obs[OBSERVATION_NAMES.index("step")] == 0
         size0, total = info["code_size"], 0.0
@@ -257,7 +323,7 @@ def test_episode_semantics_stop_budget_and_rewards(plugins, opt, plugin_corpus, 
         # An action outside the space is refused before it reaches opt.
         env.reset()
         with pytest.raises(ValueError):
-            env.step(18)
+            env.step(STOP_ACTION + 1)
         obs, r, term, trunc, info = env.step(STOP_ACTION)  # the episode goes on
         assert term
 
@@ -313,7 +379,7 @@ def test_agent_that_misbehaves_mid_episode(plugins, opt, clang, plugin_corpus, p
             one_action_then, timeout=RUN_TIMEOUT, env=tool_env(plugins))
         assert rc == 0, stderr
         assert stdout == ""
-        expected = "action 99 is not one of the 18 actions" if case == "illegal" else \
+        expected = "action 99 is not one of the 21 actions" if case == "illegal" else \
             "model failed, using the environment's fallback action"
         assert "warning: mlbridge-phase-order:" in stderr and expected in stderr, stderr
         assert run_ir(e2e, clang, out, p["flags"], tmp_path) == plugin_reference_outputs["interp"]

@@ -104,7 +104,8 @@ class _Mod:
 
 
 def test_phase_order_threshold_with_a_failed_compile_is_rejected_not_oz(tmp_path):
-    from mlbridge.train.phase_order import PhasePolicy
+    from mlbridge.llvm.plugins import NUM_OBSERVATIONS
+    from mlbridge.train.phase_order import NUM_PASS_ACTIONS, PhasePolicy
     mods = []
     for name in ("x", "y"):
         p = tmp_path / f"{name}.bc"
@@ -119,8 +120,9 @@ def test_phase_order_threshold_with_a_failed_compile_is_rejected_not_oz(tmp_path
         return {"text": 50, "seconds": 0.0}   # looks better than -Oz where it compiled
 
     rng = np.random.default_rng(0)
-    policy = PhasePolicy(rng.normal(size=(4, 25)), np.zeros(4), rng.normal(size=(17, 4)),
-                         np.zeros(17))
+    policy = PhasePolicy(rng.normal(size=(4, NUM_OBSERVATIONS)), np.zeros(4),
+                         rng.normal(size=(NUM_PASS_ACTIONS, 4)),
+                         np.zeros(NUM_PASS_ACTIONS))
     logged = []
     thr, rows = select_threshold(FakePool(answer), mods, policy, plugin="p.so",
                                  candidates=[0.1], log=logged.append)

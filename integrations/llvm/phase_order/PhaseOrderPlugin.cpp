@@ -39,6 +39,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#define MLBRIDGE_COMPAT_IR2VEC 1 // LLVMCompat.h: the module embedder
 #include "PluginEntry.h"
 #include "PluginSupport.h"
 
@@ -113,6 +114,8 @@ enum Obs : size_t {
   MaxLoopDepth,    // deepest loop nest in the module
   GlobalVariables, // defined global variables
   TTICodeSize,     // TargetTransformInfo's code-size estimate (see above)
+  MachineOutliner, // 1 when the machine outliner runs on this module's code
+  NoOutline,       // defined functions marked "nooutline"
   Step,            // actions taken so far in this episode
   NumObs
 };
@@ -124,14 +127,33 @@ const char *const ObservationNames[NumObs] = {
     "selects",          "calls",           "intrinsics",    "cond_branches",
     "uncond_branches",  "switches",        "returns",       "cfg_edges",
     "loops",            "max_loop_depth",  "global_variables", "tti_code_size",
-    "step"};
+    "machine_outliner", "nooutline_functions", "step"};
+
+/// The second input: IR2Vec's module vector divided by the number of IR
+/// instructions (the mean instruction vector: the counts carry the size), of
+/// IR2Vec's seed vocabulary's dimension; zero without a vocabulary.
+constexpr int64_t EmbeddingDim = 300;
 
 // ---- actions: sub-sequences of LLVM 19's -Oz pipeline --------------------------
 
+/// How an action changes the module: a pass pipeline, or one of the two
+/// code-generation decisions no pass pipeline expresses.
+enum class ActionKind {
+  Pipeline,        // run Pipeline (textual, as opt -passes= takes it)
+  MachineOutliner, // outline repeated machine code in this module's codegen
+  NoOutlineSmall,  // mark small functions "nooutline" (both outliners skip them)
+};
+
 struct ActionInfo {
   const char *Name;
-  const char *Pipeline; // textual, as opt -passes= takes it
+  const char *Pipeline; // the pipeline, or what the action does (-describe)
+  ActionKind Kind = ActionKind::Pipeline;
 };
+
+/// nooutline-small marks the defined functions with fewer IR instructions:
+/// their repeated sequences are short, where x86's outliner cost model
+/// (instruction counts, not bytes) errs most.
+constexpr unsigned NoOutlineBelowInstructions = 40;
 
 #define MLB_SIMPLIFYCFG                                                        \
   "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-" \
@@ -195,13 +217,78 @@ const ActionInfo ActionTable[] = {
     // 16: merging identical functions (not part of -Oz; clang runs it with
     // -fmerge-functions).
     {"mergefunc", "mergefunc"},
+    // 17: the IR outliner (not part of -Oz; clang runs it with -mllvm
+    // -ir-outliner): similar IR regions become calls to one new function.
+    {"iroutliner", "iroutliner"},
+    // 18: the machine outliner for this module's code generation (what
+    // -mllvm -enable-machine-outliner=always does for every module).
+    {"machine-outliner", "codegen(enable-machine-outliner=always)",
+     ActionKind::MachineOutliner},
+    // 19: keep the outliners away from small functions.
+    {"nooutline-small", "attributes(nooutline on functions below 40 instructions)",
+     ActionKind::NoOutlineSmall},
 };
 #undef MLB_SIMPLIFYCFG
 #undef MLB_INSTCOMBINE
 
-constexpr int64_t NumPassActions = std::size(ActionTable); // 17
-constexpr int64_t StopAction = NumPassActions;              // 17
-constexpr int64_t NumActions = NumPassActions + 1;          // 18
+constexpr int64_t NumPassActions = std::size(ActionTable); // 20
+constexpr int64_t StopAction = NumPassActions;              // 20
+constexpr int64_t NumActions = NumPassActions + 1;          // 21
+
+/// The machine outliner runs on this process's code generation
+/// (-enable-machine-outliner=always, set by the user or an action).
+bool machineOutlinerOn() {
+  auto *O = llvm_compat::machineOutlinerOption();
+  return O && O->getValue() == RunOutliner::AlwaysOutline;
+}
+
+/// Switches the machine outliner for the code this process generates from
+/// now on; returns the setting it replaced.
+RunOutliner setMachineOutliner(RunOutliner R) {
+  auto *O = llvm_compat::machineOutlinerOption();
+  if (!O)
+    return RunOutliner::TargetDefault;
+  const RunOutliner Old = O->getValue();
+  O->setValue(R);
+  return Old;
+}
+
+/// Runs action A (not STOP) on M. Pipelines are built by the host's
+/// PassBuilder; a fresh pass manager every time (some passes keep state
+/// between runs of one instance: deadargelim does).
+mlb::Status applyAction(Module &M, int64_t A, PassBuilder &PB,
+                        ModuleAnalysisManager &MAM) {
+  const ActionInfo &Info = ActionTable[A];
+  switch (Info.Kind) {
+  case ActionKind::MachineOutliner:
+    if (!llvm_compat::machineOutlinerOption())
+      return mlb::Status(mlb::ErrorCode::Unavailable,
+                         "this LLVM has no -enable-machine-outliner");
+    setMachineOutliner(RunOutliner::AlwaysOutline);
+    return mlb::Status::ok();
+  case ActionKind::NoOutlineSmall: {
+    bool Changed = false;
+    for (Function &F : M)
+      if (!F.isDeclaration() && !F.hasFnAttribute("nooutline") &&
+          F.getInstructionCount() < NoOutlineBelowInstructions) {
+        F.addFnAttr("nooutline");
+        Changed = true;
+      }
+    if (Changed)
+      MAM.invalidate(M, PreservedAnalyses::none());
+    return mlb::Status::ok();
+  }
+  case ActionKind::Pipeline:
+    break;
+  }
+  ModulePassManager Action;
+  if (Error E = PB.parsePassPipeline(Action, Info.Pipeline))
+    return mlb::Status(mlb::ErrorCode::Internal, std::string("action ") + Info.Name +
+                                                      ": " + toString(std::move(E)));
+  PreservedAnalyses PA = Action.run(M, MAM);
+  (void)PA; // the nested pass manager already invalidated what it changed
+  return mlb::Status::ok();
+}
 
 // ---- options -------------------------------------------------------------------
 
@@ -242,6 +329,12 @@ cl::opt<bool> LookaheadOpt(
              "failed): one copy of the module and one codegen per action and "
              "step, for oracles and data collection. Env: "
              "MLBRIDGE_PO_LOOKAHEAD"));
+cl::opt<std::string> VocabOpt(
+    "mlbridge-po-vocab", cl::cat(Category),
+    cl::desc("IR2Vec's vocabulary for the 'embedding' input (LLVM 19: "
+             "seedEmbeddingVocab.txt, LLVM 22: seedEmbeddingVocab.json); "
+             "default: the one scripts/deps/ir2vec.sh installed for this "
+             "build. Env: MLBRIDGE_PO_VOCAB"));
 cl::opt<bool> VerboseOpt(
     "mlbridge-po-verbose", cl::cat(Category), cl::init(false),
     cl::desc("Report the runner and each action as remarks. Env: "
@@ -252,12 +345,13 @@ cl::opt<bool> VerboseOpt(
 /// Feature indices of the pass (FeatureBinding): an in-process model takes
 /// only "observation"; pipes and gRPC get the others too ("lookahead" only
 /// with -mlbridge-po-lookahead).
-enum PassFeature : size_t { FObservation, FCodeSize, FStep, FDone, FLookahead };
+enum PassFeature : size_t { FObservation, FEmbedding, FCodeSize, FStep, FDone, FLookahead };
 
 std::vector<mlb::TensorSpec> phaseOrderFeatureSpecs(bool Lookahead) {
   std::vector<mlb::TensorSpec> Specs = {
       mlb::TensorSpec::create<float>("observation",
                                      {1, static_cast<int64_t>(NumObs)}),
+      mlb::TensorSpec::create<float>("embedding", {1, EmbeddingDim}),
       mlb::TensorSpec::create<int64_t>("code_size"),
       mlb::TensorSpec::create<int64_t>("step"),
       mlb::TensorSpec::create<int64_t>("done")};
@@ -325,12 +419,16 @@ mlb::Expected<int64_t> textSize(const Module &M, TargetMachine &TM) {
 mlb::Expected<int64_t> sizeAfterAction(const Module &M, int64_t A, PassBuilder &PB,
                                        ModuleAnalysisManager &MAM,
                                        TargetMachine &TM) {
-  ModulePassManager Action;
-  if (Error E = PB.parsePassPipeline(Action, ActionTable[A].Pipeline))
-    return mlb::Status(mlb::ErrorCode::Internal, toString(std::move(E)));
   std::unique_ptr<Module> Copy = CloneModule(M);
-  Action.run(*Copy, MAM);
-  mlb::Expected<int64_t> Size = textSize(*Copy, TM);
+  // The outliner's switch is the process's: on for this measurement only.
+  const bool Outline = ActionTable[A].Kind == ActionKind::MachineOutliner;
+  const RunOutliner Saved =
+      Outline ? setMachineOutliner(RunOutliner::AlwaysOutline) : RunOutliner::TargetDefault;
+  mlb::Status S = applyAction(*Copy, A, PB, MAM);
+  mlb::Expected<int64_t> Size =
+      S.isOk() ? textSize(*Copy, TM) : mlb::Expected<int64_t>(std::move(S));
+  if (Outline)
+    setMachineOutliner(Saved);
   MAM.clear(*Copy, Copy->getName()); // also clears the function analyses
   return Size;
 }
@@ -342,11 +440,14 @@ thread_local bool InEpisode = false;
 
 class PhaseOrderEnv final : public mlb::rl::Environment {
 public:
+  /// Embedder: IR2Vec's module vector for the "embedding" input, or null
+  /// (no vocabulary: the input stays zero).
   PhaseOrderEnv(Module &M, ModuleAnalysisManager &MAM, PassBuilder &PB,
                 const mlp::FeatureBinding &Binding, unsigned MaxSteps,
-                SizeMeasure Size, bool Lookahead, bool Verbose)
+                SizeMeasure Size, bool Lookahead, bool Verbose,
+                const llvm_compat::ModuleEmbedder *Embedder)
       : M(M), MAM(MAM), PB(PB), Binding(Binding), MaxSteps(MaxSteps),
-        Size(Size), Lookahead(Lookahead), Verbose(Verbose) {}
+        Size(Size), Lookahead(Lookahead), Verbose(Verbose), Embedder(Embedder) {}
 
   mlb::Status reset() override {
     Steps = 0;
@@ -383,16 +484,9 @@ public:
     const int64_t Before = CodeSizeNow;
     const std::array<float, NumObs> ObservedBefore = Observation;
     const auto HashBefore = StructuralHash(M, /*DetailedHash=*/true);
-    // A fresh pass manager for every step: some passes keep state between
-    // runs of one instance (deadargelim does), so instances are never
-    // reused. Parsing was checked when the pass started.
-    ModulePassManager Action;
-    if (Error E = PB.parsePassPipeline(Action, ActionTable[A.Index].Pipeline))
-      return mlb::Status(mlb::ErrorCode::Internal,
-                         std::string("action ") + ActionTable[A.Index].Name +
-                             ": " + toString(std::move(E)));
-    PreservedAnalyses PA = Action.run(M, MAM);
-    (void)PA; // the nested pass manager already invalidated what it changed
+    // Parsing of the pipelines was checked when the pass started.
+    if (mlb::Status S = applyAction(M, A.Index, PB, MAM); !S.isOk())
+      return S;
     ++Steps;
     if (mlb::Status S = measure(); !S.isOk())
       return S;
@@ -428,6 +522,8 @@ public:
   /// The last observation, done = 1, for a training peer.
   void writeFeatures(mlb::ModelRunner &Runner, bool Done) {
     Binding.write(Runner, FObservation, Observation.data());
+    if (Binding.has(FEmbedding))
+      Binding.write(Runner, FEmbedding, Embedding.data());
     const int64_t Size = CodeSizeNow, Step = Steps, D = Done ? 1 : 0;
     Binding.write(Runner, FCodeSize, &Size);
     Binding.write(Runner, FStep, &Step);
@@ -453,11 +549,13 @@ private:
   SizeMeasure Size;
   bool Lookahead;
   bool Verbose;
+  const llvm_compat::ModuleEmbedder *Embedder;
   unsigned Steps = 0;
   unsigned NoOps = 0;
   bool Changed = false;
   int64_t CodeSizeNow = 0;
   std::array<float, NumObs> Observation{};
+  std::array<float, EmbeddingDim> Embedding{};
   std::array<int64_t, NumPassActions> LookaheadSizes{};
   std::unique_ptr<TargetMachine> SizingTarget; // made on first use
   std::vector<int64_t> Trace;
@@ -484,6 +582,8 @@ mlb::Status PhaseOrderEnv::measure() {
     if (F.isDeclaration())
       continue;
     ++C[Functions];
+    if (F.hasFnAttribute("nooutline"))
+      ++C[NoOutline];
     const TargetTransformInfo &TTI = FAM.getResult<TargetIRAnalysis>(F);
     const LoopInfo &LI = FAM.getResult<LoopAnalysis>(F);
     for (const Loop *L : LI.getLoopsInPreorder()) {
@@ -534,9 +634,18 @@ mlb::Status PhaseOrderEnv::measure() {
   for (const GlobalVariable &G : M.globals())
     if (!G.isDeclaration())
       ++C[GlobalVariables];
+  C[MachineOutliner] = machineOutlinerOn() ? 1 : 0;
   C[Step] = Steps;
   for (size_t I = 0; I < NumObs; ++I)
     Observation[I] = static_cast<float>(C[I]);
+  if (Embedder && Binding.has(FEmbedding)) {
+    std::vector<double> V;
+    if (mlb::Status S = Embedder->embed(M, MAM, V); !S.isOk())
+      return S;
+    const double PerInstruction = 1.0 / std::max<int64_t>(1, C[Instructions]);
+    for (size_t I = 0; I < static_cast<size_t>(EmbeddingDim); ++I)
+      Embedding[I] = I < V.size() ? static_cast<float>(V[I] * PerInstruction) : 0.0f;
+  }
   CodeSizeNow = 0;
   if (Size == SizeMeasure::TTI) {
     CodeSizeNow = C[TTICodeSize];
@@ -653,6 +762,8 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
   // PassBuilder (exactly the passes opt -passes= would run); check that
   // all of them parse before the episode starts.
   for (int64_t I = 0; I < NumPassActions; ++I) {
+    if (ActionTable[I].Kind != ActionKind::Pipeline)
+      continue;
     ModulePassManager Check;
     if (Error E = PB->parsePassPipeline(Check, ActionTable[I].Pipeline))
       return GiveUp(Twine("action ") + ActionTable[I].Name +
@@ -675,7 +786,23 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
     mlp::diagnose(Ctx, Prefix, DS_Remark, mlp::runnerRemark(K, "actions chosen"));
 
   const unsigned MaxSteps = mlp::unsignedSetting(MaxStepsOpt, "MLBRIDGE_PO_MAX_STEPS");
-  PhaseOrderEnv Env(M, MAM, *PB, Binding, MaxSteps, Size, Lookahead, Verbose);
+  // IR2Vec's vocabulary, only for an agent that takes the embedding.
+  std::optional<llvm_compat::ModuleEmbedder> Embedder;
+  if (Binding.has(FEmbedding)) {
+    std::string Vocab = mlp::stringSetting(VocabOpt, "MLBRIDGE_PO_VOCAB");
+    if (Vocab.empty())
+      Vocab = MLBRIDGE_PO_DEFAULT_VOCAB;
+    auto E = llvm_compat::ModuleEmbedder::load(Vocab);
+    if (E)
+      Embedder = std::move(*E);
+    else
+      mlp::diagnose(Ctx, Prefix, DS_Warning,
+                    E.status().message() +
+                        "; the agent gets the counts only (embedding zero; "
+                        "-mlbridge-po-vocab names another vocabulary)");
+  }
+  PhaseOrderEnv Env(M, MAM, *PB, Binding, MaxSteps, Size, Lookahead, Verbose,
+                    Embedder ? &*Embedder : nullptr);
   mlb::rl::Driver Driver(Env);
   (void)Driver.addAgent("phase-order", Runner);
   mlb::rl::EpisodeOptions EO;

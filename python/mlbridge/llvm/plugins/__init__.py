@@ -25,13 +25,14 @@ needed for it).
 """
 
 from ..._lazy import lazy_attributes as _lazy_attributes
-from ._plugins import (ACTIONS, INLINER_FEATURES, NUM_ACTIONS, NUM_OBSERVATIONS,
+from ._plugins import (ACTIONS, EMBEDDING_DIM, INLINER_FEATURES, NUM_ACTIONS, NUM_OBSERVATIONS,
                        OBSERVATION_NAMES, STOP_ACTION, PluginInfo, PluginNotFound,
                        built_llvm_versions, compile_to_ir, find_llvm_tool, find_plugins,
                        tool_env)
 
 __all__ = [
     "ACTIONS",
+    "EMBEDDING_DIM",
     "INLINER_FEATURES",
     "NUM_ACTIONS",
     "NUM_OBSERVATIONS",

@@ -25,29 +25,37 @@ from ..advisors import INLINE_FEATURES
 #: The advice is ``inlining_decision`` (int64 [1], 0 or 1).
 INLINER_FEATURES = INLINE_FEATURES
 
-#: The phase-ordering observation ``observation`` (float32 [1, 25]): raw
+#: The phase-ordering observation ``observation`` (float32 [1, 27]): raw
 #: counts over the module's defined functions; ``tti_code_size`` is the sum
 #: of TargetTransformInfo's code-size cost of every instruction (a cheap
-#: estimate; the reward is the object's .text, sent apart as ``code_size``).
+#: estimate; the reward is the object's .text, sent apart as ``code_size``);
+#: ``machine_outliner`` is 1 once the machine outliner is on for the module.
 #: Must match the plugin (checked by the tests through -mlbridge-po-describe).
 OBSERVATION_NAMES = (
     "functions", "basic_blocks", "instructions", "loads", "stores", "allocas",
     "phis", "geps", "casts", "int_arith", "fp_arith", "compares", "selects",
     "calls", "intrinsics", "cond_branches", "uncond_branches", "switches",
     "returns", "cfg_edges", "loops", "max_loop_depth", "global_variables",
-    "tti_code_size", "step",
+    "tti_code_size", "machine_outliner", "nooutline_functions", "step",
 )
 NUM_OBSERVATIONS = len(OBSERVATION_NAMES)
 
-#: The phase-ordering actions: sub-sequences of LLVM 19's -Oz pipeline, the
-#: whole -Oz module pipeline again (``oz``) and function merging (the exact
-#: pipelines are in the plugin and docs/llvm-plugins.md), then STOP.
+#: The plugin's second input ``embedding`` (float32 [1, 300]): IR2Vec's
+#: module vector divided by the number of IR instructions (zero when the
+#: vocabulary is missing; docs/llvm-plugins.md).
+EMBEDDING_DIM = 300
+
+#: The phase-ordering actions: sub-sequences of LLVM's -Oz pipeline, the
+#: whole -Oz module pipeline again (``oz``), the size passes -Oz leaves out
+#: (``mergefunc``, ``iroutliner``), the machine outliner for the module's
+#: code generation and ``nooutline`` on small functions (the plugin and
+#: docs/llvm-plugins.md say exactly what each does), then STOP.
 ACTIONS = (
     "early-simplify", "ipo-constprop", "mem2reg-combine", "inline",
     "scalar-cleanup", "instcombine", "tailcall-reassociate", "loop-rotate-licm",
     "loop-idiom-delete", "gvn-sccp", "dead-code", "ipo-cleanup",
     "loop-vectorize-unroll", "late-cleanup", "globaldce-constmerge", "oz",
-    "mergefunc", "stop",
+    "mergefunc", "iroutliner", "machine-outliner", "nooutline-small", "stop",
 )
 NUM_ACTIONS = len(ACTIONS)
 STOP_ACTION = NUM_ACTIONS - 1

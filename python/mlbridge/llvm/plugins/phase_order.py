@@ -19,9 +19,11 @@ episode starts on the program as it is, or after ``pipeline_prefix``)::
             done = terminated or truncated
         env.output_path   # the optimized module of the episode
 
-* observation: ``Box(0, inf, (25,), float32)`` -- the plugin's
-  ``observation`` vector (:data:`OBSERVATION_NAMES`).
-* action: ``Discrete(18)`` -- :data:`ACTIONS`; 17 is STOP.
+* observation: ``Box((327,), float32)`` -- the plugin's ``observation``
+  counts (27, :data:`OBSERVATION_NAMES`, non-negative) followed by its
+  ``embedding`` (300, :data:`EMBEDDING_DIM`: IR2Vec's module vector per IR
+  instruction).
+* action: ``Discrete(21)`` -- :data:`ACTIONS`; 20 is STOP.
 * reward: the module's ``.text`` bytes before the step minus after (the
   object the compiler's code generator makes of it); positive when the code
   got smaller. ``size="tti"`` uses TargetTransformInfo's estimate instead.
@@ -30,7 +32,7 @@ episode starts on the program as it is, or after ``pipeline_prefix``)::
   (``max_steps``) ran out. Either way the episode is over and the compiler
   has written ``output_path``.
 * ``lookahead=True``: ``info["lookahead"]`` is the ``.text`` after each of
-  the 17 actions from the current state (-1 where one failed), for oracles.
+  the 20 actions from the current state (-1 where one failed), for oracles.
 
 ``pipeline_prefix`` (opt only, e.g. ``"default<O1>"``) runs passes before
 the agent starts (the episode then begins on their result).
@@ -58,12 +60,15 @@ from ...errors import MLBridgeError, TimeoutError
 from ...pipe import PipeCompilerInterface
 from .. import process
 from ...toolchain import toolchain
-from ._plugins import (ACTIONS, NUM_ACTIONS, NUM_OBSERVATIONS, STOP_ACTION, PluginInfo,
-                       find_plugins, tool_env)
+from ._plugins import (ACTIONS, EMBEDDING_DIM, NUM_ACTIONS, NUM_OBSERVATIONS, STOP_ACTION,
+                       PluginInfo, find_plugins, tool_env)
 
 
 #: Upper bound of every observation entry (counts of a module stay far below).
 OBSERVATION_HIGH = 1e9
+
+#: The length of the environment's observation: counts, then the embedding.
+OBSERVATION_SIZE = NUM_OBSERVATIONS + EMBEDDING_DIM
 
 #: gymnasium id: ``gymnasium.make(ENV_ID, programs=[...], max_steps=10)``.
 ENV_ID = "mlbridge/PhaseOrder-v0"
@@ -116,8 +121,12 @@ class PhaseOrderEnv(gym.Env):
         self.pipeline_prefix = pipeline_prefix
         self.render_mode = render_mode
         # Counts: non-negative; the bound only documents "large" (float32).
-        self.observation_space = spaces.Box(0.0, OBSERVATION_HIGH, (NUM_OBSERVATIONS,),
-                                            np.float32)
+        # The embedding's entries have either sign.
+        low = np.concatenate([np.zeros(NUM_OBSERVATIONS), np.full(EMBEDDING_DIM, -1e6)])
+        high = np.concatenate([np.full(NUM_OBSERVATIONS, OBSERVATION_HIGH),
+                               np.full(EMBEDDING_DIM, 1e6)])
+        self.observation_space = spaces.Box(low.astype(np.float32), high.astype(np.float32),
+                                            (OBSERVATION_SIZE,), np.float32)
         self.action_space = spaces.Discrete(NUM_ACTIONS)
 
         self._own_dir = None
@@ -243,7 +252,9 @@ class PhaseOrderEnv(gym.Env):
 
     @staticmethod
     def _vector(obs) -> np.ndarray:
-        return np.array(obs["observation"], dtype=np.float32).reshape(NUM_OBSERVATIONS)
+        return np.concatenate([
+            np.array(obs["observation"], dtype=np.float32).reshape(NUM_OBSERVATIONS),
+            np.array(obs["embedding"], dtype=np.float32).reshape(EMBEDDING_DIM)])
 
     # ---- gymnasium API ----------------------------------------------------------
 

@@ -30,13 +30,14 @@ OBSERVATION_SCALE = {
     "int_arith": 100, "fp_arith": 50, "compares": 100, "selects": 20,
     "calls": 50, "intrinsics": 50, "cond_branches": 50, "uncond_branches": 100,
     "switches": 10, "returns": 10, "cfg_edges": 200, "loops": 10,
-    "max_loop_depth": 3, "global_variables": 20, "tti_code_size": 1000, "step": 10,
+    "max_loop_depth": 3, "global_variables": 20, "tti_code_size": 1000,
+    "machine_outliner": 1, "nooutline_functions": 10, "step": 10,
 }
 assert tuple(OBSERVATION_SCALE) == OBSERVATION_NAMES
 
 
 class PolicyNet(nn.Module):
-    """observation float32 [1, 25] -> scores float32 [1, 18]."""
+    """observation float32 [1, 27] (the counts) -> scores float32 [1, 21]."""
 
     def __init__(self, hidden: int = 32):
         super().__init__()
@@ -52,13 +53,16 @@ class PolicyNet(nn.Module):
 
     @torch.no_grad()
     def act(self, observation) -> int:
-        """The greedy action for one observation (numpy or tensor)."""
-        x = torch.as_tensor(np.asarray(observation, dtype=np.float32)).reshape(1, NUM_OBSERVATIONS)
+        """The greedy action for one observation (numpy or tensor; the
+        environment's, whose embedding this network does not use, or the
+        counts alone)."""
+        counts = np.asarray(observation, dtype=np.float32).reshape(-1)[:NUM_OBSERVATIONS]
+        x = torch.as_tensor(counts).reshape(1, NUM_OBSERVATIONS)
         return int(torch.argmax(self.forward(x), dim=1)[0])
 
     def export_onnx(self, path=None) -> bytes:
         """The ONNX model the plugin loads: input ``observation`` float32
-        [1, 25], output ``scores`` float32 [1, 18], written from the weights
+        [1, 27], output ``scores`` float32 [1, 21], written from the weights
         by the project's one small-network exporter
         (:mod:`mlbridge.train.export`). Returns the serialized model and
         writes ``path`` when given."""

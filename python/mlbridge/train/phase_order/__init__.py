@@ -21,13 +21,16 @@ def add_arguments(q):
     add_module_arguments(q)
     q.add_argument("--out", required=True, help="output folder (log, oracle data, policy)")
     q.add_argument("--workers", type=int, default=2)
-    q.add_argument("--max-steps", type=int, default=3, help="actions per episode")
+    q.add_argument("--max-steps", type=int, default=4, help="actions per episode")
     q.add_argument("--max-validation", type=int, default=None)
     q.add_argument("--thresholds", type=float, nargs="+", default=[0.05, 0.1, 0.2, 0.4, 0.8],
                    help="validation candidates: the predicted gain (percent of .text) an "
                         "action needs before the policy takes it")
     q.add_argument("--hidden", type=int, default=32)
     q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--variants", nargs="+", default=["counts", "counts+ir2vec"],
+                   choices=["counts", "counts+ir2vec"],
+                   help="the observations the networks compared on validation use")
     q.add_argument("--data-from", default=None, help="oracle.npz of an earlier run")
     q.add_argument("--plugin", default=None, help="MLBridgePhaseOrder.so (default: the build's)")
     q.add_argument("--plugin-build-dir", default=None)
@@ -45,4 +48,5 @@ def main(args):
     return train(train_mods, val_mods, plugin=plugin, out_dir=args.out,
                  workers=args.workers, address=args.address, max_steps=args.max_steps,
                  data_from=args.data_from, thresholds=args.thresholds,
-                 hidden=args.hidden, seed=args.seed, progress_bars=not args.quiet)
+                 hidden=args.hidden, seed=args.seed, variants=args.variants,
+                 progress_bars=not args.quiet)

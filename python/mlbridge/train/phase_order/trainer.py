@@ -2,23 +2,26 @@
 
 The episode (``MLBridgePhaseOrder.so`` in ``clang-19 -Oz``) starts where
 clang's ``-Oz`` pipeline ends, so STOP at once is exactly ``clang -Oz``;
-each action runs one of 17 pass sequences (sub-sequences of ``-Oz``, the
-whole ``-Oz`` module pipeline again, ``mergefunc``) and the reward is the
+each action runs one of 20 (pass sequences of ``-Oz``, the whole ``-Oz``
+module pipeline again, ``mergefunc``, ``iroutliner``, the machine outliner
+for the module, ``nooutline`` on small functions) and the reward is the
 change of the object's ``.text``. docs/training.md describes the method.
 
 1. **Oracle episodes** (Ray workers, :func:`.task.oracle_task`): on each
    training module the plugin reports, at every state, the ``.text`` after
    each action (``lookahead``); the oracle takes the action that shrinks
    ``.text`` most and stops when none does.
-2. **A regression network** learns, from the observation alone (25 counts,
-   ``log(1 + x)``), the ``.text`` change of every action in percent, on
-   every state the oracle visited (all 17 actions are labelled there).
+2. **Regression networks** learn, from the observation alone (27 counts as
+   ``log(1 + x)``; with and without IR2Vec's module vector), the ``.text``
+   change of every action in percent, on every state the oracle visited
+   (all 20 actions are labelled there).
 3. **The deployed policy** is that network plus one constant score for
    STOP, ``threshold``: it acts only where it predicts a gain above the
-   threshold. The threshold is chosen on the validation libraries by
-   compiling them with the plugin and the candidate model (infinity, i.e.
-   plain ``-Oz``, is always a candidate; a threshold with a failed compile
-   is rejected and ``log.jsonl`` says why).
+   threshold. The network (counts only, or counts and embedding) and the
+   threshold are chosen on the validation libraries by compiling them with
+   the plugin and the candidate model (infinity, i.e. plain ``-Oz``, is
+   always a candidate; a threshold with a failed compile is rejected and
+   ``log.jsonl`` says why).
 
     python -m mlbridge.train phase-order --out runs/phase-order
 """
@@ -29,7 +32,7 @@ import time
 
 import numpy as np
 
-from ...llvm.plugins import NUM_OBSERVATIONS
+from ...llvm.plugins.phase_order import OBSERVATION_SIZE
 from ..cluster import TaskFailed, WorkerPool
 from ..results import RunResults, TrainingError, write_atomically
 from ..selection import Rejected, best, sweep
@@ -78,7 +81,7 @@ def labels(episodes):
             change = np.where(la >= 0, 100.0 * (la - size) / size, CLIP_PCT)
             X.append(s)
             Y.append(np.clip(change, -CLIP_PCT, CLIP_PCT))
-    return (np.asarray(X, dtype=np.float32).reshape(-1, NUM_OBSERVATIONS),
+    return (np.asarray(X, dtype=np.float32).reshape(-1, OBSERVATION_SIZE),
             np.asarray(Y, dtype=np.float32).reshape(-1, NUM_PASS_ACTIONS))
 
 
@@ -98,17 +101,25 @@ def compile_all(pool, modules, *, plugin, model=None, max_steps=3, progress=None
     return {m.name: r["text"] for m, r in zip(modules, results)}
 
 
-def select_threshold(pool, modules, policy, *, plugin, candidates, max_steps=3,
-                     progress=None, log=None):
-    """Compiles ``modules`` (validation) with the policy at each threshold
-    and returns (best threshold, rows). Infinity (plain -Oz) is always
-    measured (a failure there raises TrainingError); a threshold must beat
-    it to be chosen; a threshold with a failed compile is rejected."""
+def oz_total(pool, modules, *, plugin, progress=None):
+    """The total .text of plain -Oz on ``modules``; TrainingError if a
+    compile fails."""
     try:
-        base_total = sum(compile_all(pool, modules, plugin=plugin, model=None,
-                                     progress=progress).values())
+        return sum(compile_all(pool, modules, plugin=plugin, model=None,
+                               progress=progress).values())
     except Rejected as e:
         raise TrainingError(f"plain -Oz on the validation modules: {e}") from None
+
+
+def select_threshold(pool, modules, policy, *, plugin, candidates, max_steps=3,
+                     progress=None, log=None, base_total=None):
+    """Compiles ``modules`` (validation) with the policy at each threshold
+    and returns (best threshold, rows). Infinity (plain -Oz, measured unless
+    ``base_total`` gives it) is always a candidate (a failure there raises
+    TrainingError); a threshold must beat it to be chosen; a threshold with
+    a failed compile is rejected."""
+    if base_total is None:
+        base_total = oz_total(pool, modules, plugin=plugin, progress=progress)
     rows = [{"threshold": "inf", "text": base_total, "ratio": 1.0}]
 
     def measured(c):
@@ -151,11 +162,13 @@ def _read_npz(path):
 
 def train(train_modules, validation_modules, *, plugin, out_dir, workers=2, address=None,
           max_steps=3, data_from=None, thresholds=(0.05, 0.1, 0.2, 0.4, 0.8), hidden=32,
-          seed=0, progress_bars=True):
+          seed=0, variants=("counts", "counts+ir2vec"), progress_bars=True):
     """The whole run (see the module docstring); writes into ``out_dir``:
     ``oracle.npz`` (the episodes), ``policy.json``, ``policy.onnx``,
-    ``log.jsonl``, ``summary.json``, and returns the summary dict. Raises
-    TrainingError (writing nothing) when no oracle episode succeeds."""
+    ``log.jsonl``, ``summary.json``, and returns the summary dict.
+    ``variants``: the networks fitted and compared on validation
+    ("counts": the 27 counts; "counts+ir2vec": and IR2Vec's module vector).
+    Raises TrainingError (writing nothing) when no oracle episode succeeds."""
     results = RunResults(out_dir)
 
     def log(rec):
@@ -167,6 +180,7 @@ def train(train_modules, validation_modules, *, plugin, out_dir, workers=2, addr
         from tqdm import tqdm
         return tqdm(total=n, desc=desc, leave=False)
     t0 = time.monotonic()
+    validation = {}
     with WorkerPool(workers, address=address) as pool, results:
         if data_from:
             episodes = _read_npz(data_from)
@@ -187,23 +201,36 @@ def train(train_modules, validation_modules, *, plugin, out_dir, workers=2, addr
              "oracle_text": final if final else None,
              "seconds": round(time.monotonic() - t0, 1)})
         X, Y = labels(episodes)
-        policy = PhasePolicy.fit(X, Y, hidden=hidden, seed=seed)
-        pred = -policy.gains(X)
-        log({"stage": "fit", "states": int(len(X)),
-             "mse_pct2": float(np.mean((pred - Y) ** 2)),
-             "mse_zero_pct2": float(np.mean(Y ** 2))})
-        b = bar(len(validation_modules) * (len(thresholds) + 1), "validation")
-        thr, rows = select_threshold(
-            pool, validation_modules, policy, plugin=plugin, candidates=thresholds,
-            max_steps=max_steps, progress=b.update if b else None,
-            log=lambda r: log(dict(stage="validation", **r)))
+        b = bar(len(validation_modules) * (len(variants) * len(thresholds) + 1), "validation")
+        base_total = oz_total(pool, validation_modules, plugin=plugin,
+                              progress=b.update if b else None)
+        chosen = None   # (validation .text, variant, threshold, policy)
+        for variant in variants:
+            fitted = PhasePolicy.fit(X, Y, hidden=hidden, seed=seed,
+                                     embedding=variant == "counts+ir2vec")
+            pred = -fitted.gains(X)
+            log({"stage": "fit", "variant": variant, "states": int(len(X)),
+                 "mse_pct2": float(np.mean((pred - Y) ** 2)),
+                 "mse_zero_pct2": float(np.mean(Y ** 2))})
+            thr, rows = select_threshold(
+                pool, validation_modules, fitted, plugin=plugin, candidates=thresholds,
+                max_steps=max_steps, progress=b.update if b else None, base_total=base_total,
+                log=lambda r, v=variant: log(dict(stage="validation", variant=v, **r)))
+            measured = {r["threshold"]: r["text"] for r in rows if "text" in r}
+            text = measured[thr if np.isfinite(thr) else "inf"]
+            validation[variant] = rows
+            # Ties go to the variant listed first (counts only: no vocabulary).
+            if chosen is None or text < chosen[0]:
+                chosen = (text, variant, thr, fitted)
         if b:
             b.close()
+        _, variant, thr, policy = chosen
         policy = policy.with_threshold(thr)
         with open(results.path("policy.json"), "w") as f:
             json.dump(dict(policy.to_dict(), max_steps=max_steps), f)
         policy.to_onnx(results.path("policy.onnx"))
-        summary = {"stage": "done", "threshold": thr, "validation": rows,
+        summary = {"stage": "done", "variant": variant, "threshold": thr,
+                   "validation": validation,
                    "train_modules": len(train_modules),
                    "validation_modules": len(validation_modules),
                    "seconds": round(time.monotonic() - t0, 1)}
