@@ -72,16 +72,24 @@ std::string counterpart(const std::string &Self, unsigned For) {
   return "";
 }
 
+// std::to_string would export libstdc++'s digit table (a GNU unique symbol
+// the version script cannot hide) from the plugin.
+std::string decimal(unsigned N) {
+  char Buf[16];
+  std::snprintf(Buf, sizeof Buf, "%u", N);
+  return Buf;
+}
+
 void refuse(unsigned Host) {
   Dl_info Self{};
   std::string Path = "this MLBridge plugin";
   if (dladdr(reinterpret_cast<void *>(&refuse), &Self) && Self.dli_fname)
     Path = Self.dli_fname;
-  std::string Fix = "rebuild it for LLVM " + std::to_string(Host);
+  std::string Fix = "rebuild it for LLVM " + decimal(Host);
   if (Host == 19 || Host == 22) {
     const std::string Other = counterpart(Path, Host);
     if (!Other.empty())
-      Fix = "load " + Other + " instead (the LLVM " + std::to_string(Host) + " build)";
+      Fix = "load " + Other + " instead (the LLVM " + decimal(Host) + " build)";
   }
   std::fprintf(stderr,
                "error: %s was built for LLVM %d and cannot load into this LLVM %u "
