@@ -52,6 +52,7 @@
 
 #include "LLVMCompat.h"
 #include "PluginEmbeddings.h"
+#include "PluginEntry.h"
 #include "PluginSupport.h"
 
 #include "mlbridge/model_runner.h"
@@ -1074,9 +1075,9 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
 
 } // namespace
 
-extern "C" LLVM_ATTRIBUTE_WEAK __attribute__((visibility("default")))
-::llvm::PassPluginLibraryInfo
-llvmGetPassPluginInfo() {
+// The entry (llvmGetPassPluginInfo) is common/PluginEntry.cpp's: it refuses
+// a host of another LLVM version.
+::llvm::PassPluginLibraryInfo mlbridge::plugins::passPluginInfo() {
   return {LLVM_PLUGIN_API_VERSION, "MLBridgeLoopDistribution", LLVM_VERSION_STRING,
           [](PassBuilder &PB) {
             PB.registerPipelineParsingCallback(
