@@ -20,6 +20,7 @@ import pytest
 from mlbridge.train.cache import RolloutCache
 from mlbridge.train.cluster import TaskFailed
 from mlbridge.train.inliner import MODEL_FEATURES, InlinePolicy
+from mlbridge.train.inliner.policy import NUM_CHANNELS
 from mlbridge.train.inliner.trainer import _Module, _Run, evaluate_policy
 from mlbridge.train.selection import best, sweep
 from mlbridge.train.phase_order.trainer import select_threshold
@@ -56,7 +57,7 @@ def _module(tmp_path, key, default_text, n=4):
 
 def _policy(bias):
     """A network that inlines everywhere (bias > 0) or nowhere (bias < 0)."""
-    nf2 = 2 * len(MODEL_FEATURES)
+    nf2 = NUM_CHANNELS
     return InlinePolicy(np.zeros((1, nf2)), np.zeros(1), np.zeros(1), bias, np.zeros(nf2),
                         np.ones(nf2), meta={"bias": bias})
 

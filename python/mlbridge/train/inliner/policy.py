@@ -4,8 +4,11 @@ decision itself (LLVM's decision is not an input).
 Inputs: LLVM's ML inliner features (all but ``callee_basic_block_count``,
 which stock LLVM 17-20 overwrite with the default decision when asked to
 include it, so training rollouts against stock ``clang-19`` never see it)
-and, optionally, the IR2Vec vectors of the caller and the callee
-(``caller_embedding``, ``callee_embedding``: float32 ``[1, D]``, sent by
+plus one derived input, the margin ``threshold - cost_estimate`` (LLVM's
+own decision is close to "the margin is positive", which a network fed
+logarithms of each count separately learns poorly), and, optionally, the
+IR2Vec vectors of the caller and the callee (``caller_embedding``,
+``callee_embedding``: float32 ``[1, D]``, sent by
 ``MLBridgeInlineAdvisor.so``; docs/ir2vec.md). Every value ``v`` enters as
 two channels, ``log(1 + max(v, 0))`` and ``log(1 + max(-v, 0))`` (counts
 and vector components span orders of magnitude, some are negative), then
@@ -28,7 +31,7 @@ import numpy as np
 
 from ...llvm.advisors import INLINE_FEATURES
 
-__all__ = ["MODEL_FEATURES", "EMBEDDINGS", "EMBEDDING_DIM", "InlinePolicy", "feature_matrix",
+__all__ = ["MODEL_FEATURES", "EMBEDDINGS", "EMBEDDING_DIM", "NUM_CHANNELS", "InlinePolicy", "feature_matrix",
            "embedding_matrix"]
 
 #: The network's scalar inputs, in order (the ONNX model's input names).
@@ -37,6 +40,10 @@ MODEL_FEATURES = tuple(n for n in INLINE_FEATURES if n != "callee_basic_block_co
 EMBEDDINGS = ("caller_embedding", "callee_embedding")
 #: Their length: IR2Vec's vocabulary dimension.
 EMBEDDING_DIM = 300
+_THRESHOLD = MODEL_FEATURES.index("threshold")
+_COST = MODEL_FEATURES.index("cost_estimate")
+#: Feature channels of the network: two per feature and for the margin.
+NUM_CHANNELS = 2 * (len(MODEL_FEATURES) + 1)
 
 
 def feature_matrix(obs_rows):
@@ -65,6 +72,11 @@ def _channels(X):
     X = np.asarray(X, dtype=np.float64)
     return np.concatenate([np.log1p(np.maximum(X, 0.0)), np.log1p(np.maximum(-X, 0.0))],
                           axis=-1)
+
+
+def _with_margin(X):
+    X = np.asarray(X, dtype=np.float64)
+    return np.concatenate([X, (X[:, _THRESHOLD] - X[:, _COST])[:, None]], axis=1)
 
 
 def _standardizer(C):
@@ -98,7 +110,7 @@ class InlinePolicy:
         """(W1 with the feature standardization folded in, b1, P and its
         bias with the embedding standardization folded in): what the ONNX
         graph computes with, so that Python and the plugin agree."""
-        nf2 = 2 * len(MODEL_FEATURES)
+        nf2 = NUM_CHANNELS
         W1 = self.W1.astype(np.float64)
         Wx = W1[:, :nf2] / self.sd
         b1 = self.b1 - Wx @ self.mu
@@ -114,7 +126,7 @@ class InlinePolicy:
         and, for a policy with embeddings, ``E`` ``[n, 2, D]``; float32 like
         the deployed models. Inline where positive."""
         W1, b1, P, pb = self._folded()
-        Z = _channels(X).astype(np.float32)
+        Z = _channels(_with_margin(X)).astype(np.float32)
         if P is not None:
             if E is None:
                 E = np.zeros((len(Z), 2, self.embedding_dim))
@@ -168,7 +180,7 @@ class InlinePolicy:
         numbers each): logistic regression of a one-hidden-layer network,
         full-batch Adam. ``balance`` weighs both decisions equally."""
         rng = np.random.default_rng(seed)
-        C = _channels(X)
+        C = _channels(_with_margin(X))
         mu, sd = _standardizer(C)
         Z = (C - mu) / sd
         n = len(Z)
@@ -266,7 +278,9 @@ class InlinePolicy:
                     node("Concat", [f"{out}_lp", f"{out}_ln"], [out], axis=1)]
 
         W1f, b1, Pf, pb = self._folded()
-        nodes = [node("Concat", MODEL_FEATURES, ["x"], axis=1)] + log_channels("x", "c")
+        nodes = [node("Sub", ["threshold", "cost_estimate"], ["margin"]),
+                 node("Concat", MODEL_FEATURES + ("margin",), ["x"], axis=1)]
+        nodes += log_channels("x", "c")
         constants = {"one": [[1.0]], "minus_one": [[-1.0]], "zero": [[0.0]]}
         inputs = input_spec(MODEL_FEATURES, [1, 1])
         hidden_in = ["c"]
