@@ -127,7 +127,8 @@ def cmd_oracle(args):
     from .modules import corpus_modules
     mods = [m for m in corpus_modules(args.split, args) if m.library not in args.exclude]
     with WorkerPool(args.workers, address=args.address) as pool:
-        rows = search_oracle(pool, mods, passes=args.passes, max_requests=args.max_requests)
+        rows = search_oracle(pool, mods, passes=args.passes, max_requests=args.max_requests,
+                             max_seconds=args.max_minutes and 60.0 * args.max_minutes)
     searched = [r for r in rows if "skipped" not in r]
     oz = sum(r["oz_text"] for r in searched)
     best = sum(r["oracle_text"] for r in searched)
@@ -135,7 +136,8 @@ def cmd_oracle(args):
           f"{oz:,} bytes, search oracle {best:,} bytes ({100.0 * (best - oz) / max(oz, 1):+.2f} %)")
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"passes": args.passes, "max_requests": args.max_requests, "rows": rows,
+            json.dump({"passes": args.passes, "max_requests": args.max_requests,
+                       "max_minutes": args.max_minutes, "rows": rows,
                        "oz_text": oz, "oracle_text": best}, f, indent=1)
 
 
@@ -167,6 +169,8 @@ def build_parser():
                    help="passes over every call site of each module")
     q.add_argument("--max-requests", type=int, default=None,
                    help="leave out modules with more inlining requests (budget)")
+    q.add_argument("--max-minutes", type=float, default=None,
+                   help="start no search step after this time (rows then say complete: false)")
     q.add_argument("--workers", type=int, default=2)
     q.add_argument("--address", default=None)
     q.add_argument("--out", default=None)

@@ -2,13 +2,16 @@
 inlining policy could gain at most, found by compiling (``python -m
 mlbridge.train oracle``)."""
 
+import time
+
 from ..cluster import TaskFailed
 from .task import make_task
 
 __all__ = ["search_oracle"]
 
 
-def search_oracle(pool, modules, *, passes=2, max_requests=None, progress=None):
+def search_oracle(pool, modules, *, passes=2, max_requests=None, max_seconds=None,
+                  progress=None):
     """Greedy search per module: start from LLVM's decisions; in each pass
     visit every call site (request index) of the module in order, reverse
     its decision on top of the reversals kept so far, compile, and keep the
@@ -17,8 +20,11 @@ def search_oracle(pool, modules, *, passes=2, max_requests=None, progress=None):
     find). Modules are searched side by side on ``pool`` (a
     :class:`~mlbridge.train.cluster.WorkerPool`), one compile per module
     and step. ``max_requests``: modules asking more questions are left out
-    (rows with ``"skipped"``). Returns per-module rows ``{module, library,
-    requests, oz_text, oracle_text, kept, compiles}``."""
+    (rows with ``"skipped"``). ``max_seconds``: no step starts after that
+    time; the rows of modules whose search was cut then say
+    ``"complete": False``. Returns per-module rows ``{module, library,
+    requests, oz_text, oracle_text, kept, compiles, complete}``."""
+    deadline = None if max_seconds is None else time.monotonic() + max_seconds
     irs = [m.ir() for m in modules]
     base = pool.map([make_task(ir, key=m.name) for m, ir in zip(modules, irs)],
                     progress=progress)
@@ -28,7 +34,8 @@ def search_oracle(pool, modules, *, passes=2, max_requests=None, progress=None):
             rows.append({"module": m.name, "library": m.library, "skipped": str(b.error)})
             continue
         row = {"module": m.name, "library": m.library, "requests": b["requests"],
-               "oz_text": b["text"], "oracle_text": b["text"], "kept": [], "compiles": 1}
+               "oz_text": b["text"], "oracle_text": b["text"], "kept": [], "compiles": 1,
+               "complete": True}
         rows.append(row)
         if max_requests is not None and b["requests"] > max_requests:
             row["skipped"] = f"{b['requests']} requests > {max_requests}"
@@ -40,6 +47,10 @@ def search_oracle(pool, modules, *, passes=2, max_requests=None, progress=None):
             live = [s for s in state if step < s["n"]]
             if not live:
                 break
+            if deadline is not None and time.monotonic() > deadline:
+                for s in state:
+                    s["row"]["complete"] = False
+                return rows
             tasks = []
             for s in live:
                 flips = sorted(set(s["row"]["kept"]) ^ {step})
