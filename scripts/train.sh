@@ -11,5 +11,5 @@ scripts/install-deps.sh
 scripts/build.sh default --target mlbridge-llvm-plugins >/dev/null
 export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH}
 .venv/bin/python -m mlbridge.corpus fetch
-exec .venv/bin/python -m mlbridge.train inliner --out "$out" --workers 2 --iterations 2 \
-  --flips 6 --max-train 160 --max-validation 100 "$@"
+exec .venv/bin/python -m mlbridge.train inliner --out "$out" --workers 2 --iterations 8 \
+  --pairs 4 --modules-per-iteration 8 --eval-every 4 --max-train 100 "$@"

@@ -233,15 +233,19 @@ def test_always_and_never_change_the_ir_in_the_expected_direction(
 
 def _onnx_policy():
     """The committed model in Python (ONNX Runtime), fed the inputs it
-    declares; ``needs_default`` if one of them is LLVM's default decision."""
+    declares; ``needs_default`` if one of them is LLVM's default decision,
+    ``plugin_flags`` what the plugin must be told to send them all (the
+    IR2Vec vectors of caller and callee)."""
     import onnxruntime as ort
     sess = ort.InferenceSession(str(INLINER_MODEL), providers=["CPUExecutionProvider"])
-    names = [i.name for i in sess.get_inputs()]
+    shapes = {i.name: i.shape for i in sess.get_inputs()}
 
     def policy(f):
-        feeds = {n: np.asarray(f[n], dtype=np.float32).reshape(1, 1) for n in names}
+        feeds = {n: np.asarray(f[n], dtype=np.float32).reshape(s) for n, s in shapes.items()}
         return int(sess.run(["inlining_decision"], feeds)[0].reshape(-1)[0])
-    policy.needs_default = "inlining_default" in names
+    policy.needs_default = "inlining_default" in shapes
+    policy.plugin_flags = (["-mlbridge-inline-embeddings"] if "caller_embedding" in shapes
+                           else [])
     return policy
 
 
@@ -273,7 +277,7 @@ def test_in_process_model_decides_like_the_model_in_python(
         assert res.returncode == 0 and res.stdout == "", res.stderr
         assert "warning" not in res.stderr, res.stderr
         python = serve(plugins, opt, p["ir"], tmp_path / f"{name}.py.ll", policy,
-                       include_default=policy.needs_default)
+                       include_default=policy.needs_default, extra=policy.plugin_flags)
         assert out.read_bytes() == (tmp_path / f"{name}.py.ll").read_bytes(), name
         assert run_ir(e2e, clang, out, p["flags"], tmp_path) == plugin_reference_outputs[name]
         entry = json.loads(log.read_text().splitlines()[-1])

@@ -20,11 +20,11 @@ import pytest
 from mlbridge.train.cache import RolloutCache
 from mlbridge.train.cluster import TaskFailed
 from mlbridge.train.inliner import MODEL_FEATURES, InlinePolicy
-from mlbridge.train.inliner.trainer import _Module, _Run, validation_sweep
+from mlbridge.train.inliner.policy import NUM_CHANNELS
+from mlbridge.train.inliner.trainer import _Module, _Run, evaluate_policy
+from mlbridge.train.selection import best, sweep
 from mlbridge.train.phase_order.trainer import select_threshold
 from mlbridge.train.results import TrainingError
-
-DEFAULT_COL = MODEL_FEATURES.index("inlining_default")
 
 
 class FakePool:
@@ -45,20 +45,26 @@ class FakePool:
 
 
 def _module(tmp_path, key, default_text, n=4):
+    """A module whose LLVM trajectory has n requests, none inlined."""
     ir = tmp_path / f"{key}.bc"
     ir.write_bytes(key.encode() * 8)
     m = _Module(key, ir, "lib")
     m.default_text = default_text
     m.X = np.ones((n, len(MODEL_FEATURES)))
-    m.X[:, DEFAULT_COL] = 0
+    m.defaults = np.zeros(n, dtype=np.int64)
     return m
 
 
-def _always_inline():
-    """A network whose score is positive everywhere: it reverses every
-    "do not inline" default, so it deviates on every module."""
-    p = InlinePolicy.never_deviate()
-    return InlinePolicy(p.W1, p.b1, p.w2, 1.0)
+def _policy(bias):
+    """A network that inlines everywhere (bias > 0) or nowhere (bias < 0)."""
+    nf2 = NUM_CHANNELS
+    return InlinePolicy(np.zeros((1, nf2)), np.zeros(1), np.zeros(1), bias, np.zeros(nf2),
+                        np.ones(nf2), meta={"bias": bias})
+
+
+def _validate(run, candidates, modules):
+    measured = sweep(candidates, lambda p: evaluate_policy(run, p, modules, "validation"))
+    return measured, best(measured)
 
 
 @pytest.mark.parametrize("failure", ["timed out after 900 s (3 attempts)",
@@ -73,7 +79,7 @@ def test_a_candidate_with_a_failed_validation_compile_is_rejected(tmp_path, fail
         return {"key": task["key"], "text": 900, "seconds": 0.1}
 
     run = _Run(FakePool(answer))
-    measured, winner = validation_sweep(run, _always_inline(), [0.0], [a, b], 1)
+    measured, winner = _validate(run, [("inline", _policy(1.0))], [a, b])
     assert winner is None, "a candidate with a failed compile must not be chosen"
     (cand,) = measured
     assert cand.total is None
@@ -84,15 +90,24 @@ def test_a_valid_candidate_still_wins_over_a_rejected_one(tmp_path):
     a = _module(tmp_path, "a", 1000)
 
     def answer(task):
-        thr = task["policy"]["meta"]["threshold"]
-        if thr == 0.0:
+        if task["policy"]["meta"]["bias"] == 1.0:
             return TaskFailed("a", "timed out", 3)
         return {"key": "a", "text": 990, "seconds": 0.1}
 
     run = _Run(FakePool(answer))
-    measured, winner = validation_sweep(run, _always_inline(), [-0.5, 0.0], [a], 1)
+    measured, winner = _validate(run, [("b2", _policy(2.0)), ("b1", _policy(1.0))], [a])
     assert [c.rejected is None for c in measured] == [True, False]
-    assert winner.label == -0.5 and winner.total == 990
+    assert winner.label == "b2" and winner.total == 990
+
+
+def test_a_policy_that_keeps_llvms_decisions_is_not_compiled(tmp_path):
+    """On LLVM's trajectory it makes LLVM's decisions, so its object is the
+    -Oz object: its size is known without a compile."""
+    a = _module(tmp_path, "a", 1000)
+    pool = FakePool(lambda t: {"key": t["key"], "text": 1, "seconds": 0.1})
+    assert evaluate_policy(_Run(pool), _policy(-1.0), [a], "v") == (1000, 0)
+    assert pool.tasks == []
+    assert evaluate_policy(_Run(pool), _policy(1.0), [a], "v") == (1, 1)
 
 
 class _Mod:
@@ -202,13 +217,14 @@ def test_default_rollouts_round_trip_and_an_entry_of_another_layout_is_recompute
     class Tool:
         tag = "0123abcd"
     monkeypatch.setattr(trainer, "toolchain", lambda: Tool)
-    rollouts = trainer._DefaultRollouts(tmp_path / "cache")
+    rollouts = trainer._DefaultRollouts(tmp_path / "cache", embeddings=False)
     m = _module(tmp_path, "a", 777)
-    m.default_flips = {1: 790, 3: 760}
+    m.defaults = np.array([1, 0, 1, 1])
     rollouts.save(m)
     fresh = _module(tmp_path, "a", None)
     assert rollouts.load(fresh)
-    assert fresh.default_text == 777 and fresh.default_flips == {1: 790, 3: 760}
+    assert fresh.default_text == 777
+    np.testing.assert_array_equal(fresh.defaults, m.defaults)
     np.testing.assert_array_equal(fresh.X, m.X)
     rollouts.cache.save(rollouts._key(m), text=np.int64(1), X=np.zeros((2, 3)))
     with caplog.at_level(logging.WARNING, logger="mlbridge.train"):

@@ -19,6 +19,12 @@
 // features (*Runner->getTensor<int64_t>(I) = V, done by
 // FeatureBinding::write), ask for the decision (Runner->evaluateRaw()).
 //
+// A model may also read the IR2Vec vectors of the caller and the callee
+// (inputs caller_embedding, callee_embedding: float [1, D]), computed with
+// the project's IR2Vec embedder (integrations/llvm/ir2vec) from a vocabulary
+// loaded once per process; a function's vector is cached until inlining
+// into it or the function passes of its SCC change it.
+//
 // If the model cannot be used (missing file, dead peer, bad output) the
 // plugin says so once through LLVM's diagnostic handler (a warning; never
 // stdout) and uses LLVM's default inlining decision instead, so the build
@@ -31,6 +37,10 @@
 
 #include "PluginEntry.h"
 #include "PluginSupport.h"
+
+#if MLBRIDGE_INLINER_IR2VEC
+#include "Embedder.h" // integrations/llvm/ir2vec
+#endif
 
 #include "mlbridge/model_runner.h"
 #include "mlbridge/rl.h"
@@ -94,6 +104,17 @@ cl::opt<bool> IncludeDefaultOpt(
     cl::desc("Also send LLVM's default decision as a 39th feature, "
              "inlining_default (in its declared place, unlike LLVM 17-20). "
              "Env: MLBRIDGE_INLINE_INCLUDE_DEFAULT"));
+cl::opt<bool> EmbeddingsOpt(
+    "mlbridge-inline-embeddings", cl::cat(Category), cl::init(false),
+    cl::desc("Also send the IR2Vec vectors of the caller and the callee "
+             "(caller_embedding, callee_embedding: float [1, D]) to a Python "
+             "model; an in-process model gets them whenever it has inputs of "
+             "those names. Env: MLBRIDGE_INLINE_EMBEDDINGS"));
+cl::opt<std::string> VocabOpt(
+    "mlbridge-inline-ir2vec-vocab", cl::cat(Category),
+    cl::desc("IR2Vec's vocabulary (seedEmbeddingVocab.txt); default: the one "
+             "the build was configured with (.deps/ir2vec). Env: "
+             "MLBRIDGE_INLINE_IR2VEC_VOCAB"));
 cl::opt<std::string> LogOpt(
     "mlbridge-inline-log", cl::cat(Category),
     cl::desc("Append one JSON line per advisor (runner, decisions asked, "
@@ -118,6 +139,60 @@ std::vector<mlb::TensorSpec> inlinerFeatureSpecs(bool IncludeDefault) {
   if (IncludeDefault)
     Specs.push_back(mlb::TensorSpec::create<int64_t>("inlining_default"));
   return Specs;
+}
+
+/// IR2Vec's vector length when no vocabulary could be read (that of the
+/// published vocabulary), so that a model's inputs still bind.
+constexpr unsigned DefaultEmbeddingDim = 300;
+const char *const EmbeddingNames[2] = {"caller_embedding", "callee_embedding"};
+
+/// The process's IR2Vec embedder, made once from the vocabulary at Path
+/// (several advisors, and threads of a parallel compiler, share it). Holds
+/// the reason when there is none.
+struct SharedEmbedder {
+#if MLBRIDGE_INLINER_IR2VEC
+  std::optional<mlbridge::ir2vec::Embedder> E;
+#endif
+  std::string Error;
+  unsigned dimension() const {
+#if MLBRIDGE_INLINER_IR2VEC
+    if (E)
+      return E->dimension();
+#endif
+    return DefaultEmbeddingDim;
+  }
+};
+
+const SharedEmbedder &sharedEmbedder(const std::string &Path) {
+  static std::mutex Mu;
+  static std::map<std::string, std::unique_ptr<SharedEmbedder>> Loaded;
+  std::lock_guard<std::mutex> Lock(Mu);
+  auto &Slot = Loaded[Path];
+  if (!Slot) {
+    Slot = std::make_unique<SharedEmbedder>();
+#if MLBRIDGE_INLINER_IR2VEC
+    if (Path.empty()) {
+      Slot->Error = "no IR2Vec vocabulary configured (-mlbridge-inline-ir2vec-vocab)";
+    } else if (auto V = mlbridge::ir2vec::Vocabulary::load(Path)) {
+      Slot->E.emplace(*V);
+    } else {
+      Slot->Error = "cannot read the IR2Vec vocabulary: " + V.status().toString() +
+                    " (scripts/deps/ir2vec.sh installs it)";
+    }
+#else
+    Slot->Error = "this build of the plugin has no IR2Vec embedder";
+#endif
+  }
+  return *Slot;
+}
+
+std::string vocabularyPath() {
+  std::string P = mlp::stringSetting(VocabOpt, "MLBRIDGE_INLINE_IR2VEC_VOCAB");
+#ifdef MLBRIDGE_IR2VEC_DEFAULT_VOCAB
+  if (P.empty())
+    P = MLBRIDGE_IR2VEC_DEFAULT_VOCAB;
+#endif
+  return P;
 }
 
 // Counted from LLVM's lists: LLVM 22 appends optional IR2Vec embeddings to
@@ -182,9 +257,11 @@ public:
                       InlineParams Params, InlineContext IC,
                       std::unique_ptr<mlb::ModelRunner> Runner,
                       mlp::FeatureBinding Binding, bool IncludeDefault,
+                      const SharedEmbedder *Embedder, size_t EmbeddingIndex,
                       std::string RunnerName, std::string LogPath)
       : InlineAdvisor(M, FAM, IC), Params(Params), Runner(std::move(Runner)),
         Binding(std::move(Binding)), IncludeDefault(IncludeDefault),
+        Embedder(Embedder), EmbeddingIndex(EmbeddingIndex),
         RunnerName(std::move(RunnerName)), LogPath(std::move(LogPath)),
         SizeIncreaseThreshold(
             llvmOption<float>("ml-advisor-size-increase-threshold", 2.0f)) {
@@ -203,6 +280,7 @@ public:
             .add("model_decisions", static_cast<int64_t>(ModelDecisions))
             .add("advised_inline", static_cast<int64_t>(AdvisedInline))
             .add("inlined", static_cast<int64_t>(Inlined))
+            .add("functions_embedded", static_cast<int64_t>(Embedded))
             .str());
   }
 
@@ -226,6 +304,7 @@ private:
   void initialize();
   bool defaultDecision(CallBase &CB);
   bool askModel(CallBase &CB, const std::array<int64_t, NumFeatures + 1> &V);
+  const std::vector<float> &functionVector(const Function &F);
   std::unique_ptr<InlineAdvice> unreachableSkip(CallBase &CB);
   unsigned initialLevel(const Function *F) const {
     auto It = FunctionLevels.find(F);
@@ -236,6 +315,12 @@ private:
   std::unique_ptr<mlb::ModelRunner> Runner;
   mlp::FeatureBinding Binding;
   bool IncludeDefault;
+  const SharedEmbedder *Embedder; // null: the model reads no embeddings
+  size_t EmbeddingIndex;          // our index of caller_embedding
+  // Cached function vectors, dropped when the function changes (inlining
+  // into it, the function passes of its SCC, deletion).
+  std::map<const Function *, std::vector<float>> EmbeddingCache;
+  std::vector<float> ZeroVector;
   std::string RunnerName;
   std::string LogPath;
   float SizeIncreaseThreshold;
@@ -256,7 +341,7 @@ private:
 
   // Statistics for -mlbridge-inline-log.
   uint64_t Asked = 0, ModelDecisions = 0, AdvisedInline = 0, Inlined = 0,
-           Fallbacks = 0;
+           Fallbacks = 0, Embedded = 0;
   friend class BridgeInlineAdvice;
 };
 
@@ -362,6 +447,7 @@ void BridgeInlineAdvisor::onPassEntry(LazyCallGraph::SCC *SCC) {
   while (!NodesInLastSCC.empty()) {
     const LazyCallGraph::Node *N = *NodesInLastSCC.begin();
     NodesInLastSCC.erase(N);
+    EmbeddingCache.erase(&N->getFunction()); // its function passes ran
     EdgeCount += localCalls(N->getFunction());
     const unsigned Level = initialLevel(&N->getFunction());
     for (const LazyCallGraph::Edge &E : **N) {
@@ -397,6 +483,9 @@ void BridgeInlineAdvisor::onSuccessfulInlining(const BridgeInlineAdvice &A,
   ++Inlined;
   Function *Caller = A.caller();
   Function *Callee = A.callee();
+  EmbeddingCache.erase(Caller);
+  if (CalleeDeleted)
+    EmbeddingCache.erase(Callee);
   // The caller changed: its properties, loops and (by version) dominator
   // tree, which the properties' update and the unreachable-call check use.
   llvm_compat::invalidateAfterInlining(FAM, *Caller);
@@ -476,6 +565,24 @@ BridgeInlineAdvisor::getMandatoryAdvice(CallBase &CB, bool Advice) {
   return std::make_unique<InlineAdvice>(this, CB, getCallerORE(CB), Advice);
 }
 
+const std::vector<float> &
+BridgeInlineAdvisor::functionVector(const Function &F) {
+#if MLBRIDGE_INLINER_IR2VEC
+  if (Embedder->E) {
+    auto [It, Inserted] = EmbeddingCache.try_emplace(&F);
+    if (Inserted) {
+      ++Embedded;
+      const mlbridge::ir2vec::Vector V = Embedder->E->embedFunction(F).Function;
+      It->second.assign(V.begin(), V.end());
+    }
+    return It->second;
+  }
+#endif
+  if (ZeroVector.empty())
+    ZeroVector.assign(Embedder->dimension(), 0.0f);
+  return ZeroVector;
+}
+
 bool BridgeInlineAdvisor::askModel(
     CallBase &CB, const std::array<int64_t, NumFeatures + 1> &V) {
   ++Asked;
@@ -484,6 +591,12 @@ bool BridgeInlineAdvisor::askModel(
     // write the features in place, evaluate.
     for (size_t I = 0; I < NumFeatures + (IncludeDefault ? 1 : 0); ++I)
       Binding.write(*Runner, I, &V[I]);
+    if (Embedder) {
+      Binding.write(*Runner, EmbeddingIndex,
+                    functionVector(*CB.getCaller()).data());
+      Binding.write(*Runner, EmbeddingIndex + 1,
+                    functionVector(*CB.getCalledFunction()).data());
+    }
     mlb::Status S = Runner->evaluateRaw();
     mlb::Expected<int64_t> Decision =
         S.isOk() ? mlb::rl::decodeAction(Runner->advice(), mlb::rl::ActionRule::Auto)
@@ -616,8 +729,19 @@ InlineAdvisor *createAdvisor(Module &M, FunctionAnalysisManager &FAM,
       K == mlp::RunnerKind::Onnx || K == mlp::RunnerKind::Compiled;
   const bool AskedForDefault =
       mlp::boolSetting(IncludeDefaultOpt, "MLBRIDGE_INLINE_INCLUDE_DEFAULT");
+  // Embeddings likewise: sent to a remote model when asked for, offered to
+  // an in-process one (computed only if it has those inputs).
+  const bool OfferEmbeddings =
+      InProcess || mlp::boolSetting(EmbeddingsOpt, "MLBRIDGE_INLINE_EMBEDDINGS");
+  const SharedEmbedder *Embedder =
+      OfferEmbeddings ? &sharedEmbedder(vocabularyPath()) : nullptr;
   mlp::RunnerRequest Req;
   Req.Features = inlinerFeatureSpecs(AskedForDefault || InProcess);
+  const size_t EmbeddingIndex = Req.Features.size();
+  if (Embedder)
+    for (const char *Name : EmbeddingNames)
+      Req.Features.push_back(mlb::TensorSpec::create<float>(
+          Name, {1, static_cast<int64_t>(Embedder->dimension())}));
   Req.Advice = mlb::TensorSpec::create<int64_t>("inlining_decision");
   Req.Diagnostics = mlp::llvmDiagnosticSink(Ctx, Prefix, Verbose);
   Req.MakeEmbedded = Embedded.Make;
@@ -626,12 +750,22 @@ InlineAdvisor *createAdvisor(Module &M, FunctionAnalysisManager &FAM,
     return Fallback(Bound.status().message(), true);
   const bool IncludeDefault =
       AskedForDefault || (InProcess && Bound->Binding.has(DefaultFeatureIndex));
+  if (Embedder && !Bound->Binding.has(EmbeddingIndex) &&
+      !Bound->Binding.has(EmbeddingIndex + 1))
+    Embedder = nullptr; // an in-process model without embedding inputs
+  if (Embedder && !Embedder->Error.empty()) {
+    static std::atomic<bool> Warned{false};
+    if (!Warned.exchange(true))
+      mlp::diagnose(Ctx, Prefix, DS_Warning,
+                    "the model reads IR2Vec vectors but " + Twine(Embedder->Error) +
+                        "; sending zero vectors (counts-only features)");
+  }
   if (Verbose)
     mlp::diagnose(Ctx, Prefix, DS_Remark,
                   mlp::runnerRemark(K, "inlining decisions"));
   return new BridgeInlineAdvisor(
       M, FAM, Params, IC, std::move(Bound->Runner), std::move(Bound->Binding),
-      IncludeDefault, mlp::runnerKindName(K),
+      IncludeDefault, Embedder, EmbeddingIndex, mlp::runnerKindName(K),
       mlp::stringSetting(LogOpt, "MLBRIDGE_INLINE_LOG"));
 }
 

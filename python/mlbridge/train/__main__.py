@@ -185,21 +185,24 @@ def _fixed_action_model(action, folder):
 
 
 def cmd_oracle(args):
-    """Budgeted per-module search (inliner.oracle.search_oracle) on a split."""
+    """Greedy per-module search (inliner.oracle.search_oracle) on a split."""
     from .cluster import WorkerPool
     from .inliner.oracle import search_oracle
     from .modules import corpus_modules
     mods = [m for m in corpus_modules(args.split, args) if m.library not in args.exclude]
     with WorkerPool(args.workers, address=args.address) as pool:
-        rows = search_oracle(pool, mods, reversals=args.reversals)
-    oz = sum(r["oz_text"] for r in rows)
-    best = sum(r["oracle_text"] for r in rows)
-    print(f"{len(rows)} units: -Oz {oz:,} bytes, search oracle {best:,} bytes "
-          f"({100.0 * (best - oz) / oz:+.2f} %)")
+        rows = search_oracle(pool, mods, passes=args.passes, max_requests=args.max_requests,
+                             max_seconds=args.max_minutes and 60.0 * args.max_minutes)
+    searched = [r for r in rows if "skipped" not in r]
+    oz = sum(r["oz_text"] for r in searched)
+    best = sum(r["oracle_text"] for r in searched)
+    print(f"{len(searched)} units searched ({len(rows) - len(searched)} left out): -Oz "
+          f"{oz:,} bytes, search oracle {best:,} bytes ({100.0 * (best - oz) / max(oz, 1):+.2f} %)")
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"reversals": args.reversals, "rows": rows, "oz_text": oz,
-                       "oracle_text": best}, f, indent=1)
+            json.dump({"passes": args.passes, "max_requests": args.max_requests,
+                       "max_minutes": args.max_minutes, "rows": rows,
+                       "oz_text": oz, "oracle_text": best}, f, indent=1)
 
 
 def build_parser():
@@ -219,12 +222,18 @@ def build_parser():
     q.add_argument("--repeat", type=int, default=1)
     q.add_argument("--json", default=None, help="write the numbers here")
     q.set_defaults(func=cmd_throughput)
-    q = sub.add_parser("oracle", help="budgeted per-module search against the measured size")
+    q = sub.add_parser("oracle", help="greedy per-module inlining search against the measured "
+                                      "size")
     q.add_argument("--split", default="heldout", choices=["train", "validation", "heldout"])
     q.add_argument("--manifest", default=None)
     q.add_argument("--libraries", nargs="*", default=None)
     q.add_argument("--exclude", nargs="*", default=[], help="libraries to leave out")
-    q.add_argument("--reversals", type=int, default=6, help="single reversals tried per module")
+    q.add_argument("--passes", type=int, default=2,
+                   help="passes over every call site of each module")
+    q.add_argument("--max-requests", type=int, default=None,
+                   help="leave out modules with more inlining requests (budget)")
+    q.add_argument("--max-minutes", type=float, default=None,
+                   help="start no search step after this time (rows then say complete: false)")
     q.add_argument("--workers", type=int, default=2)
     q.add_argument("--address", default=None)
     q.add_argument("--out", default=None)

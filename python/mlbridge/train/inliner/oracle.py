@@ -1,8 +1,8 @@
-"""A budgeted per-module search against the measured size: how much a
-perfect inlining policy could gain at most, found by compiling (``python -m
+"""A per-module search against the measured size: how much a perfect
+inlining policy could gain at most, found by compiling (``python -m
 mlbridge.train oracle``)."""
 
-import numpy as np
+import time
 
 from ..cluster import TaskFailed
 from .task import make_task
@@ -10,45 +10,57 @@ from .task import make_task
 __all__ = ["search_oracle"]
 
 
-def search_oracle(pool, modules, *, reversals=6, seed=0, progress=None):
-    """A budgeted per-module search against the measured size: LLVM's
-    decisions, then up to ``reversals`` single reversals per module (all of
-    them when the module asks fewer questions), then all the helpful ones
-    together; the smallest ``.text`` seen is the module's oracle size (a
-    lower bound on what an exhaustive search would find). ``pool`` is a
-    :class:`~mlbridge.train.cluster.WorkerPool`; modules are corpus modules.
-    Returns per-module rows ``{module, library, oz_text, oracle_text}``."""
-    rng = np.random.default_rng(seed)
+def search_oracle(pool, modules, *, passes=2, max_requests=None, max_seconds=None,
+                  progress=None):
+    """Greedy search per module: start from LLVM's decisions; in each pass
+    visit every call site (request index) of the module in order, reverse
+    its decision on top of the reversals kept so far, compile, and keep the
+    reversal if the object got smaller. The smallest ``.text`` seen is the
+    module's oracle size (a lower bound on what an exhaustive search would
+    find). Modules are searched side by side on ``pool`` (a
+    :class:`~mlbridge.train.cluster.WorkerPool`), one compile per module
+    and step. ``max_requests``: modules asking more questions are left out
+    (rows with ``"skipped"``). ``max_seconds``: no step starts after that
+    time; the rows of modules whose search was cut then say
+    ``"complete": False``. Returns per-module rows ``{module, library,
+    requests, oz_text, oracle_text, kept, compiles, complete}``."""
+    deadline = None if max_seconds is None else time.monotonic() + max_seconds
     irs = [m.ir() for m in modules]
-    base = pool.map([make_task(ir, record=True, key=m.name) for m, ir in zip(modules, irs)],
+    base = pool.map([make_task(ir, key=m.name) for m, ir in zip(modules, irs)],
                     progress=progress)
-    tasks, owner = [], []
-    for j, (m, ir, b) in enumerate(zip(modules, irs, base)):
-        if isinstance(b, TaskFailed) or b["requests"] == 0:
-            continue
-        n = b["requests"]
-        picks = rng.permutation(n)[:reversals].tolist()
-        for i in picks:
-            tasks.append(make_task(ir, flip=int(i), key=m.name))
-            owner.append((j, int(i)))
-    single = pool.map(tasks, progress=progress)
-    helpful = {}
-    best = {}
-    for (j, i), r in zip(owner, single):
-        if isinstance(r, TaskFailed):
-            continue
-        if r["text"] < base[j]["text"]:
-            helpful.setdefault(j, []).append(i)
-        best[j] = min(best.get(j, base[j]["text"]), r["text"])
-    combos = [(j, make_task(irs[j], flip=sorted(v), key=modules[j].name))
-              for j, v in helpful.items() if len(v) > 1]
-    for (j, _), r in zip(combos, pool.map([t for _, t in combos], progress=progress)):
-        if not isinstance(r, TaskFailed):
-            best[j] = min(best[j], r["text"])
-    rows = []
-    for j, (m, b) in enumerate(zip(modules, base)):
+    rows, state = [], []
+    for m, ir, b in zip(modules, irs, base):
         if isinstance(b, TaskFailed):
+            rows.append({"module": m.name, "library": m.library, "skipped": str(b.error)})
             continue
-        rows.append({"module": m.name, "library": m.library, "oz_text": b["text"],
-                     "oracle_text": best.get(j, b["text"])})
+        row = {"module": m.name, "library": m.library, "requests": b["requests"],
+               "oz_text": b["text"], "oracle_text": b["text"], "kept": [], "compiles": 1,
+               "complete": True}
+        rows.append(row)
+        if max_requests is not None and b["requests"] > max_requests:
+            row["skipped"] = f"{b['requests']} requests > {max_requests}"
+            continue
+        state.append({"row": row, "ir": ir, "n": b["requests"]})
+    for _ in range(passes):
+        step = 0
+        while True:
+            live = [s for s in state if step < s["n"]]
+            if not live:
+                break
+            if deadline is not None and time.monotonic() > deadline:
+                for s in state:
+                    s["row"]["complete"] = False
+                return rows
+            tasks = []
+            for s in live:
+                flips = sorted(set(s["row"]["kept"]) ^ {step})
+                tasks.append(make_task(s["ir"], flip=flips, key=s["row"]["module"]))
+            for s, r in zip(live, pool.map(tasks, progress=progress)):
+                s["row"]["compiles"] += 1
+                if isinstance(r, TaskFailed) or r["text"] >= s["row"]["oracle_text"]:
+                    continue
+                s["row"]["oracle_text"] = r["text"]
+                s["row"]["kept"] = sorted(set(s["row"]["kept"]) ^ {step})
+                s["n"] = r["requests"]   # the trajectory changed
+            step += 1
     return rows

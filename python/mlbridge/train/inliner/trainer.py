@@ -1,41 +1,36 @@
-"""Inlining for size: learn where LLVM's ``-Oz`` inlining decision should be
-reversed, from measured object sizes.
+"""Inlining for size: a policy that makes every inlining decision, trained
+against the measured ``.text`` of the training modules.
 
-The search-then-imitate loop, iterated (each step on Ray workers):
-
-1. *Roll out* the current policy on every training module (one compile
-   each, features of every request recorded). The first policy is LLVM's
-   own decision everywhere, which reproduces ``clang-19 -Oz`` exactly.
-2. *Explore*: for a sample of requests per module, reverse that one
-   decision and compile again. ``gain = .text(non-default) - .text(default)``
-   at that request is a measured label: negative means LLVM's decision
-   was the worse one there. Random reversals rarely help (most make code
-   larger), so from the second iteration on half the sample goes to the
-   requests the current network most wants to reverse -- the mistakes it
-   would make are the labels it needs.
-3. *Fit* the network on all labels so far (logistic regression weighted
-   by ``sqrt(|gain|)``: a reversal that costs 600 bytes weighs more than
-   one that saves 3, without drowning the rare savings).
-4. *Select on validation*: the network shifted by a few thresholds (set so
-   that it reverses a given share of the training requests, ``rates``:
-   its scores are not calibrated probabilities), each compiled on the
-   validation modules; the smallest total ``.text`` wins
-   (LLVM's default, i.e. "never reverse", is always a candidate, so the
-   selected policy is never worse than ``-Oz`` on validation). A candidate
-   with a failed compile on any validation module (timeout, crash, lost
-   worker) is rejected, and the log says why (:mod:`..selection`).
-   Held-out libraries are never touched.
+1. *Roll out LLVM's own decisions* on every training and validation module
+   (one compile each, features -- and, for a policy with embeddings, the
+   plugin's IR2Vec vectors -- of every request recorded). This is exactly
+   ``clang-19 -Oz``; the sizes are the baselines of the rewards.
+2. *Behavioural cloning* (warm start): the network imitates LLVM's
+   decisions on those requests, so training starts near ``-Oz``.
+3. *Evolution strategies* (antithetic, as google/ml-compiler-opt's
+   blackbox ES): each iteration samples a bounded set of training modules
+   spread over all training libraries and ``pairs`` Gaussian perturbations
+   ``eps`` of the parameters; ``theta + sigma eps`` and ``theta - sigma
+   eps`` are compiled on every sampled module, the reward of a policy is
+   the mean over the modules of ``(size under -Oz - size under the
+   policy) / size under -Oz``, and Adam ascends the estimated gradient.
+   ``sigma`` is set once so that a perturbation changes a given share of
+   the decisions on the recorded requests.
+4. *Selection on validation only*: the cloned policy and every
+   ``eval_every``-th ES iterate are compiled on the validation modules; the
+   smallest total ``.text`` wins. A candidate with a failed compile on any
+   validation module is rejected (:mod:`..selection`). Held-out libraries
+   are never touched.
 
 A module's requests follow from the decisions before them, so a policy
-that reverses nothing on the default trajectory produces exactly the
-default object: those modules are not compiled again (their size is
-known), which makes validation sweeps cheap.
+that makes LLVM's decision at every request of the default trajectory
+produces exactly the ``-Oz`` object: such modules are not compiled (their
+size is known). That makes most perturbations of a cloned policy cheap.
 
-Every iteration appends one JSON line to ``<out>/log.jsonl``; the learning
+Every stage appends one JSON line to ``<out>/log.jsonl``; the learning
 curve is ``<out>/curve.png``; the selected policy is ``<out>/policy.json``
-and ``<out>/policy.onnx``; the labels are ``<out>/labels.npz``. A run in
-which no module compiles stops with :class:`TrainingError` and writes none
-of them.
+and ``<out>/policy.onnx``. A run in which no module compiles stops with
+:class:`TrainingError` and writes none of them.
 """
 
 import hashlib
@@ -48,29 +43,32 @@ import numpy as np
 from ...toolchain import toolchain
 from ..cache import RolloutCache
 from ..cluster import TaskFailed, WorkerPool
-from ..results import RunResults, TrainingError, write_atomically
+from ..results import RunResults, TrainingError
 from ..selection import Rejected, best, sweep
 from .policy import MODEL_FEATURES, InlinePolicy
 from .task import make_task
 
-__all__ = ["TrainConfig", "train", "label_from_flip", "validation_sweep"]
+__all__ = ["TrainConfig", "train", "evaluate_policy", "es_gradient"]
 
 _log = logging.getLogger("mlbridge.train")
-_DEFAULT_COL = MODEL_FEATURES.index("inlining_default")
 
 
 class TrainConfig:
     """Knobs of :func:`train` (all have defaults)."""
 
-    def __init__(self, *, iterations=3, flips_per_module=6, rates=(0.0005, 0.001, 0.002, 0.005),
-                 later_flips=None, hidden=16, epochs=400, seed=0, task_timeout=900.0):
+    def __init__(self, *, iterations=12, pairs=6, modules_per_iteration=16, change=0.02,
+                 lr=None, hidden=32, project=8, embeddings=False, eval_every=3,
+                 bc_epochs=300, seed=0, task_timeout=900.0):
         self.iterations = int(iterations)
-        self.flips_per_module = int(flips_per_module)
-        self.later_flips = int(later_flips if later_flips is not None
-                               else max(2, flips_per_module // 3))
-        self.rates = tuple(float(r) for r in rates)
+        self.pairs = int(pairs)
+        self.modules_per_iteration = int(modules_per_iteration)
+        self.change = float(change)   # share of decisions a perturbation changes
+        self.lr = None if lr is None else float(lr)   # Adam step; default sigma / 10
         self.hidden = int(hidden)
-        self.epochs = int(epochs)
+        self.project = int(project)
+        self.embeddings = bool(embeddings)
+        self.eval_every = int(eval_every)
+        self.bc_epochs = int(bc_epochs)
         self.seed = int(seed)
         self.task_timeout = float(task_timeout)
 
@@ -78,22 +76,15 @@ class TrainConfig:
         return dict(vars(self))
 
 
-def label_from_flip(decision, default, delta):
-    """Measured value of the non-default decision at one request:
-    ``delta`` is ``.text`` with the policy's decision reversed there minus
-    ``.text`` without. Returns ``gain`` (bytes; negative = non-default is
-    smaller)."""
-    return delta if decision == default else -delta
-
-
 class _Module:
-    """A module as the trainer sees it: a key, its IR file and sizes."""
+    """A module as the trainer sees it: a key, its IR file, its ``-Oz``
+    size and the requests of LLVM's own trajectory (features ``X``, LLVM's
+    decisions ``defaults``, embeddings ``E`` when recorded)."""
 
     def __init__(self, key, ir, library):
         self.key, self.ir, self.library = key, os.fspath(ir), library
         self.default_text = None
-        self.X = None          # features on the default trajectory
-        self.default_flips = {}  # request index -> .text with only that decision reversed
+        self.X = self.defaults = self.E = None
         self._data = None
 
     def data(self):
@@ -105,21 +96,28 @@ class _Module:
     def digest(self):
         return hashlib.sha256(self.data()).hexdigest()
 
-    def task(self, policy=None, flip=None, record=False, timeout=900.0):
-        return make_task(self.data(), key=self.key, policy=policy, flip=flip, record=record,
+    def task(self, policy=None, record=False, timeout=900.0):
+        return make_task(self.data(), key=self.key, policy=policy, record=record,
                          timeout=timeout)
+
+    def is_default(self, policy):
+        """Whether ``policy`` makes LLVM's decision at every request of the
+        default trajectory (then it compiles this module exactly like -Oz)."""
+        if self.X is None or len(self.X) == 0:
+            return True
+        return bool(np.array_equal(policy.decide(self.X, self.E), self.defaults))
 
 
 class _DefaultRollouts:
-    """What compiling with LLVM's own decisions yields -- a module's ``-Oz``
-    size, its requests' features, the size after reversing any single
-    decision -- kept in a :class:`RolloutCache` under the IR's sha256 and
-    the compiler's tag, so that a run on a grown corpus compiles only what
-    is new."""
+    """LLVM's own trajectory of a module (``-Oz`` size, features, decisions,
+    embeddings) kept in a :class:`RolloutCache` under the IR's sha256, the
+    compiler's tag and whether embeddings were recorded, so that a run on
+    a grown corpus compiles only what is new."""
 
-    def __init__(self, path):
+    def __init__(self, path, embeddings):
         self.cache = RolloutCache(path)
-        self.tag = toolchain().tag
+        self.tag = toolchain().tag + ("-ir2vec" if embeddings else "")
+        self.embeddings = embeddings
 
     def _key(self, m):
         return f"{m.digest()[:32]}-{self.tag}"
@@ -128,22 +126,20 @@ class _DefaultRollouts:
         z = self.cache.load(self._key(m))
         if z is None:
             return False
+        need = {"text", "X", "defaults"} | ({"E"} if self.embeddings else set())
         X = z.get("X")
-        if not {"text", "X", "flip_index", "flip_text"} <= set(z) or X.ndim != 2 or \
-                X.shape[1] != len(MODEL_FEATURES) or len(z["flip_index"]) != len(z["flip_text"]):
+        if not need <= set(z) or X.ndim != 2 or X.shape[1] != len(MODEL_FEATURES):
             _log.warning("rollout cache: %s has another layout; recomputing it",
                          self.cache.file(self._key(m)))
             return False
-        m.default_text = int(z["text"])
-        m.X = X
-        m.default_flips = dict(zip(z["flip_index"].tolist(), z["flip_text"].tolist()))
+        m.default_text, m.X, m.defaults = int(z["text"]), X, z["defaults"]
+        m.E = z["E"] if self.embeddings else None
         return True
 
     def save(self, m):
-        idx = np.array(sorted(m.default_flips), dtype=np.int64)
-        self.cache.save(self._key(m), text=np.int64(m.default_text), X=m.X, flip_index=idx,
-                        flip_text=np.array([m.default_flips[i] for i in idx.tolist()],
-                                           dtype=np.int64))
+        extra = {"E": m.E} if self.embeddings else {}
+        self.cache.save(self._key(m), text=np.int64(m.default_text), X=m.X,
+                        defaults=m.defaults, **extra)
 
 
 class _Run:
@@ -187,37 +183,33 @@ def _modules_of(corpus_modules, build_dir):
     return [_Module(m.name, m.ir(build_dir), m.library) for m in corpus_modules]
 
 
-def _rollout_defaults(run, modules, what, cache=None):
-    """Default trajectory of every module: features and ``-Oz`` size.
-    Returns the modules that compiled and the failures."""
+def _rollout_defaults(run, modules, what, cache=None, embeddings=False):
+    """LLVM's trajectory of every module; returns the modules that compiled
+    and the failures."""
     todo = [m for m in modules if cache is None or not cache.load(m)]
-    res = run.map([m.task(record=True) for m in todo], what)
+    tasks = [m.task(record=True) for m in todo]
+    for t in tasks:
+        t["embeddings"] = embeddings
+    res = run.map(tasks, what)
     failed = []
     for m, r in zip(todo, res):
         if isinstance(r, TaskFailed):
             failed.append(r)
             continue
-        m.default_text, m.X = r["text"], r["X"]
+        m.default_text, m.X, m.defaults = r["text"], r["X"], r["defaults"]
+        m.E = r.get("E")
         if cache is not None:
             cache.save(m)
     keys = {f.key for f in failed}
     return [m for m in modules if m.key not in keys], failed
 
 
-def _deviates(policy, m):
-    """Whether ``policy`` reverses any decision on m's default trajectory
-    (if not, it compiles m exactly like -Oz)."""
-    if policy is None or m.X is None or len(m.X) == 0:
-        return False
-    return bool(np.any(policy.decide(m.X) != m.X[:, _DEFAULT_COL].astype(np.int64)))
-
-
-def _evaluate(run, policy, modules, what):
+def evaluate_policy(run, policy, modules, what):
     """``(total .text, modules changed)`` of ``policy`` on ``modules``,
-    compiling only the modules where it deviates. Raises :class:`Rejected`
-    if any of those compiles failed: its size is unknown, and the module's
-    ``-Oz`` size must not stand in for it."""
-    todo = [m for m in modules if _deviates(policy, m)]
+    compiling only the modules where it leaves LLVM's trajectory. Raises
+    :class:`Rejected` if any of those compiles failed: its size is unknown,
+    and the module's ``-Oz`` size must not stand in for it."""
+    todo = [m for m in modules if not m.is_default(policy)]
     res = run.map([m.task(policy=policy.to_dict()) for m in todo], what)
     failed = [r for r in res if isinstance(r, TaskFailed)]
     if failed:
@@ -228,87 +220,105 @@ def _evaluate(run, policy, modules, what):
     return sum(sizes.values()), len(todo)
 
 
-def validation_sweep(run, net, thresholds, modules, iteration):
-    """Each threshold's shifted network measured on ``modules``; returns the
-    measured candidates (:class:`mlbridge.train.selection.Candidate`, label
-    = threshold, ``extra`` = modules changed) and the chosen one (None when
-    every candidate was rejected). Ties go to the higher threshold (fewer
-    reversals)."""
-    measured = sweep(((tau, net.shifted(tau)) for tau in thresholds),
-                     lambda cand: _evaluate(run, cand, modules,
-                                            f"it{iteration} validation t={cand.meta['threshold']}"))
-    return measured, best(measured, prefer=lambda c: -c.label)
+def es_gradient(rewards_plus, rewards_minus, eps, sigma):
+    """The antithetic ES estimate of the reward's gradient:
+    ``sum_p (R+_p - R-_p) eps_p / (2 P sigma)``, the reward differences
+    divided by their standard deviation (scale-free steps)."""
+    d = np.asarray(rewards_plus, np.float64) - np.asarray(rewards_minus, np.float64)
+    s = d.std()
+    if s > 0:
+        d = d / s
+    return (d[:, None] * np.asarray(eps)).sum(axis=0) / (2 * len(d) * sigma)
 
 
-def _explore(run, policy, modules, cfg, rng, iteration, cache=None):
-    """Reverse single decisions and measure; returns (X rows, gains).
-    Reversals of LLVM's own decisions (no policy yet) come from the cache
-    when it has them."""
-    pdict = policy.to_dict() if policy is not None else None
-    if policy is None:
-        base = {m.key: (m.default_text, m.X) for m in modules}
-    else:  # the policy's own trajectory is the reference
-        res = run.map([m.task(policy=pdict, record=True) for m in modules],
-                      f"it{iteration} rollout")
-        base = {m.key: (r["text"], r["X"]) for m, r in zip(modules, res)
-                if not isinstance(r, TaskFailed)}
-    tasks, meta = [], []
-    for m in modules:
-        if m.key not in base:
-            continue
-        text, X = base[m.key]
-        n = len(X)
-        if n == 0:
-            continue
-        # Later iterations need fewer labels per module: they aim at the
-        # network's own candidates, and each costs a rollout of the policy.
-        k = min(cfg.flips_per_module if policy is None else cfg.later_flips, n)
-        if policy is not None and k > 1:
-            # Half where the network most wants to deviate, half at random.
-            scores = policy.scores(X)
-            top = list(np.argsort(-scores)[: k // 2])
-            rest = [i for i in rng.permutation(n) if i not in top][: k - len(top)]
-            picks = top + rest
+def _sample_modules(mods, k, rng):
+    """``k`` modules spread over all libraries: libraries in a random
+    order, one module each, round after round."""
+    by_lib = {}
+    for m in mods:
+        by_lib.setdefault(m.library, []).append(m)
+    pools = [list(rng.permutation(len(v))) for v in by_lib.values()]
+    libs = list(by_lib.values())
+    order = rng.permutation(len(libs))
+    out = []
+    while len(out) < min(k, len(mods)):
+        for li in order:
+            if pools[li] and len(out) < k:
+                out.append(libs[li][pools[li].pop()])
+    return out
+
+
+def _calibrate_sigma(policy, X, E, target, rng):
+    """The perturbation scale at which ``theta + sigma eps`` changes about
+    ``target`` of the decisions on the recorded requests."""
+    theta = policy.params()
+    base = policy.decide(X, E)
+    best_sigma, best_err = None, None
+    for sigma in np.geomspace(1e-4, 1.0, 25):
+        share = np.mean([np.mean(policy.with_params(theta + sigma * rng.standard_normal(
+            theta.shape)).decide(X, E) != base) for _ in range(4)])
+        err = abs(np.log((share + 1e-6) / target))
+        if best_err is None or err < best_err:
+            best_sigma, best_err = float(sigma), err
+    return best_sigma
+
+
+class _Adam:
+    def __init__(self, lr):
+        self.lr, self.m, self.v, self.t = lr, 0.0, 0.0, 0
+
+    def step(self, theta, grad):
+        """One ascent step along ``grad``."""
+        self.t += 1
+        self.m = 0.9 * self.m + 0.1 * grad
+        self.v = 0.999 * self.v + 0.001 * grad * grad
+        mh = self.m / (1 - 0.9 ** self.t)
+        vh = self.v / (1 - 0.999 ** self.t)
+        return theta + self.lr * mh / (np.sqrt(vh) + 1e-8)
+
+
+def _rewards(run, policies, modules, what):
+    """Mean relative reward of each policy over ``modules`` (one list of
+    modules for all, so the policies are compared on the same code);
+    modules with a failed compile under any policy are left out of all."""
+    tasks, where = [], []
+    for pi, p in enumerate(policies):
+        d = p.to_dict()
+        for m in modules:
+            if not m.is_default(p):
+                tasks.append(m.task(policy=d))
+                where.append((pi, m.key))
+    sizes = {}
+    bad = set()
+    for (pi, key), r in zip(where, run.map(tasks, what)):
+        if isinstance(r, TaskFailed):
+            bad.add(key)
         else:
-            picks = [int(i) for i in rng.choice(n, size=k, replace=False)]
-        decisions = policy.decide(X) if policy is not None else X[:, _DEFAULT_COL]
-        for i in picks:
-            meta.append((m, int(i), X[i], int(decisions[i]), int(X[i, _DEFAULT_COL]), text))
-            if policy is None and int(i) in m.default_flips:
-                continue  # known
-            tasks.append(m.task(policy=pdict, flip=int(i)))
-    res = iter(run.map(tasks, f"it{iteration} explore"))
-    rows, gains, touched = [], [], set()
-    for m, i, x, a, d, text in meta:
-        if policy is None and i in m.default_flips:
-            size = m.default_flips[i]
-        else:
-            r = next(res)
-            if isinstance(r, TaskFailed):
-                continue
-            size = r["text"]
-            if policy is None:
-                m.default_flips[i] = size
-                touched.add(m)
-        rows.append(x)
-        gains.append(label_from_flip(a, d, size - text))
-    if cache is not None:
-        for m in touched:
-            cache.save(m)
-    return rows, gains
+            sizes[(pi, key)] = r["text"]
+    keep = [m for m in modules if m.key not in bad]
+    if not keep:
+        return None, 0
+    out = []
+    for pi in range(len(policies)):
+        out.append(float(np.mean([(m.default_text - sizes.get((pi, m.key), m.default_text))
+                                  / m.default_text for m in keep])))
+    return out, len(tasks)
 
 
-def _plot(log_rows, path):
+def _plot(rows, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    it = [r["iteration"] for r in log_rows]
+    es = [r for r in rows if r["stage"] == "es"]
+    val = [r for r in rows if r.get("validation_ratio") is not None]
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    ax.plot(it, [r["validation_ratio"] for r in log_rows], "o-", label="validation (selected)")
-    ax.plot(it, [np.nan if r["train_ratio"] is None else r["train_ratio"] for r in log_rows],
-            "s--", label="training modules")
+    if es:
+        ax.plot([r["iteration"] for r in es], [1 - r["train_reward"] for r in es], ".-",
+                label="sampled training modules (ES, mean of ±)")
+    ax.plot([r["iteration"] for r in val], [r["validation_ratio"] for r in val], "o-",
+            label="validation")
     ax.axhline(1.0, color="gray", lw=0.8, ls=":", label="clang-19 -Oz")
-    ax.set(xlabel="iteration", ylabel=".text / clang-19 -Oz",
+    ax.set(xlabel="ES iteration (0: behavioural cloning)", ylabel=".text / clang-19 -Oz",
            title="Inlining for size: learning curve")
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -316,23 +326,14 @@ def _plot(log_rows, path):
     plt.close(fig)
 
 
-def _save_labels(path, X, g):
-    def write(tmp):
-        with open(tmp, "wb") as f:
-            np.savez(f, X=np.array(X), gain=np.array(g, dtype=np.float64))
-    write_atomically(path, write)
-
-
 def train(train_modules, validation_modules, out_dir, *, workers=2, address=None,
-          config=None, build_dir=None, progress=True, cache_dir=None, labels_from=()):
+          config=None, build_dir=None, progress=True, cache_dir=None):
     """Trains the inlining policy; returns the summary dict (also written
     to ``<out_dir>/summary.json``). ``*_modules`` are corpus modules
     (:class:`mlbridge.corpus.Module`: ``name``, ``library``, ``ir()``).
-    ``cache_dir``: a rollout-cache folder shared between runs;
-    ``labels_from``: ``labels.npz`` files of earlier runs, added to the
-    labels before the first fit. Raises :class:`TrainingError` when no
-    training or validation module compiles, no label could be measured or
-    every validation candidate of an iteration was rejected."""
+    ``cache_dir``: a rollout-cache folder shared between runs. Raises
+    :class:`TrainingError` when no training or validation module compiles
+    or every validation candidate was rejected."""
     cfg = config or TrainConfig()
     bar = None
     if progress:
@@ -343,115 +344,121 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
     train_mods = _modules_of(train_modules, build_dir)
     val_mods = _modules_of(validation_modules, build_dir)
     results = RunResults(out_dir)
-    log_rows = []
+    rows = []
     t_start = time.monotonic()
+
+    def say(text):
+        if progress:
+            print(text, flush=True)
+
     with WorkerPool(workers, address=address, task_timeout=cfg.task_timeout) as pool, results:
         run = _Run(pool, bar)
-        cache = _DefaultRollouts(cache_dir) if cache_dir else None
+        cache = _DefaultRollouts(cache_dir, cfg.embeddings) if cache_dir else None
         n_train, n_val = len(train_mods), len(val_mods)
-        train_mods, train_failed = _rollout_defaults(run, train_mods, "train: -Oz rollout", cache)
-        val_mods, val_failed = _rollout_defaults(run, val_mods, "validation: -Oz rollout", cache)
+        train_mods, train_failed = _rollout_defaults(run, train_mods, "train: -Oz rollout",
+                                                     cache, cfg.embeddings)
+        val_mods, val_failed = _rollout_defaults(run, val_mods, "validation: -Oz rollout",
+                                                 cache, cfg.embeddings)
         for mods, failed, n, split in ((train_mods, train_failed, n_train, "training"),
                                        (val_mods, val_failed, n_val, "validation")):
             if not mods:
                 raise TrainingError(f"no {split} module compiled with LLVM's own decisions: "
                                     f"{_failed_list(failed, n)}")
-        base_train = sum(m.default_text for m in train_mods)
         base_val = sum(m.default_text for m in val_mods)
-        X_all, g_all = [], []
-        for path in labels_from:
-            with np.load(path) as z:
-                X_all += list(z["X"])
-                g_all += z["gain"].tolist()
-        policy = None
-        chosen = {"policy": InlinePolicy.never_deviate(), "total": base_val,
-                  "iteration": 0, "threshold": None}
+
+        # -- behavioural cloning ---------------------------------------------------
+        have = [m for m in train_mods if len(m.X)]
+        X = np.concatenate([m.X for m in have])
+        y = np.concatenate([m.defaults for m in have])
+        E = np.concatenate([m.E for m in have]) if cfg.embeddings else None
+        t0 = time.monotonic()
+        policy = InlinePolicy.clone(X, y, E, hidden=cfg.hidden, project=cfg.project,
+                                    epochs=cfg.bc_epochs, seed=cfg.seed)
+        vhave = [m for m in val_mods if len(m.X)]
+        vX = np.concatenate([m.X for m in vhave])
+        vy = np.concatenate([m.defaults for m in vhave])
+        vE = np.concatenate([m.E for m in vhave]) if cfg.embeddings else None
+        acc = float(np.mean(policy.decide(X, E) == y))
+        vacc = float(np.mean(policy.decide(vX, vE) == vy))
+        candidates = []
+
+        def validate(p, it, row):
+            measured = sweep([(it, p)], lambda c: evaluate_policy(
+                run, c, val_mods, f"it{it} validation"))
+            c = measured[0]
+            candidates.append(c)
+            if c.rejected is None:
+                row.update({"validation_total": int(c.total),
+                            "validation_ratio": c.total / base_val,
+                            "validation_modules_changed": c.extra})
+            else:
+                row["validation_rejected"] = c.rejected
+            return row
+
+        row = {"stage": "clone", "iteration": 0, "requests": int(len(y)),
+               "llvm_inline_share": float(y.mean()), "train_accuracy": acc,
+               "validation_accuracy": vacc, "validation_baseline": int(base_val),
+               "seconds": time.monotonic() - t0}
+        rows.append(results.log(validate(policy, 0, row)))
+        say(f"cloned LLVM's decisions: accuracy {acc:.4f} train, {vacc:.4f} validation; "
+            f"validation .text ratio {row.get('validation_ratio', 'rejected')}")
+
+        # -- evolution strategies --------------------------------------------------
+        sigma = _calibrate_sigma(policy, X, E, cfg.change, rng)
+        adam = _Adam(cfg.lr if cfg.lr is not None else sigma / 10)
+        theta = policy.params()
+        # A module without code or without a question has no reward to give.
+        es_mods = [m for m in train_mods if m.default_text > 0 and len(m.X)]
         for it in range(1, cfg.iterations + 1):
             t_it = time.monotonic()
-            c0, f0 = run.compiles, run.failures
-            rows, gains = _explore(run, policy, train_mods, cfg, rng, it, cache)
-            X_all += rows
-            g_all += gains
-            if not g_all:
-                raise TrainingError(f"iteration {it}: no label measured ({run.failures - f0} "
-                                    f"of {run.compiles - c0} exploration compiles failed)")
-            _save_labels(results.path("labels.npz"), X_all, g_all)
-            X = np.array(X_all)
-            g = np.array(g_all, dtype=np.float64)
-            y = (g < 0).astype(np.float64)
-            # sqrt: costly mistakes weigh more, without drowning the rare,
-            # small savings (chosen by cross-validation on the labels).
-            w = np.sqrt(np.abs(g)) + 1.0
-            net = InlinePolicy.fit(X, y, w, hidden=cfg.hidden, epochs=cfg.epochs,
-                                   seed=cfg.seed + it)
-            train_scores = net.scores(np.concatenate([m.X for m in train_mods if len(m.X)]))
-            thresholds = sorted({round(float(np.quantile(train_scores, 1 - r)), 4)
-                                 for r in cfg.rates})
-            measured, winner = validation_sweep(run, net, thresholds, val_mods, it)
-            row = {
-                "iteration": it, "labels": len(g_all), "labels_new": len(gains),
-                "better_reversals": int((np.array(gains) < 0).sum()) if gains else 0,
-                "validation_baseline": int(base_val),
-                "validation_sweep": {str(c.label): int(c.total) for c in measured
-                                     if c.rejected is None},
-                "validation_rejected": {str(c.label): c.rejected for c in measured
-                                        if c.rejected is not None},
-            }
-            if winner is None:
-                results.log(row)
-                raise TrainingError(f"iteration {it}: every validation candidate was "
-                                    f"rejected: {row['validation_rejected']}")
-            tau_best, total, changed, cand = (winner.label, winner.total, winner.extra,
-                                              winner.policy)
-            policy = cand  # the next iteration explores around it
-            try:
-                train_total, train_changed = _evaluate(run, cand, train_mods,
-                                                       f"it{it} train eval")
-            except Rejected as e:
-                train_total, train_changed = None, None
-                row["train_rejected"] = str(e)
-            if total < chosen["total"]:
-                chosen = {"policy": cand, "total": total, "iteration": it,
-                          "threshold": tau_best}
-            elapsed = time.monotonic() - t_it
-            row.update({
-                "threshold": tau_best, "validation_total": int(total),
-                "validation_ratio": total / base_val, "validation_modules_changed": changed,
-                "train_total": None if train_total is None else int(train_total),
-                "train_baseline": int(base_train),
-                "train_ratio": None if train_total is None else train_total / base_train,
-                "train_modules_changed": train_changed,
-                "compiles": run.compiles - c0, "seconds": elapsed,
-                "compiles_per_second": (run.compiles - c0) / elapsed if elapsed > 0 else None,
-                "failures": run.failures,
-            })
-            log_rows.append(results.log(row))
-            _log.info("iteration %d: validation %.4f, train %s", it,
-                      row["validation_ratio"], row["train_ratio"])
-            if progress:
-                train_ratio = ("rejected" if train_total is None
-                               else f"{row['train_ratio']:.4f}")
-                print(f"iteration {it}: validation .text ratio {row['validation_ratio']:.4f} "
-                      f"(t={tau_best}, {changed} modules changed), train {train_ratio}, "
-                      f"{row['compiles']} compiles in {elapsed:.0f} s", flush=True)
+            c0 = run.compiles
+            mods = _sample_modules(es_mods, cfg.modules_per_iteration, rng)
+            eps = rng.standard_normal((cfg.pairs, len(theta)))
+            cands = ([policy.with_params(theta + sigma * e) for e in eps]
+                     + [policy.with_params(theta - sigma * e) for e in eps])
+            rewards, compiled = _rewards(run, cands, mods, f"it{it} ES")
+            row = {"stage": "es", "iteration": it, "sigma": sigma,
+                   "modules": [m.key for m in mods], "compiled": compiled}
+            if rewards is None:
+                row["skipped"] = "every sampled module failed to compile"
+                rows.append(results.log(row))
+                continue
+            rp, rm = rewards[:cfg.pairs], rewards[cfg.pairs:]
+            theta = adam.step(theta, es_gradient(rp, rm, eps, sigma))
+            policy = policy.with_params(theta)
+            row.update({"train_reward": float(np.mean(rewards)),
+                        "best_perturbation_reward": float(np.max(rewards)),
+                        "train_agreement_with_llvm": float(np.mean(policy.decide(X, E) == y))})
+            if it % cfg.eval_every == 0 or it == cfg.iterations:
+                validate(policy, it, row)
+            row.update({"compiles": run.compiles - c0, "seconds": time.monotonic() - t_it,
+                        "failures": run.failures})
+            rows.append(results.log(row))
+            say(f"ES iteration {it}: sampled-module reward {row['train_reward']:+.5f}, "
+                f"validation {row.get('validation_ratio', '-')}, {row['compiles']} compiles "
+                f"in {row['seconds']:.0f} s")
         workers_used = len(pool)
         replaced = pool.replaced
-    _plot(log_rows, results.path("curve.png"))
-    selected = chosen["policy"]
-    selected.meta.update({"selected_iteration": chosen["iteration"],
-                          "validation_ratio": chosen["total"] / base_val})
+    winner = best(candidates, prefer=lambda c: c.label)
+    if winner is None:
+        raise TrainingError("every validation candidate was rejected: " + "; ".join(
+            f"iteration {c.label}: {c.rejected}" for c in candidates))
+    _plot(rows, results.path("curve.png"))
+    selected = winner.policy
+    selected.meta.update({"selected_iteration": winner.label,
+                          "validation_ratio": winner.total / base_val,
+                          "embeddings": cfg.embeddings})
     selected.save(results.path("policy.json"))
     selected.to_onnx(results.path("policy.onnx"))
     return results.summary({
-        "config": cfg.as_dict(), "labels_from": [os.fspath(p) for p in labels_from],
-        "workers": workers_used, "workers_replaced": replaced,
+        "config": cfg.as_dict(), "workers": workers_used, "workers_replaced": replaced,
         "train_modules": len(train_mods), "validation_modules": len(val_mods),
         "train_libraries": sorted({m.library for m in train_mods}),
         "validation_libraries": sorted({m.library for m in val_mods}),
-        "validation_baseline": int(base_val), "selected_iteration": chosen["iteration"],
-        "selected_threshold": chosen["threshold"],
-        "selected_validation_ratio": chosen["total"] / base_val,
+        "validation_baseline": int(base_val), "selected_iteration": winner.label,
+        "selected_validation_ratio": winner.total / base_val,
+        "validation_candidates": {str(c.label): (None if c.total is None else int(c.total))
+                                  for c in candidates},
         "compiles": run.compiles, "failures": run.failures,
-        "seconds": time.monotonic() - t_start,
-        "compile_seconds": run.compile_seconds,
+        "seconds": time.monotonic() - t_start, "compile_seconds": run.compile_seconds,
     })
