@@ -37,16 +37,6 @@
 #include <string>
 #include <vector>
 
-#if defined(MLBRIDGE_COMPAT_IR2VEC)
-#include "mlbridge/status.h"
-#include "llvm/Support/FileSystem.h"
-#if LLVM_VERSION_MAJOR >= 22
-#include "llvm/Analysis/IR2Vec.h"
-#else
-#include "Embedder.h" // integrations/llvm/ir2vec (mlbridge_ir2vec)
-#endif
-#endif
-
 #if LLVM_VERSION_MAJOR != 19 && LLVM_VERSION_MAJOR != 22
 #error "the MLBridge LLVM plugins are built against LLVM 19 or LLVM 22"
 #endif
@@ -183,75 +173,6 @@ inline llvm::Spiller *createInlineSpiller(llvm::MachineFunctionPass &P,
   return llvm::createInlineSpiller(P, MF, VRM, VRAI);
 }
 #endif
-
-// ---- IR2Vec module vectors (a plugin that defines MLBRIDGE_COMPAT_IR2VEC) ----
-#if defined(MLBRIDGE_COMPAT_IR2VEC)
-/// IR2Vec's symbolic module vector (the sum of the function definitions'
-/// vectors, weights 1 / 0.5 / 0.2). LLVM 19: the project's embedder
-/// (integrations/llvm/ir2vec, the mlbridge_ir2vec library) and IR2Vec's
-/// seedEmbeddingVocab.txt; LLVM 22: LLVM's own embedder and the converted
-/// seedEmbeddingVocab.json (its IR2VecVocabAnalysis reads the file named by
-/// -ir2vec-vocab-path, which load() sets unless the user did).
-class ModuleEmbedder {
-public:
-  /// The vocabulary at Path; NotFound / Malformed as values.
-  static mlbridge::Expected<ModuleEmbedder> load(const std::string &Path) {
-#if LLVM_VERSION_MAJOR >= 22
-    if (!llvm::sys::fs::exists(Path))
-      return mlbridge::Status(mlbridge::ErrorCode::NotFound,
-                              "IR2Vec vocabulary '" + Path +
-                                  "' does not exist; scripts/deps/ir2vec.sh "
-                                  "installs it in .deps/ir2vec/");
-    auto &Opts = llvm::cl::getRegisteredOptions();
-    auto It = Opts.find("ir2vec-vocab-path");
-    if (It == Opts.end())
-      return mlbridge::Status(mlbridge::ErrorCode::Unavailable,
-                              "this LLVM has no -ir2vec-vocab-path");
-    if (It->second->getNumOccurrences() == 0)
-      (void)It->second->addOccurrence(0, "ir2vec-vocab-path", Path);
-    return ModuleEmbedder();
-#else
-    auto V = mlbridge::ir2vec::Vocabulary::load(Path);
-    if (!V)
-      return V.takeStatus();
-    return ModuleEmbedder(std::make_shared<mlbridge::ir2vec::Embedder>(*V));
-#endif
-  }
-
-  /// M's module vector into Out (resized to the vocabulary's dimension).
-  mlbridge::Status embed(llvm::Module &M, llvm::ModuleAnalysisManager &MAM,
-                         std::vector<double> &Out) const {
-#if LLVM_VERSION_MAJOR >= 22
-    MAM.registerPass([] { return llvm::IR2VecVocabAnalysis(); });
-    const llvm::ir2vec::Vocabulary &V = MAM.getResult<llvm::IR2VecVocabAnalysis>(M);
-    if (!V.isValid())
-      return mlbridge::Status(mlbridge::ErrorCode::InvalidArgument,
-                              "LLVM's IR2Vec vocabulary did not load");
-    Out.assign(V.getDimension(), 0.0);
-    for (const llvm::Function &F : M) {
-      if (F.isDeclaration())
-        continue;
-      auto E = llvm::ir2vec::Embedder::create(llvm::IR2VecKind::Symbolic, F, V);
-      const llvm::ir2vec::Embedding FE = E->getFunctionVector();
-      const std::vector<double> &FV = FE.getData();
-      for (size_t I = 0; I < Out.size() && I < FV.size(); ++I)
-        Out[I] += FV[I];
-    }
-#else
-    (void)MAM;
-    Out = Impl->embedModule(M);
-#endif
-    return mlbridge::Status::ok();
-  }
-
-private:
-#if LLVM_VERSION_MAJOR < 22
-  explicit ModuleEmbedder(std::shared_ptr<mlbridge::ir2vec::Embedder> E)
-      : Impl(std::move(E)) {}
-  std::shared_ptr<mlbridge::ir2vec::Embedder> Impl;
-#endif
-};
-#endif // MLBRIDGE_COMPAT_IR2VEC
 
 // ---- the machine outliner's switch (-enable-machine-outliner) ---------------
 /// The code generator reads its cl::opt when it builds its pipeline, after

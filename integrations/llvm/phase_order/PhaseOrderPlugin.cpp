@@ -39,8 +39,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#define MLBRIDGE_COMPAT_IR2VEC 1 // LLVMCompat.h: the module embedder
 #include "PluginEntry.h"
+#include "PluginEmbeddings.h"
 #include "PluginSupport.h"
 
 #include "mlbridge/json_escape.h"
@@ -445,7 +445,7 @@ public:
   PhaseOrderEnv(Module &M, ModuleAnalysisManager &MAM, PassBuilder &PB,
                 const mlp::FeatureBinding &Binding, unsigned MaxSteps,
                 SizeMeasure Size, bool Lookahead, bool Verbose,
-                const llvm_compat::ModuleEmbedder *Embedder)
+                mlb::ir2vec::PluginEmbeddings *Embedder)
       : M(M), MAM(MAM), PB(PB), Binding(Binding), MaxSteps(MaxSteps),
         Size(Size), Lookahead(Lookahead), Verbose(Verbose), Embedder(Embedder) {}
 
@@ -549,7 +549,7 @@ private:
   SizeMeasure Size;
   bool Lookahead;
   bool Verbose;
-  const llvm_compat::ModuleEmbedder *Embedder;
+  mlb::ir2vec::PluginEmbeddings *Embedder;
   unsigned Steps = 0;
   unsigned NoOps = 0;
   bool Changed = false;
@@ -639,9 +639,8 @@ mlb::Status PhaseOrderEnv::measure() {
   for (size_t I = 0; I < NumObs; ++I)
     Observation[I] = static_cast<float>(C[I]);
   if (Embedder && Binding.has(FEmbedding)) {
-    std::vector<double> V;
-    if (mlb::Status S = Embedder->embed(M, MAM, V); !S.isOk())
-      return S;
+    Embedder->invalidateAll(); // the last action may have changed any function
+    const mlb::ir2vec::Vector V = Embedder->module(M);
     const double PerInstruction = 1.0 / std::max<int64_t>(1, C[Instructions]);
     for (size_t I = 0; I < static_cast<size_t>(EmbeddingDim); ++I)
       Embedding[I] = I < V.size() ? static_cast<float>(V[I] * PerInstruction) : 0.0f;
@@ -787,12 +786,10 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
 
   const unsigned MaxSteps = mlp::unsignedSetting(MaxStepsOpt, "MLBRIDGE_PO_MAX_STEPS");
   // IR2Vec's vocabulary, only for an agent that takes the embedding.
-  std::optional<llvm_compat::ModuleEmbedder> Embedder;
+  std::unique_ptr<mlb::ir2vec::PluginEmbeddings> Embedder;
   if (Binding.has(FEmbedding)) {
-    std::string Vocab = mlp::stringSetting(VocabOpt, "MLBRIDGE_PO_VOCAB");
-    if (Vocab.empty())
-      Vocab = MLBRIDGE_PO_DEFAULT_VOCAB;
-    auto E = llvm_compat::ModuleEmbedder::load(Vocab);
+    auto E = mlb::ir2vec::PluginEmbeddings::create(
+        {mlp::stringSetting(VocabOpt, "MLBRIDGE_PO_VOCAB"), mlb::ir2vec::Kind::Symbolic});
     if (E)
       Embedder = std::move(*E);
     else
@@ -802,7 +799,7 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
                         "-mlbridge-po-vocab names another vocabulary)");
   }
   PhaseOrderEnv Env(M, MAM, *PB, Binding, MaxSteps, Size, Lookahead, Verbose,
-                    Embedder ? &*Embedder : nullptr);
+                    Embedder.get());
   mlb::rl::Driver Driver(Env);
   (void)Driver.addAgent("phase-order", Runner);
   mlb::rl::EpisodeOptions EO;
