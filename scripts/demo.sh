@@ -5,12 +5,22 @@
 # libraries), each plugin, both plugins in one clang process, and both plus
 # the best flags -- .text and compile CPU per library; then the inliner's
 # policy in Python serving stock clang-19 over named pipes, checked to
-# decide the same. Installs, builds and fetches what is missing first.
-# Arguments go to `python -m mlbridge.train.demo`
-# (e.g. --libraries brotli snappy, --max-units 5).
+# decide the same. Then one held-out loop kernel distributed by
+# MLBridgeLoopDistribution.so's built-in model (callgrind Ir against plain
+# clang-19 -O3) and the register allocator MLBridgeRegAlloc.so against
+# greedy on one held-out library (the allocation score). Installs, builds
+# and fetches what is missing first. Arguments go to
+# `python -m mlbridge.train.demo` (e.g. --libraries brotli snappy,
+# --max-units 5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh default --target mlbridge-llvm-plugins >/dev/null
 export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH}
-exec .venv/bin/python -m mlbridge.train.demo "$@"
+.venv/bin/python -m mlbridge.train.demo "$@"
+echo
+echo "== Loop distribution chosen by the model compiled into MLBridgeLoopDistribution.so"
+.venv/bin/python -m mlbridge.train.loop_distribution demo
+echo
+echo "== Register allocation by the model compiled into MLBridgeRegAlloc.so"
+.venv/bin/python -m mlbridge.train.regalloc demo
