@@ -44,7 +44,7 @@ RUN_TIMEOUT = 60.0
 #: (an action that does not ends the episode). The inline advisor is asked
 #: by the inliner wrapper of the pipeline prefix below (the "inline" action
 #: runs LLVM's InlinerPass on its own, with LLVM's default advisor).
-SCRIPTED_ACTIONS = (2, 4, 9, 17)
+SCRIPTED_NAMES = ("mem2reg-combine", "scalar-cleanup", "gvn-sccp", "stop")
 
 
 #: The build component each in-process runner of the plugins comes from.
@@ -95,24 +95,25 @@ def test_opt_ml_inliner_then_a_python_phase_ordering_agent(plugins, opt, clang, 
                                                         tmp_path, runner):
     """MLBridgePhaseOrder.so loaded first (by PhaseOrderEnv), then the inline
     advisor, asked by the inliner wrapper that runs before the episode."""
-    from mlbridge.llvm.plugins import PhaseOrderEnv, compile_to_ir
+    from mlbridge.llvm.plugins import ACTIONS, PhaseOrderEnv, compile_to_ir
     in_process_runner(plugins, runner)
+    scripted = [ACTIONS.index(a) for a in SCRIPTED_NAMES]
     src = PROGRAMS / "interp.c"
     ll = compile_to_ir(src, tmp_path / "interp.ll", clang=clang)
     inline_log = tmp_path / "inline.log"
     extra = [f"-load-pass-plugin={plugins.inline_advisor}", *inline_options(runner, inline_log)]
     transport = "grpc" if plugins.has_runner("grpc") else "pipe"
-    with PhaseOrderEnv([ll], max_steps=len(SCRIPTED_ACTIONS), plugins=plugins, compiler="opt",
+    with PhaseOrderEnv([ll], max_steps=len(scripted), plugins=plugins, compiler="opt",
                        opt=opt,
                        transport=transport, extra_args=extra, timeout=RUN_TIMEOUT,
                        pipeline_prefix="inliner-wrapper", workdir=tmp_path / "episode") as env:
         env.reset(options={"program": 0})
-        for action in SCRIPTED_ACTIONS:
+        for action in scripted:
             _, _, terminated, truncated, info = env.step(action)
             if terminated or truncated:
                 break
         assert terminated, "the scripted episode ends with STOP"
-        assert env.actions == list(SCRIPTED_ACTIONS)
+        assert env.actions == scripted
         assert "warning" not in env.stderr, env.stderr
         exe = tmp_path / "interp.exe"
         e2e.run_checked([clang, "-O0", info["output"], "-o", str(exe)])
