@@ -388,6 +388,21 @@ def mlbridge_pkg():
     return mlbridge
 
 
+#: The real library whose own ``make test`` the plugins' correctness tests
+#: build with each plugin, and its translation units.
+BZIP2_UNITS = ("blocksort", "huffman", "crctable", "randtable", "compress", "decompress",
+               "bzlib", "bzip2")
+
+
+@pytest.fixture(scope="module")
+def bzip2_corpus(tmp_path_factory, mlbridge_pkg):
+    """The corpus with bzip2 fetched (cached download, sha256 verified)."""
+    from mlbridge.corpus import Corpus
+    c = Corpus.load(build_dir=tmp_path_factory.mktemp("corpus-build"))
+    c.fetch(["bzip2"])
+    return c
+
+
 @pytest.fixture(scope="session")
 def program_sources() -> Dict[str, Path]:
     """name -> path of every C program in tests/e2e/programs."""

@@ -11,20 +11,15 @@ import subprocess
 
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import BZIP2_UNITS, REPO_ROOT
 
 MODEL = REPO_ROOT / "models" / "plugins" / "inliner_policy.onnx"
 LIBRARY = "bzip2"
-UNITS = ("blocksort", "huffman", "crctable", "randtable", "compress", "decompress", "bzlib",
-         "bzip2")
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory, mlbridge_pkg):
-    from mlbridge.corpus import Corpus
-    c = Corpus.load(build_dir=tmp_path_factory.mktemp("corpus-build"))
-    c.fetch([LIBRARY])   # cached download, sha256 verified
-    return c
+def corpus(bzip2_corpus):
+    return bzip2_corpus
 
 
 def test_bzip2_built_with_the_inliner_policy_passes_its_tests(plugins, clang19, corpus,
@@ -45,7 +40,7 @@ def test_bzip2_built_with_the_inliner_policy_passes_its_tests(plugins, clang19, 
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert "warning: mlbridge-inline" not in res.stderr, res.stderr
     entries = [json.loads(line) for line in log.read_text().splitlines()]
-    assert {os.path.basename(e["module"]) for e in entries} == {f"{n}.c" for n in UNITS}
+    assert {os.path.basename(e["module"]) for e in entries} == {f"{n}.c" for n in BZIP2_UNITS}
     assert all(e["runner"] == runner and e["fallbacks"] == 0 for e in entries)
     # The policy decided (and inlined) in bzip2's code.
     assert sum(e["model_decisions"] for e in entries) > 50

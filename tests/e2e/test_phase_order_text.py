@@ -29,11 +29,8 @@ LIBRARY = "bzip2"
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory, mlbridge_pkg):
-    from mlbridge.corpus import Corpus
-    c = Corpus.load(build_dir=tmp_path_factory.mktemp("corpus-build"))
-    c.fetch([LIBRARY])   # cached download, sha256 verified
-    return c
+def corpus(bzip2_corpus):
+    return bzip2_corpus
 
 
 @pytest.fixture(scope="module")
