@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "LLVMCompat.h"
+#include "PluginEntry.h"
 #include "PluginSupport.h"
 #include "RegAllocProtocol.h"
 #include "RegAllocScore.h"
@@ -62,6 +63,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -1097,9 +1099,18 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
 
 FunctionPass *createMLBridgeRegAlloc() { return new MLBridgeRegAlloc(); }
 
-RegisterRegAlloc MLBridgeRegAllocRegistration(
-    "mlbridge", "MLBridge register allocator (decisions by a model, "
-                "docs/register-allocation.md)",
-    createMLBridgeRegAlloc);
+// Registered only in a host of the LLVM this plugin was built for: loaded
+// with llc -load or clang -fplugin, no entry is called that could refuse
+// another one, so the registration asks (common/PluginEntry.h).
+struct Registration {
+  std::optional<RegisterRegAlloc> Allocator;
+  Registration() {
+    if (mlp::hostLLVMMatches())
+      Allocator.emplace("mlbridge",
+                        "MLBridge register allocator (decisions by a model, "
+                        "docs/register-allocation.md)",
+                        createMLBridgeRegAlloc);
+  }
+} MLBridgeRegAllocRegistration;
 
 } // namespace
