@@ -82,6 +82,8 @@ class PluginInfo(WithRunners):
     source: Optional[Path] = None
     #: MLBridgeRegAlloc.so (-regalloc=mlbridge for llc/clang), None if not built.
     regalloc: Optional[Path] = None
+    #: MLBridgeMIR2Vec.so (the llc pass mlbridge-mir2vec, :mod:`mlbridge.mir2vec`).
+    mir2vec: Optional[Path] = None
 
     def tool(self, name: str) -> str:
         """The LLVM tool ``name`` ("opt", "clang", "llc", ...) of the version
@@ -127,7 +129,8 @@ def find_plugins(build_dir=None, llvm: Optional[int] = None) -> PluginInfo:
                       cxx_compiler=sec.get("cxx_compiler", ""),
                       llvm_bin_dir=sec.get("llvm_bin_dir", ""),
                       source=manifest.path,
-                      regalloc=Path(sec["regalloc"]) if sec.get("regalloc") else None)
+                      regalloc=Path(sec["regalloc"]) if sec.get("regalloc") else None,
+                      mir2vec=Path(sec["mir2vec"]) if sec.get("mir2vec") else None)
 
 
 def built_llvm_versions(build_dir=None) -> List[int]:
