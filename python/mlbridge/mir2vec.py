@@ -53,14 +53,25 @@ def _plugins(llvm: int, build_dir=None):
 
 
 def machine_ir(module, out, *, llvm: int = 19, stop_after: str = "finalize-isel",
-               opt_level: str = "-O2", timeout: float = 600.0) -> Path:
+               opt_level: str = "-O2", passes: Optional[str] = None,
+               timeout: float = 600.0) -> Path:
     """Machine IR of an LLVM module (.ll/.bc) from that version's llc, stopped
     after ``stop_after`` (finalize-isel: virtual registers, what a register
-    allocator sees)."""
+    allocator sees); ``passes`` (e.g. ``"default<Oz>"``) first runs that
+    version's opt on the module (for IR not optimised yet)."""
     from .llvm.plugins import find_llvm_tool
-    llc = find_llvm_tool(f"llc-{llvm}")
-    run_tool([llc, opt_level, f"-stop-after={stop_after}", os.fspath(module), "-o",
-              os.fspath(out)], timeout=timeout)
+    module = os.fspath(module)
+    if passes:
+        optimized = os.fspath(out) + ".opt.bc"
+        run_tool([find_llvm_tool(f"opt-{llvm}"), f"-passes={passes}", module, "-o", optimized],
+                 timeout=timeout)
+        module = optimized
+    try:
+        run_tool([find_llvm_tool(f"llc-{llvm}"), opt_level, f"-stop-after={stop_after}", module,
+                  "-o", os.fspath(out)], timeout=timeout)
+    finally:
+        if passes:
+            Path(module).unlink(missing_ok=True)
     return Path(out)
 
 
@@ -192,7 +203,8 @@ def _train_main(args) -> int:
         for i, m in enumerate(chosen):
             mir = Path(tmp) / f"{i}.mir"
             try:
-                machine_ir(m.ir(), mir, llvm=args.llvm)
+                # The corpus IR is clang -Oz before its optimisations: run them.
+                machine_ir(m.ir(), mir, llvm=args.llvm, passes="default<Oz>")
                 sets.append(triplets(mir, llvm=args.llvm))
             except Exception as e:  # noqa: BLE001 -- counted and reported, not fatal
                 failed.append(f"{m.name}: {e}")

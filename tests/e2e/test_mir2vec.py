@@ -31,13 +31,17 @@ def plugins(plugins_any_llvm):
 
 
 @pytest.fixture(scope="module")
-def mir(plugins, tmp_path_factory):
-    from mlbridge import mir2vec
+def ll(plugins, tmp_path_factory):
+    """sort.c at -O2 (what the register allocator tests allocate)."""
+    from mlbridge.llvm.plugins import regalloc as ra
     tmp = tmp_path_factory.mktemp(f"mir2vec{plugins.llvm_major}")
-    ll = tmp / "sort.ll"
-    subprocess.run([plugins.tool("clang"), "-O1", "-S", "-emit-llvm", str(SORT), "-o", str(ll)],
-                   check=True, timeout=120)
-    return mir2vec.machine_ir(ll, tmp / "sort.mir", llvm=plugins.llvm_major)
+    return ra.optimized_ir(SORT, tmp / "sort.ll", clang=plugins.tool("clang"))
+
+
+@pytest.fixture(scope="module")
+def mir(plugins, ll):
+    from mlbridge import mir2vec
+    return mir2vec.machine_ir(ll, ll.with_suffix(".mir"), llvm=plugins.llvm_major)
 
 
 @pytest.fixture(scope="module")
@@ -127,3 +131,62 @@ def test_malformed_vocabulary_is_a_clear_error(plugins, mir, tmp_path, content, 
     bad.write_text(content)
     with pytest.raises(mir2vec.MIR2VecError, match=re.escape(why)):
         mir2vec.embed(mir, bad, llvm=plugins.llvm_major)
+
+
+def test_regalloc_gets_the_vectors_as_an_optional_observation(plugins, ll, vocab_path,
+                                                              monkeypatch):
+    """-regalloc=mlbridge with MLBRIDGE_RA_MIR2VEC_VOCAB sends the model
+    function_embedding and node_embeddings (RegAllocEmbeddings.h) besides the
+    protocol's features; the same policy then decides exactly as without."""
+    from mlbridge.llvm.plugins import regalloc as ra
+    seen = []
+
+    def policy(obs):
+        seen.append({k: np.asarray(obs[k], np.float32) for k in obs})
+        return ra.first_legal(obs)
+
+    monkeypatch.delenv("MLBRIDGE_RA_MIR2VEC_VOCAB", raising=False)
+    plain = ra.allocate(ll, "mlbridge", policy=policy, plugins=plugins)
+    assert seen and "function_embedding" not in seen[0] and "node_embeddings" not in seen[0]
+    seen.clear()
+    monkeypatch.setenv("MLBRIDGE_RA_MIR2VEC_VOCAB", str(vocab_path))
+    with_vectors = ra.allocate(ll, "mlbridge", policy=policy, plugins=plugins)
+    trace = lambda a: [(x["function"], x["asked"], x["trace"]) for x in a.log]  # noqa: E731
+    assert trace(with_vectors) == trace(plain) and plain.log[0]["asked"] > 0
+    assert len(seen) == plain.log[0]["asked"]
+    function = seen[0]["function_embedding"]
+    assert function.shape == (1, 16) and np.any(function)
+    for obs in seen:  # one function: one vector
+        np.testing.assert_array_equal(obs["function_embedding"], function)
+        nodes = obs["node_embeddings"].reshape(64, 16)
+        live = obs["node_mask"].reshape(64) > 0.5
+        assert not np.any(nodes[~live])
+        assert np.all(np.any(nodes[live], axis=1))  # every range has an instruction
+
+
+def test_regalloc_with_a_missing_vocabulary_warns_and_allocates(plugins, ll, monkeypatch,
+                                                                tmp_path):
+    from mlbridge.llvm.plugins import regalloc as ra
+    missing = tmp_path / "nope.json"
+    monkeypatch.setenv("MLBRIDGE_RA_MIR2VEC_VOCAB", str(missing))
+    seen = []
+
+    def policy(obs):
+        seen.append(sorted(obs))
+        return ra.first_legal(obs)
+
+    from mlbridge.llvm.plugins import tool_env
+    cmd = ra.llc_command(ll, tmp_path / "sort.s", "mlbridge", plugins=plugins)
+    from mlbridge.toolchain import ModelServer
+    server = ModelServer(policy, timeout=120)
+    try:
+        env = dict(tool_env(plugins), MLBRIDGE_RA_RUNNER="pipe",
+                   MLBRIDGE_RA_CHANNEL=server.endpoint)
+        r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=300,
+                           env=env)
+    finally:
+        server.close()
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count(f"MIR2Vec vocabulary '{missing}' cannot be opened") == 1, r.stderr
+    assert "the model gets no MIR2Vec vectors" in r.stderr
+    assert seen and "function_embedding" not in seen[0]

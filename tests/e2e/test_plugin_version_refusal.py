@@ -133,6 +133,21 @@ def test_llc_refuses_the_other_register_allocator(module_bc, tmp_path, built, ho
 
 
 @pytest.mark.parametrize("built,host", [(19, 22), (22, 19)])
+def test_llc_refuses_the_other_mir2vec_pass(tmp_path, built, host):
+    """MLBridgeMIR2Vec.so (llc -load, docs/ir2vec.md "MIR2Vec") likewise."""
+    r = subprocess.run([_tool(host, "llc"), "-load", str(_plugin(built, "MLBridgeMIR2Vec")),
+                        "-run-pass=mlbridge-mir2vec", str(SCORE_MIR), "-o",
+                        str(tmp_path / "out")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and r.stdout == "", r.stderr
+    assert "Stack dump" not in r.stderr
+    plugin, right = _plugin(built, "MLBridgeMIR2Vec"), _plugin(host, "MLBridgeMIR2Vec")
+    assert r.stderr.count(f"error: {plugin} was built for LLVM {built} and cannot load into this "
+                          f"LLVM {host} tool; load {right} instead") == 1, r.stderr
+    assert "error: run-pass mlbridge-mir2vec is not registered." in r.stderr
+
+
+@pytest.mark.parametrize("built,host", [(19, 22), (22, 19)])
 def test_llc_with_the_other_register_allocator_loaded_but_unused(module_bc, tmp_path, built,
                                                                  host):
     """Nothing of the plugin is registered: the same assembly as without it."""
