@@ -87,6 +87,8 @@ def _run_pass(mir, options: Sequence[str], llvm: int, build_dir, timeout: float)
 
 
 def _read_lines(path: Path) -> List[dict]:
+    if not path.exists():
+        return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
@@ -96,6 +98,7 @@ def triplets(mir, *, llvm: int = 19, build_dir=None,
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "triplets.jsonl"
         _run_pass(mir, [f"-mlbridge-mir2vec-triplets={out}"], llvm, build_dir, timeout)
+        # No file: the module has no machine function.
         return {r["function"]: [tuple(t) for t in r["triplets"]] for r in _read_lines(out)}
 
 
@@ -178,6 +181,30 @@ def train_vocabulary(triplet_sets: Iterable[Dict[str, List[Triplet]]], *, dim: i
                          "loss_first": losses[0], "loss_last": losses[-1]}}
 
 
+def link_prediction(vocab: dict, triplet_sets: Iterable[Dict[str, List[Triplet]]],
+                    exclude: Iterable[Triplet] = ()) -> dict:
+    """Tail prediction on the distinct triplets of ``triplet_sets`` whose
+    entities the vocabulary has, less ``exclude`` (e.g. the training
+    triplets): the rank of the true tail among all entities by ``|head +
+    relation - tail|_1`` (1 = best); ``hits@k`` the share ranked within k,
+    ``random_hits@10`` what random ranking gives."""
+    names = sorted(vocab["entities"])
+    E = np.array([vocab["entities"][n] for n in names])
+    index = {n: i for i, n in enumerate(names)}
+    R = {r: np.asarray(v) for r, v in vocab["relations"].items()}
+    test = sorted({t for ts in triplet_sets for fn in ts.values() for t in fn
+                   if t[0] in index and t[2] in index} - set(exclude))
+    ranks = []
+    for h, r, t in test:
+        d = np.abs(E[index[h]] + R[r] - E).sum(axis=1)
+        ranks.append(1 + int(np.sum(d < d[index[t]])))
+    ranks = np.asarray(ranks)
+    return {"triplets": len(test), "mean_rank": float(ranks.mean()) if len(ranks) else None,
+            "hits@1": float(np.mean(ranks <= 1)) if len(ranks) else None,
+            "hits@10": float(np.mean(ranks <= 10)) if len(ranks) else None,
+            "random_hits@10": min(1.0, 10 / len(names))}
+
+
 def write_vocabulary(vocab: dict, path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -193,31 +220,42 @@ def write_vocabulary(vocab: dict, path) -> Path:
 def _train_main(args) -> int:
     from .corpus import Corpus
     corpus = Corpus.load()
-    units = list(corpus.modules(split="train"))
-    # Every k-th unit: libraries spread, bounded work.
-    step = max(1, len(units) // args.units)
-    chosen = units[::step][:args.units]
-    sets, failed = [], []
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory() as tmp:
-        for i, m in enumerate(chosen):
-            mir = Path(tmp) / f"{i}.mir"
-            try:
-                # The corpus IR is clang -Oz before its optimisations: run them.
-                machine_ir(m.ir(), mir, llvm=args.llvm, passes="default<Oz>")
-                sets.append(triplets(mir, llvm=args.llvm))
-            except Exception as e:  # noqa: BLE001 -- counted and reported, not fatal
-                failed.append(f"{m.name}: {e}")
+
+    def collect(split, count):
+        units = list(corpus.modules(split=split))
+        # Every k-th unit: libraries spread, bounded work.
+        chosen = units[::max(1, len(units) // count)][:count]
+        sets, failed = [], []
+        with tempfile.TemporaryDirectory() as tmp:
+            for i, m in enumerate(chosen):
+                mir = Path(tmp) / f"{i}.mir"
+                try:
+                    # The corpus IR is clang -Oz before its optimisations: run them.
+                    machine_ir(m.ir(), mir, llvm=args.llvm, passes="default<Oz>")
+                    sets.append(triplets(mir, llvm=args.llvm))
+                except (CompileError, MIR2VecError) as e:  # counted and reported
+                    failed.append(f"{m.name}: {e}")
+        return chosen, sets, failed
+
+    chosen, sets, failed = collect("train", args.units)
     vocab = train_vocabulary(sets, dim=args.dim, epochs=args.epochs, seed=args.seed)
-    vocab["training"].update(
-        units=[m.name for m in chosen], failed_units=failed, split="train", llvm=args.llvm,
-        command=" ".join(["python -m mlbridge.mir2vec train", *sys.argv[2:]]),
-        seconds=round(time.monotonic() - t0, 1))
-    write_vocabulary(vocab, args.out)
     t = vocab["training"]
+    t.update(units=[m.name for m in chosen], failed_units=failed, split="train", llvm=args.llvm,
+             command=" ".join(["python -m mlbridge.mir2vec train", *sys.argv[2:]]))
+    if args.validation_units:
+        vchosen, vsets, vfailed = collect("validation", args.validation_units)
+        seen = {x for ts in sets for fn in ts.values() for x in fn}
+        t["validation"] = dict(link_prediction(vocab, vsets),
+                               unseen=link_prediction(vocab, vsets, exclude=seen),
+                               units=[m.name for m in vchosen], failed_units=vfailed)
+    t["seconds"] = round(time.monotonic() - t0, 1)
+    write_vocabulary(vocab, args.out)
     print(f"mlbridge.mir2vec: {t['entities']} entities from {t['triplets']} distinct triplets "
           f"of {len(chosen) - len(failed)} training units ({len(failed)} failed); loss "
-          f"{t['loss_first']:.4f} -> {t['loss_last']:.4f}; wrote {args.out}", file=sys.stderr)
+          f"{t['loss_first']:.4f} -> {t['loss_last']:.4f}; validation: "
+          f"{json.dumps({k: v for k, v in t.get('validation', {}).items() if 'units' not in k})}"
+          f"; wrote {args.out}", file=sys.stderr)
     return 0
 
 
@@ -231,6 +269,8 @@ def main(argv=None) -> int:
     t.add_argument("--epochs", type=int, default=200)
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--llvm", type=int, default=19, choices=(19, 22))
+    t.add_argument("--validation-units", type=int, default=12,
+                   help="units of the validation split for the link-prediction check")
     args = p.parse_args(argv)
     return _train_main(args)
 

@@ -86,6 +86,10 @@ def test_vocabulary_training_is_deterministic(plugins, mir):
     b = mir2vec.train_vocabulary(trips, dim=8, epochs=30, seed=3)
     assert a == b
     assert a["training"]["loss_last"] < a["training"]["loss_first"]
+    # It learned the triplets: the true tail ranks far better than chance.
+    lp = mir2vec.link_prediction(a, trips)
+    assert lp["triplets"] == a["training"]["triplets"]
+    assert lp["hits@10"] > 2 * lp["random_hits@10"], lp
     assert all(abs(np.linalg.norm(v) - 1) < 1e-5 for v in a["entities"].values())
 
 
