@@ -169,24 +169,24 @@ Vector MachineEmbeddings::instruction(const MachineInstr &MI) const {
   return Out;
 }
 
-Vector MachineEmbeddings::block(const MachineBasicBlock &MBB) const {
-  Vector Out(dimension(), 0.0);
-  for (const MachineInstr &MI : MBB) {
-    const Vector V = instruction(MI);
+// The sum of Part(X) over the range.
+template <typename Range, typename PartFn>
+static Vector sumOf(unsigned Dim, const Range &Xs, PartFn Part) {
+  Vector Out(Dim, 0.0);
+  for (const auto &X : Xs) {
+    const Vector V = Part(X);
     for (size_t I = 0; I < Out.size(); ++I)
       Out[I] += V[I];
   }
   return Out;
 }
 
+Vector MachineEmbeddings::block(const MachineBasicBlock &MBB) const {
+  return sumOf(dimension(), MBB, [this](const MachineInstr &MI) { return instruction(MI); });
+}
+
 Vector MachineEmbeddings::function(const MachineFunction &MF) const {
-  Vector Out(dimension(), 0.0);
-  for (const MachineBasicBlock &MBB : MF) {
-    const Vector V = block(MBB);
-    for (size_t I = 0; I < Out.size(); ++I)
-      Out[I] += V[I];
-  }
-  return Out;
+  return sumOf(dimension(), MF, [this](const MachineBasicBlock &B) { return block(B); });
 }
 
 } // namespace mlbridge::mir2vec
