@@ -35,9 +35,8 @@ set(_mlb_component_targets
     fuzzers mlbridge-fuzzers)
 
 if(MLBRIDGE_SANITIZE)
-  set(_mlb_na_ir2vec "not built with sanitizers (integrations/llvm/ir2vec/CMakeLists.txt)")
-  set(_mlb_na_ir2vec_llvm22 "${_mlb_na_ir2vec}")
   set(_mlb_na_llvm_plugins_llvm22 "not built with sanitizers (integrations/llvm/CMakeLists.txt)")
+  set(_mlb_na_ir2vec_llvm22 "${_mlb_na_llvm_plugins_llvm22}")
   set(_mlb_na_mlir_plugin "not built with sanitizers (integrations/mlir/CMakeLists.txt)")
   set(_mlb_na_mlir_plugin_mlir22 "${_mlb_na_mlir_plugin}")
   set(_mlb_na_fuzzers "built in unsanitized builds only (tests/CMakeLists.txt)")
