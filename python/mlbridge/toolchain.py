@@ -332,15 +332,20 @@ def sanitizer_env(sanitize: str, cxx_compiler: str = "",
     the uninstrumented libLLVM then hands out without unpoisoning (a false
     use-after-poison report, e.g. in SlotIndexes under the register
     allocator); every other check stays on. Applying it twice changes
-    nothing."""
+    nothing. CompileError when the compiler has no such runtime."""
     env = dict(os.environ if base is None else base)
     if "address" not in sanitize:
         return env
+    cxx = cxx_compiler or "c++"
     names = ["libasan.so"] + (["libubsan.so"] if "undefined" in sanitize else [])
-    libs = [lib for lib in (_runtime_library(cxx_compiler or "c++", n) for n in names) if lib]
+    libs = [_runtime_library(cxx, n) for n in names]
+    missing = [n for n, lib in zip(names, libs) if lib is None]
+    if missing:
+        raise CompileError(f"{cxx} -print-file-name finds no {' or '.join(missing)}: cannot "
+                           f"preload the runtime a plugin built with -fsanitize={sanitize} "
+                           f"needs in a stock LLVM tool")
     preload = [p for p in env.get("LD_PRELOAD", "").split(":") if p]
-    if libs:
-        env["LD_PRELOAD"] = ":".join(libs + [p for p in preload if p not in libs])
+    env["LD_PRELOAD"] = ":".join(libs + [p for p in preload if p not in libs])
     opts = [o for o in env.get("ASAN_OPTIONS", "").split(":") if o]
     env["ASAN_OPTIONS"] = ":".join(
         opts + [o for o in ("detect_leaks=0", "allow_user_poisoning=0") if o not in opts])

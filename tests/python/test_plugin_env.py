@@ -63,6 +63,14 @@ def test_a_sanitized_plugin_gets_the_runtime_preloaded_once(tmp_path, fake_compi
     assert rel["LD_PRELOAD"] == env["LD_PRELOAD"]
 
 
+def test_a_missing_runtime_is_a_clear_error(tmp_path, fake_compiler):
+    cxx, runtimes = fake_compiler
+    (runtimes / "libubsan.so").unlink()
+    plugin = make_build(tmp_path / "build-asan", "address,undefined", cxx)
+    with pytest.raises(toolchain.CompileError, match="finds no libubsan.so: cannot preload"):
+        toolchain.plugin_env(["clang-19", f"-fpass-plugin={plugin}", "x.c"], {})
+
+
 def test_other_processes_keep_their_environment(tmp_path, fake_compiler):
     cxx, _ = fake_compiler
     plain = make_build(tmp_path / "build", "", cxx)
