@@ -17,12 +17,12 @@ and without it the tool compiles as if the plugin were not there.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from build_components import build_dir, require_component
+from mlbridge import toolchain
 
 require_component("llvm_plugins")
 require_component("llvm_plugins_llvm22")
@@ -46,9 +46,9 @@ def _tool(llvm, name):
 @pytest.fixture(scope="module")
 def module_bc(tmp_path_factory):
     bc = tmp_path_factory.mktemp("refusal") / "sort.bc"
-    subprocess.run(["clang-19", "-O0", "-Xclang", "-disable-O0-optnone", "-emit-llvm", "-c",
-                    str(REPO / "tests/e2e/programs/sort.c"), "-o", str(bc)],
-                   check=True, timeout=120)
+    toolchain.compile(["clang-19", "-O0", "-Xclang", "-disable-O0-optnone", "-emit-llvm", "-c",
+                       str(REPO / "tests/e2e/programs/sort.c"), "-o", str(bc)], timeout=120,
+                      measure_text=False)
     return bc
 
 
@@ -67,18 +67,19 @@ def _check_refused(r, built, host, name):
 @pytest.mark.parametrize("name", PLUGINS)
 @pytest.mark.parametrize("built,host", [(19, 22), (22, 19)])
 def test_opt_refuses_the_other_version(module_bc, name, built, host):
-    r = subprocess.run([_tool(host, "opt"), f"-load-pass-plugin={_plugin(built, name)}",
-                        "-passes=default<O1>", "-disable-output", str(module_bc)],
-                       capture_output=True, text=True, timeout=120)
+    r = toolchain.run_command([_tool(host, "opt"), f"-load-pass-plugin={_plugin(built, name)}",
+                               "-passes=default<O1>", "-disable-output", str(module_bc)],
+                              timeout=120)
     _check_refused(r, built, host, name)
 
 
 @pytest.mark.parametrize("name", ["MLBridgeInlineAdvisor", "MLBridgePhaseOrder"])
 @pytest.mark.parametrize("built,host", [(19, 22), (22, 19)])
 def test_clang_refuses_the_other_version(tmp_path, name, built, host):
-    r = subprocess.run([_tool(host, "clang"), "-O1", "-c", str(REPO / "tests/e2e/programs/sort.c"),
-                        "-o", str(tmp_path / "sort.o"), f"-fpass-plugin={_plugin(built, name)}"],
-                       capture_output=True, text=True, timeout=120)
+    r = toolchain.run_command([_tool(host, "clang"), "-O1", "-c",
+                               str(REPO / "tests/e2e/programs/sort.c"), "-o",
+                               str(tmp_path / "sort.o"), f"-fpass-plugin={_plugin(built, name)}"],
+                              timeout=120)
     _check_refused(r, built, host, name)
     assert "unable to load plugin" in r.stderr
     assert not (tmp_path / "sort.o").exists()
@@ -87,9 +88,10 @@ def test_clang_refuses_the_other_version(tmp_path, name, built, host):
 @pytest.mark.parametrize("llvm", [19, 22])
 def test_the_right_version_loads(module_bc, llvm):
     for name in PLUGINS:
-        r = subprocess.run([_tool(llvm, "opt"), f"-load-pass-plugin={_plugin(llvm, name)}",
-                            "-passes=default<O1>", "-disable-output", str(module_bc)],
-                           capture_output=True, text=True, timeout=120)
+        r = toolchain.run_command([_tool(llvm, "opt"),
+                                   f"-load-pass-plugin={_plugin(llvm, name)}",
+                                   "-passes=default<O1>", "-disable-output", str(module_bc)],
+                                  timeout=120)
         assert r.returncode == 0, (name, r.stderr)
         assert "cannot load" not in r.stderr
 
