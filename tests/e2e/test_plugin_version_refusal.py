@@ -69,7 +69,7 @@ def _check_refused(r, built, host, name):
 def test_opt_refuses_the_other_version(module_bc, name, built, host):
     r = toolchain.run_command([_tool(host, "opt"), f"-load-pass-plugin={_plugin(built, name)}",
                                "-passes=default<O1>", "-disable-output", str(module_bc)],
-                              timeout=120)
+                               timeout=120)
     _check_refused(r, built, host, name)
 
 
@@ -79,7 +79,7 @@ def test_clang_refuses_the_other_version(tmp_path, name, built, host):
     r = toolchain.run_command([_tool(host, "clang"), "-O1", "-c",
                                str(REPO / "tests/e2e/programs/sort.c"), "-o",
                                str(tmp_path / "sort.o"), f"-fpass-plugin={_plugin(built, name)}"],
-                              timeout=120)
+                               timeout=120)
     _check_refused(r, built, host, name)
     assert "unable to load plugin" in r.stderr
     assert not (tmp_path / "sort.o").exists()
@@ -91,7 +91,7 @@ def test_the_right_version_loads(module_bc, llvm):
         r = toolchain.run_command([_tool(llvm, "opt"),
                                    f"-load-pass-plugin={_plugin(llvm, name)}",
                                    "-passes=default<O1>", "-disable-output", str(module_bc)],
-                                  timeout=120)
+                                   timeout=120)
         assert r.returncode == 0, (name, r.stderr)
         assert "cannot load" not in r.stderr
 
@@ -125,9 +125,8 @@ def test_llc_refuses_the_other_register_allocator(module_bc, tmp_path, built, ho
                                                   unknown):
     out = tmp_path / "out"
     source = module_bc if use.startswith("-regalloc") else SCORE_MIR
-    r = subprocess.run([_tool(host, "llc"), "-load", str(_plugin(built, RA)), use,
-                        str(source), "-o", str(out)],
-                       capture_output=True, text=True, timeout=120)
+    r = toolchain.run_command([_tool(host, "llc"), "-load", str(_plugin(built, RA)), use,
+                               str(source), "-o", str(out)], timeout=120)
     _check_ra_refused(r, built, host)
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert unknown in r.stderr, r.stderr
@@ -137,10 +136,10 @@ def test_llc_refuses_the_other_register_allocator(module_bc, tmp_path, built, ho
 @pytest.mark.parametrize("built,host", [(19, 22), (22, 19)])
 def test_llc_refuses_the_other_mir2vec_pass(tmp_path, built, host):
     """MLBridgeMIR2Vec.so (llc -load, docs/ir2vec.md "MIR2Vec") likewise."""
-    r = subprocess.run([_tool(host, "llc"), "-load", str(_plugin(built, "MLBridgeMIR2Vec")),
-                        "-run-pass=mlbridge-mir2vec", str(SCORE_MIR), "-o",
-                        str(tmp_path / "out")],
-                       capture_output=True, text=True, timeout=120)
+    mir2vec = _plugin(built, "MLBridgeMIR2Vec")
+    r = toolchain.run_command([_tool(host, "llc"), "-load", str(mir2vec),
+                               "-run-pass=mlbridge-mir2vec", str(SCORE_MIR), "-o",
+                               str(tmp_path / "out")], timeout=120)
     assert r.returncode == 1 and r.stdout == "", r.stderr
     assert "Stack dump" not in r.stderr
     plugin, right = _plugin(built, "MLBridgeMIR2Vec"), _plugin(host, "MLBridgeMIR2Vec")
@@ -154,23 +153,21 @@ def test_llc_with_the_other_register_allocator_loaded_but_unused(module_bc, tmp_
                                                                  host):
     """Nothing of the plugin is registered: the same assembly as without it."""
     llc = _tool(host, "llc")
-    r = subprocess.run([llc, "-load", str(_plugin(built, RA)), str(module_bc),
-                        "-o", str(tmp_path / "with.s")],
-                       capture_output=True, text=True, timeout=120)
+    r = toolchain.run_command([llc, "-load", str(_plugin(built, RA)), str(module_bc),
+                               "-o", str(tmp_path / "with.s")], timeout=120)
     _check_ra_refused(r, built, host)
     assert r.returncode == 0, r.stderr
-    subprocess.run([llc, str(module_bc), "-o", str(tmp_path / "plain.s")], check=True,
-                   timeout=120)
+    toolchain.run_tool([llc, str(module_bc), "-o", str(tmp_path / "plain.s")], timeout=120)
     assert (tmp_path / "with.s").read_bytes() == (tmp_path / "plain.s").read_bytes()
 
 
 @pytest.mark.parametrize("built,host", [(19, 22), (22, 19)])
 def test_clang_refuses_the_other_register_allocator(tmp_path, built, host):
     out = tmp_path / "sort.o"
-    r = subprocess.run([_tool(host, "clang"), "-O1", "-c",
-                        str(REPO / "tests/e2e/programs/sort.c"), "-o", str(out),
-                        f"-fplugin={_plugin(built, RA)}", "-mllvm", "-regalloc=mlbridge"],
-                       capture_output=True, text=True, timeout=120)
+    r = toolchain.run_command([_tool(host, "clang"), "-O1", "-c",
+                               str(REPO / "tests/e2e/programs/sort.c"), "-o", str(out),
+                               f"-fplugin={_plugin(built, RA)}", "-mllvm", "-regalloc=mlbridge"],
+                              timeout=120)
     _check_ra_refused(r, built, host)
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert "Cannot find option named 'mlbridge'" in r.stderr, r.stderr
@@ -180,10 +177,9 @@ def test_clang_refuses_the_other_register_allocator(tmp_path, built, host):
 @pytest.mark.parametrize("llvm", [19, 22])
 def test_the_right_register_allocator_loads(module_bc, tmp_path, llvm):
     log = tmp_path / "ra.jsonl"
-    r = subprocess.run([_tool(llvm, "llc"), "-load", str(_plugin(llvm, RA)),
-                        "-regalloc=mlbridge", f"-mlbridge-ra-log={log}", str(module_bc),
-                        "-o", str(tmp_path / "sort.s")],
-                       capture_output=True, text=True, timeout=120)
+    r = toolchain.run_command([_tool(llvm, "llc"), "-load", str(_plugin(llvm, RA)),
+                               "-regalloc=mlbridge", f"-mlbridge-ra-log={log}", str(module_bc),
+                               "-o", str(tmp_path / "sort.s")], timeout=120)
     assert r.returncode == 0, r.stderr
     assert "cannot load" not in r.stderr
     assert log.read_text().count('"integration":"mlbridge-regalloc"') > 0
