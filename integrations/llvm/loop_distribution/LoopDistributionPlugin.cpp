@@ -39,7 +39,9 @@
 // pi-block, so one node. Pointers that may alias are separated only behind
 // LoopAccessInfo's runtime checks (LoopVersioning; see run()).
 //
-// The model: any runner (-mlbridge-ld-runner; RunnerSettings.h). With no
+// The model: any runner (-mlbridge-ld-runner; RunnerSettings.h) but gRPC,
+// which this plugin is built without (it is loaded into every compile of
+// its users; loading gRPC and protobuf would be most of its cost). With no
 // runner option, the model compiled into the plugin when the build has
 // one, else the built-in policy (BuiltinPolicyRunner below), which answers
 // through the same protocol and code path. A model that fails or answers

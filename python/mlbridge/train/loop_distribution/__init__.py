@@ -48,6 +48,9 @@ def add_arguments(q):
     q.add_argument("--embedding-dims", type=int, nargs="+", default=[0],
                    help="networks to train and select between: 0 reads the count features "
                    "only, d > 0 also the IR2Vec node embeddings projected to d dimensions")
+    q.add_argument("--seeds", type=int, nargs="+", default=None,
+                   help="fit each network with each of these seeds (default: --seed); "
+                   "validation selects")
     q.add_argument("--max-kernel-ratio", type=float, default=None,
                    help="reject a validation candidate that makes any kernel slower than "
                    "this many times -O3")
@@ -93,4 +96,4 @@ def main(args):
                  biases=tuple(args.biases), hidden=args.hidden, epochs=args.epochs,
                  seed=args.seed, cache_dir=args.cache, progress=not args.quiet,
                  reuse_oracle=args.reuse_oracle, embedding_dims=tuple(args.embedding_dims),
-                 max_kernel_ratio=args.max_kernel_ratio)
+                 max_kernel_ratio=args.max_kernel_ratio, seeds=args.seeds)

@@ -318,7 +318,7 @@ def train(train_kernels, validation_kernels, out_dir, *, plugin, workers=2, addr
           iterations=2, max_partitions=8, max_loops=4, margin=0.01,
           biases=(-4.0, -2.0, -1.0, 0.0, 1.0), hidden=24, epochs=300, seed=0,
           cache_dir=None, progress=True, reuse_oracle=None, embedding_dims=(0,),
-          max_kernel_ratio=None):
+          max_kernel_ratio=None, seeds=None):
     """The whole run (module docstring); returns the summary dict."""
     results = RunResults(out_dir)
     t0 = time.monotonic()
@@ -350,7 +350,9 @@ def train(train_kernels, validation_kernels, out_dir, *, plugin, workers=2, addr
                         wanted.append((k, li, format_partition(part)))
         oracle.add(measure_partitions(meas, probed, wanted))
         val_o3 = plain_o3(meas, validation_kernels)
-        policies = {d: None for d in embedding_dims}   # per embedding size, warm-started
+        # one network per embedding size and fit seed, each warm-started
+        nets = [(d, s) for d in embedding_dims for s in (seeds or (seed,))]
+        policies = {n: None for n in nets}
         chosen = None
         for it in range(1, iterations + 1):
             if chosen is not None:   # the selected network's partitions on the training loops
@@ -365,9 +367,10 @@ def train(train_kernels, validation_kernels, out_dir, *, plugin, workers=2, addr
             steps = [s for i, (g, t) in enumerate(zip(graphs, targets))
                      for s in imitation_steps(g, t, i)]
             losses = {}
-            for d in embedding_dims:
-                policies[d], losses[d] = fit(graphs, steps, hidden=hidden, epochs=epochs,
-                                             seed=seed, init=policies[d], embedding_dim=d)
+            for d, s in nets:
+                policies[(d, s)], losses[f"{d}:{s}"] = fit(
+                    graphs, steps, hidden=hidden, epochs=epochs, seed=s,
+                    init=policies[(d, s)], embedding_dim=d)
             distributed = sum(len(t) > 1 for t in targets)
             train_oracle = geomean(oracle.kernel_best(k) / p["O3"] for k, p in probed.items())
             log({"stage": "fit", "iteration": it, "loops": len(graphs),
@@ -378,29 +381,29 @@ def train(train_kernels, validation_kernels, out_dir, *, plugin, workers=2, addr
             def measure_bias(pol):
                 irs = evaluate_model(meas, validation_kernels,
                                      {"kind": "onnx", "model": pol.to_onnx()}, val_o3)
+                total = geomean(irs[k] / val_o3[k][0] for k in irs)
                 worst = max(irs, key=lambda k: irs[k] / val_o3[k][0])
                 if max_kernel_ratio and irs[worst] / val_o3[worst][0] > max_kernel_ratio:
                     raise Rejected(f"{worst} is {irs[worst] / val_o3[worst][0]:.4f}x -O3 "
-                                   f"(more than {max_kernel_ratio}x)")
-                return geomean(irs[k] / val_o3[k][0] for k in irs), irs
+                                   f"(more than {max_kernel_ratio}x); geomean {total:.4f}")
+                return total, irs
 
             # "never distribute" (a bias of -1e3 or less) is one candidate, not one per network
-            pairs = [(d, b) for d in embedding_dims for b in biases
-                     if b > -1e3 or d == embedding_dims[0]]
-            cands = sweep((((d, b), policies[d].with_bias(b)) for d, b in pairs), measure_bias,
+            trials = [(n, b) for n in nets for b in biases if b > -1e3 or n == nets[0]]
+            cands = sweep((((*n, b), policies[n].with_bias(b)) for n, b in trials), measure_bias,
                           on_result=lambda c: log(dict(stage="validation", iteration=it,
                                                        **c.as_row())))
             win = best(cands)
             if win is None:
                 raise TrainingError(f"iteration {it}: every validation candidate was "
                                     "rejected: " + "; ".join(c.rejected for c in cands[:3]))
-            sel_dim, sel_bias = win.label
+            sel_dim, sel_seed, sel_bias = win.label
             by_dim = {str(d): min((c.total for c in cands if c.label[0] == d
                                    and c.rejected is None), default=None)
                       for d in embedding_dims}
             # The network's partitions on the training loops, as measured (or
             # the whole loop where a partition is unmeasured: its Ir is unknown).
-            chosen = policies[sel_dim].with_bias(sel_bias)
+            chosen = policies[(sel_dim, sel_seed)].with_bias(sel_bias)
             tr = []
             for k, p in probed.items():
                 ir = p["O3"]
@@ -410,7 +413,8 @@ def train(train_kernels, validation_kernels, out_dir, *, plugin, workers=2, addr
                     ir += (v - p["O3"]) if isinstance(v, int) else 0
                 tr.append(ir / p["O3"])
             row = {"stage": "iteration", "iteration": it, "bias": sel_bias,
-                   "embedding_dim": sel_dim, "validation_by_embedding_dim": by_dim,
+                   "embedding_dim": sel_dim, "seed": sel_seed,
+                   "validation_by_embedding_dim": by_dim,
                    "validation_geomean": round(win.total, 4),
                    "train_policy_geomean": round(geomean(tr), 4),
                    "train_oracle_geomean": round(train_oracle, 4),
