@@ -111,6 +111,27 @@ def test_no_option_uses_the_shipped_model_or_the_builtin_policy(plugin, plugins,
     assert any(r["result"] == "distributed" for r in rows)
 
 
+def test_the_plugin_stays_cheap_to_load(plugin, tmp_path, monkeypatch):
+    """Loaded into every compile of its users, the plugin does not pull in
+    gRPC or protobuf (asking for the grpc runner is a warning naming the
+    runners it has; loops are left alone), and a loop of one store gets no
+    dependence analysis and no model call."""
+    clear_settings(monkeypatch)
+    needed = toolchain.run_tool(["readelf", "-d", str(plugin)], timeout=60)
+    assert "NEEDED" in needed
+    assert not any(lib in needed for lib in ("grpc", "protobuf", "mlbridge_proto")), needed
+    log = tmp_path / "log.jsonl"
+    res = compile_family(toolchain.toolchain().clang, ["-O3", "-c", f"-fpass-plugin={plugin}"],
+                         "mixed", tmp_path / "mixed.o", runner="grpc", log=log)
+    assert "mlbridge-loop-distribution" in res.stderr and "grpc" in res.stderr, res.stderr
+    assert not log.exists() or not ld.read_log(log)
+    compile_family(toolchain.toolchain().clang, ["-O3", "-c", f"-fpass-plugin={plugin}"],
+                   "independent", tmp_path / "independent.o", runner="default", log=log)
+    rows = ld.read_log(log)
+    single = [r for r in rows if r["nodes"] == 1]
+    assert single and all(r["result"] == "unchanged" and r["asked"] == 0 for r in single)
+
+
 def test_builtin_policy_distributes_and_keeps_results(plugin, reference, tmp_path,
                                                       monkeypatch):
     clear_settings(monkeypatch)

@@ -2,6 +2,7 @@
 partition enumeration, the agents' walks, the network's ONNX export."""
 
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from mlbridge.train.loop_distribution.episodes import Graph, imitation_steps, walk
 from mlbridge.train.loop_distribution.partitions import (
     decisions, enumerate_partitions, format_partition, is_valid, parse)
-from mlbridge.train.loop_distribution.policy import MAX_NODES, GraphPolicy, fit
+from mlbridge.train.loop_distribution.policy import EMBEDDING_DIM, MAX_NODES, GraphPolicy, fit
 
 
 def _dag(rng, n, p=0.35):
@@ -151,3 +152,56 @@ def test_imitation_learns_a_rule():
     assert same >= 27, (same, losses)
     # a large negative bias on "new loop" keeps every loop whole
     assert all(len(walk(pol.with_bias(-1e4), g)) == 1 for g in graphs)
+
+
+def test_onnx_export_with_node_embeddings_equals_the_python_policy():
+    """A network that reads node_embeddings takes them as a sixth input,
+    and the ONNX model answers what the Python policy answers."""
+    ort = pytest.importorskip("onnxruntime")
+    rng = np.random.default_rng(4)
+    pol = GraphPolicy.init(20, hidden=12, seed=3, embedding_dim=6,
+                           mu_e=np.full(EMBEDDING_DIM, 0.5),
+                           sd_e=np.full(EMBEDDING_DIM, 3.0)).with_bias(0.3)
+    assert pol.features == 20 and pol.embedding_dim == 6
+    sess = ort.InferenceSession(pol.to_onnx())
+    assert [i.name for i in sess.get_inputs()][-1] == "node_embeddings"
+    assert sess.get_inputs()[-1].shape == [16, EMBEDDING_DIM]
+    changed = 0
+    for n in (1, 3, 16):
+        for merge in (False, True):
+            obs = _obs(rng, n, merge, 20)
+            emb = np.zeros((16, EMBEDDING_DIM), np.float32)
+            emb[:n] = rng.normal(size=(n, EMBEDDING_DIM)) * 4
+            obs["node_embeddings"] = emb
+            py = pol(obs)
+            assert np.allclose(sess.run(None, obs)[0], py, atol=1e-4)
+            changed += not np.allclose(py, pol({**obs, "node_embeddings": 0 * emb}))
+    assert changed >= 4, "the embeddings change the scores"
+    again = GraphPolicy.from_dict(json.loads(json.dumps(pol.to_dict())))
+    assert again.embedding_dim == 6 and np.allclose(again(obs), pol(obs))
+
+
+def test_imitation_learns_a_rule_seen_only_in_the_embeddings():
+    """Labels that depend on one embedding dimension (the count features
+    are the same for every graph): a network that reads node embeddings
+    learns them, one that reads the counts only cannot tell the graphs
+    apart (it can guess from the graph's shape alone)."""
+    rng = np.random.default_rng(1)
+    graphs, targets, steps = [], [], []
+    for i in range(30):
+        n = int(rng.integers(2, 5))
+        x = np.ones((n, 5), np.float32)
+        e = rng.normal(size=(n, EMBEDDING_DIM)).astype(np.float32)
+        e[:, 7] = 3.0 if i % 2 else -3.0
+        g = Graph(x, _dag(rng, n), e)
+        parts = enumerate_partitions(n, g.edges, limit=1000)
+        t = parts[-1] if i % 2 else parts[0]
+        graphs.append(g)
+        targets.append(t)
+        steps += imitation_steps(g, t, i)
+    pol, losses = fit(graphs, steps, hidden=12, epochs=150, embedding_dim=4)
+    same = sum(len(walk(pol, g)) == len(t) for g, t in zip(graphs, targets))
+    assert same >= 27, (same, losses)
+    counts_only, _ = fit(graphs, steps, hidden=12, epochs=150)
+    blind = sum(len(walk(counts_only, g)) == len(t) for g, t in zip(graphs, targets))
+    assert blind < same, (blind, same)

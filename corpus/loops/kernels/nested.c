@@ -75,3 +75,68 @@ void nested_row_sum_store(void) {
     }
   }
 }
+
+/* Matrix-vector products: the inner loop walks a row (and maybe a column)
+ * and carries one or more sums; splitting it only repeats the walk. */
+void nested_mv_row_and_column(void) {
+  for (int i = 0; i < LEN2; i++) {
+    float s = 0.0f, t = 0.0f;
+    DIST
+    for (int j = 0; j < LEN2; j++) {
+      s += aa[i][j] * b[j];
+      t += bb[j][i] * c[j];
+    }
+    a[i] = s;
+    d[i] = t;
+  }
+}
+
+void nested_mv_two_rows(void) {
+  for (int i = 0; i < LEN2; i++) {
+    float s = 0.0f, t = 0.0f;
+    DIST
+    for (int j = 0; j < LEN2; j++) {
+      s += aa[i][j] * e[j];
+      t += cc[i][j] * e[j];
+    }
+    a[i] = s + t;
+  }
+}
+
+void nested_mv_sum_and_scale(void) {
+  for (int i = 0; i < LEN2; i++) {
+    float s = 0.0f;
+    DIST
+    for (int j = 0; j < LEN2; j++) {
+      s += aa[i][j] * b[j];
+      cc[i][j] = bb[i][j] * 0.5f;
+    }
+    d[i] = s;
+  }
+}
+
+void nested_mv_column_update(void) {
+  for (int i = 0; i < LEN2; i++) {
+    float s = 0.0f;
+    DIST
+    for (int j = 0; j < LEN2; j++) {
+      s += bb[i][j] * c[j];
+      e[j] = e[j] + bb[i][j] * f[i];
+    }
+    a[i] = s;
+  }
+}
+
+void nested_mv_three_sums(void) {
+  for (int i = 0; i < LEN2; i++) {
+    float s = 0.0f, t = 0.0f, u = 0.0f;
+    DIST
+    for (int j = 0; j < LEN2; j++) {
+      s += aa[i][j] * b[j];
+      t += aa[j][i] * c[j];
+      u += bb[i][j];
+    }
+    a[i] = s;
+    d[i] = t * u;
+  }
+}

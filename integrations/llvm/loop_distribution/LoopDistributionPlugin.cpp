@@ -39,7 +39,9 @@
 // pi-block, so one node. Pointers that may alias are separated only behind
 // LoopAccessInfo's runtime checks (LoopVersioning; see run()).
 //
-// The model: any runner (-mlbridge-ld-runner; RunnerSettings.h). With no
+// The model: any runner (-mlbridge-ld-runner; RunnerSettings.h) but gRPC,
+// which this plugin is built without (it is loaded into every compile of
+// its users; loading gRPC and protobuf would be most of its cost). With no
 // runner option, the model compiled into the plugin when the build has
 // one, else the built-in policy (BuiltinPolicyRunner below), which answers
 // through the same protocol and code path. A model that fails or answers
@@ -251,8 +253,14 @@ struct LoopPlan {
   ld::NodeGraph Nodes;
   std::vector<std::array<float, ld::NumNodeFeatures>> NodeFeatures;
   std::array<float, ld::NumLoopFeatures> LoopFeatures{};
-  /// [MaxNodes * EmbeddingDim]: each node's IR2Vec vector (0 without).
+  /// [MaxNodes * EmbeddingDim]: each node's IR2Vec vector (0 without the
+  /// vocabulary); empty when the runner does not read them.
   std::vector<float> NodeEmbeddings;
+  /// The loop's instructions in program order, its loads and stores, and
+  /// the units each instruction belongs to (planUnits -> planNodes).
+  std::vector<Instruction *> Order;
+  size_t Memory = 0;
+  DenseMap<Instruction *, SmallVector<unsigned, 4>> UnitsOf;
 };
 
 bool isPureCall(const Instruction &I) {
@@ -261,11 +269,11 @@ bool isPureCall(const Instruction &I) {
          !CB->mayHaveSideEffects() && !CB->isConvergent();
 }
 
-/// Why L is not handled, or "" (then Plan is filled).
-std::string planLoop(Loop &L, LoopInfo &LI, DominatorTree &DT,
-                     ScalarEvolution &SE, DependenceInfo &DI,
-                     mlbridge::ir2vec::PluginEmbeddings *Embeddings,
-                     LoopPlan &Plan) {
+/// The cheap half of planning, before any dependence analysis: why L is not
+/// handled, or "" (then Plan's control, units and slices are filled). A loop
+/// with fewer than two units has nothing to decide and needs no more.
+std::string planUnits(Loop &L, LoopInfo &LI, DominatorTree &DT,
+                      ScalarEvolution &SE, LoopPlan &Plan) {
   if (!L.isInnermost())
     return "not innermost";
   if (!L.isLoopSimplifyForm())
@@ -280,12 +288,10 @@ std::string planLoop(Loop &L, LoopInfo &LI, DominatorTree &DT,
   Plan.L = &L;
   LoopBlocksRPO RPO(&L);
   RPO.perform(&LI);
-  std::vector<Instruction *> Order; // program order
-  DenseMap<Instruction *, size_t> Ordinal;
-  size_t Memory = 0;
+  std::vector<Instruction *> &Order = Plan.Order;
+  size_t &Memory = Plan.Memory;
   for (BasicBlock *BB : RPO)
     for (Instruction &I : *BB) {
-      Ordinal[&I] = Order.size();
       Order.push_back(&I);
       if (Order.size() > MaxInstructions)
         return "more than " + std::to_string(MaxInstructions) + " instructions";
@@ -337,7 +343,7 @@ std::string planLoop(Loop &L, LoopInfo &LI, DominatorTree &DT,
   }
   if (Plan.Anchors.size() > MaxUnits)
     return "more than " + std::to_string(MaxUnits) + " stores and live-out values";
-  DenseMap<Instruction *, SmallVector<unsigned, 4>> UnitsOf;
+  auto &UnitsOf = Plan.UnitsOf;
   for (Instruction *A : Plan.Anchors) {
     const unsigned U = static_cast<unsigned>(Plan.Slices.size());
     Plan.Slices.emplace_back();
@@ -355,7 +361,18 @@ std::string planLoop(Loop &L, LoopInfo &LI, DominatorTree &DT,
     }
   }
   Plan.Units.Units = Plan.Anchors.size();
+  return "";
+}
 
+/// The expensive half (Plan from planUnits, at least two units): the
+/// dependences, the nodes and their features; the IR2Vec node vectors only
+/// when Embeddings is given. Why L is not handled, or "".
+std::string planNodes(Loop &L, LoopInfo &LI, DominatorTree &DT,
+                      ScalarEvolution &SE, DependenceInfo &DI,
+                      mlbridge::ir2vec::PluginEmbeddings *Embeddings,
+                      LoopPlan &Plan) {
+  const std::vector<Instruction *> &Order = Plan.Order;
+  const auto &UnitsOf = Plan.UnitsOf;
   // Memory dependences and pi-blocks from LLVM's DDG.
   DataDependenceGraph DDG(L, LI, DI);
   auto MemoryOf = [](const DDGNode &N) {
@@ -512,7 +529,8 @@ std::string planLoop(Loop &L, LoopInfo &LI, DominatorTree &DT,
 
   // IR2Vec vectors: summed in program order, so the same loop always gives
   // the same floats.
-  Plan.NodeEmbeddings.assign(ld::MaxNodes * ld::EmbeddingDim, 0.0f);
+  if (Embeddings)
+    Plan.NodeEmbeddings.assign(ld::MaxNodes * ld::EmbeddingDim, 0.0f);
   if (Embeddings && Embeddings->dimension() == ld::EmbeddingDim)
     for (size_t N = 0; N < NN; ++N) {
       std::vector<const Instruction *> InOrder;
@@ -530,7 +548,7 @@ std::string planLoop(Loop &L, LoopInfo &LI, DominatorTree &DT,
   LF[ld::LFBlocks] = static_cast<float>(L.getNumBlocks());
   LF[ld::LFTripCount] = static_cast<float>(SE.getSmallConstantTripCount(&L));
   LF[ld::LFDepth] = static_cast<float>(L.getLoopDepth());
-  LF[ld::LFMemory] = static_cast<float>(Memory);
+  LF[ld::LFMemory] = static_cast<float>(Plan.Memory);
   LF[ld::LFCyclicNodes] = static_cast<float>(CyclicNodes);
   LF[ld::LFEdges] = static_cast<float>(EdgeCount);
   return "";
@@ -585,7 +603,8 @@ public:
     Binding.write(Runner, ld::FAgent, &Agent);
     Binding.write(Runner, ld::FLoopId, &LoopId);
     Binding.write(Runner, ld::FStep, &Step);
-    Binding.write(Runner, ld::FNodeEmbeddings, Plan.NodeEmbeddings.data());
+    if (!Plan.NodeEmbeddings.empty())
+      Binding.write(Runner, ld::FNodeEmbeddings, Plan.NodeEmbeddings.data());
     return mlb::Status::ok();
   }
 
@@ -815,8 +834,27 @@ struct Session {
   std::string LogPath;
   bool Verbose = false;
   int64_t NextLoopId = 0;
-  /// IR2Vec (node_embeddings); null without its vocabulary.
+  /// Whether the runner reads node_embeddings (a model over pipes may; the
+  /// built-in policy and a compiled-in model without that input do not).
+  bool ReadsEmbeddings = false;
+  bool EmbeddingsLoaded = false;
+  /// IR2Vec (node_embeddings): its vocabulary is read on the first loop
+  /// that needs it, once per process; null without the vocabulary.
   std::unique_ptr<mlbridge::ir2vec::PluginEmbeddings> Embeddings;
+
+  mlbridge::ir2vec::PluginEmbeddings *embeddings(LLVMContext &Ctx) {
+    if (!ReadsEmbeddings)
+      return nullptr;
+    if (!EmbeddingsLoaded) {
+      EmbeddingsLoaded = true;
+      if (auto E = mlbridge::ir2vec::PluginEmbeddings::create())
+        Embeddings = std::move(*E);
+      else
+        mlp::diagnose(Ctx, Prefix, DS_Warning,
+                      E.status().toString() + "; node_embeddings are 0");
+    }
+    return Embeddings.get();
+  }
 };
 
 Session &session(LLVMContext &Ctx) {
@@ -825,11 +863,6 @@ Session &session(LLVMContext &Ctx) {
     return S;
   S.Initialized = true;
   S.Verbose = mlp::boolSetting(VerboseOpt, "MLBRIDGE_LD_VERBOSE");
-  if (auto E = mlbridge::ir2vec::PluginEmbeddings::create())
-    S.Embeddings = std::move(*E);
-  else
-    mlp::diagnose(Ctx, Prefix, DS_Warning,
-                  E.status().toString() + "; node_embeddings are 0");
   S.LogPath = mlp::stringSetting(LogOpt, "MLBRIDGE_LD_LOG");
   const std::string Fixed = mlp::stringSetting(PartitionOpt, "MLBRIDGE_LD_PARTITION");
   for (StringRef Rest = Fixed; !Rest.empty();) {
@@ -883,6 +916,7 @@ Session &session(LLVMContext &Ctx) {
       return S;
     }
     S.Bound = std::move(*B);
+    S.ReadsEmbeddings = S.Bound->Binding.has(ld::FNodeEmbeddings);
   }
   if (S.Verbose)
     mlp::diagnose(Ctx, Prefix, DS_Remark,
@@ -900,10 +934,10 @@ public:
 PreservedAnalyses LoopDistributionPass::run(Function &F,
                                             FunctionAnalysisManager &FAM) {
   LLVMContext &Ctx = F.getContext();
-  Session &S = session(Ctx);
   LoopInfo &LI = FAM.getResult<LoopAnalysis>(F);
   if (LI.empty())
     return PreservedAnalyses::all();
+  Session &S = session(Ctx);
   if (!S.Error.empty()) {
     static bool Reported = false; // once per process
     if (!Reported)
@@ -916,8 +950,7 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
   ScalarEvolution &SE = FAM.getResult<ScalarEvolutionAnalysis>(F);
   AAResults &AA = FAM.getResult<AAManager>(F);
   DependenceInfo DI(&F, &AA, &SE, &LI);
-  if (S.Embeddings) // F may have changed since it was last embedded
-    S.Embeddings->invalidate(F);
+  bool EmbeddingsFresh = false; // F's cached vectors forgotten in this run
   LoopAccessInfoManager &LAIs = FAM.getResult<LoopAccessAnalysis>(F);
   const std::string Module = F.getParent()->getModuleIdentifier();
 
@@ -938,6 +971,12 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
     int64_t Nodes = 0, Asked = 0, Fallbacks = 0, LoopId = -1;
     std::string Result, Reason, PartText;
     Loop *L = Innermost[Index];
+    LoopPlan Plan;
+    Reason = planUnits(*L, LI, DT, SE, Plan);
+    // Fewer than two units: one node at most, nothing to decide, so no
+    // dependence analysis (the partition of -mlbridge-ld-partition is
+    // still checked against the one node).
+    const bool Decide = Reason.empty() && Plan.Units.Units >= 2;
     // Pointers that may alias: the loop is planned as if the runtime checks
     // LoopAccessInfo asks for had passed (LoopVersioning's noalias scopes on
     // its accesses, which DependenceAnalysis reads), and versioned only
@@ -945,7 +984,7 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
     std::optional<LoopVersioning> Versioning;
     SmallVector<std::tuple<Instruction *, MDNode *, MDNode *>, 16> SavedScopes;
     int64_t Checks = 0;
-    if (L->isLoopSimplifyForm() && L->getExitBlock()) {
+    if (Decide) {
       const LoopAccessInfo &LAI = LAIs.getInfo(*L);
       const RuntimePointerChecking *RtPC = LAI.getRuntimePointerChecking();
       if (RtPC && RtPC->Need && !RtPC->getChecks().empty() &&
@@ -967,8 +1006,16 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
       }
       SavedScopes.clear();
     };
-    LoopPlan Plan;
-    Reason = planLoop(*L, LI, DT, SE, DI, S.Embeddings.get(), Plan);
+    if (Decide) {
+      mlbridge::ir2vec::PluginEmbeddings *E = S.embeddings(Ctx);
+      if (E && !EmbeddingsFresh) { // F may have changed since it was embedded
+        E->invalidate(F);
+        EmbeddingsFresh = true;
+      }
+      Reason = planNodes(*L, LI, DT, SE, DI, E, Plan);
+    } else if (Reason.empty()) {
+      Plan.Nodes = ld::collapse(Plan.Units);
+    }
     if (!Reason.empty()) {
       Result = "declined";
     } else {

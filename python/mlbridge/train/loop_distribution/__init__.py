@@ -43,6 +43,17 @@ def add_arguments(q):
     q.add_argument("--epochs", type=int, default=300)
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--cache", default=None, help="measurement cache folder")
+    q.add_argument("--reuse-oracle", default=None,
+                   help="a previous run's oracle.json: its measured partitions are reused")
+    q.add_argument("--embedding-dims", type=int, nargs="+", default=[0],
+                   help="networks to train and select between: 0 reads the count features "
+                   "only, d > 0 also the IR2Vec node embeddings projected to d dimensions")
+    q.add_argument("--seeds", type=int, nargs="+", default=None,
+                   help="fit each network with each of these seeds (default: --seed); "
+                   "validation selects")
+    q.add_argument("--max-kernel-ratio", type=float, default=None,
+                   help="reject a validation candidate that makes any kernel slower than "
+                   "this many times -O3")
     q.add_argument("--plugin", default=None, help="MLBridgeLoopDistribution.so (default: the "
                    "build's)")
     q.add_argument("--quiet", action="store_true")
@@ -83,4 +94,6 @@ def main(args):
                  address=args.address, iterations=args.iterations,
                  max_partitions=args.max_partitions, margin=args.margin,
                  biases=tuple(args.biases), hidden=args.hidden, epochs=args.epochs,
-                 seed=args.seed, cache_dir=args.cache, progress=not args.quiet)
+                 seed=args.seed, cache_dir=args.cache, progress=not args.quiet,
+                 reuse_oracle=args.reuse_oracle, embedding_dims=tuple(args.embedding_dims),
+                 max_kernel_ratio=args.max_kernel_ratio, seeds=args.seeds)

@@ -1,5 +1,6 @@
-"""``python -m mlbridge.train.loop_distribution {evaluate,demo}``: the
-results table of a split, and one held-out kernel before and after.
+"""``python -m mlbridge.train.loop_distribution {evaluate,compile-cost,demo}``:
+the results table of a split, the compile cost of the plugin (callgrind Ir
+of whole clang compiles), and one held-out kernel before and after.
 (Training: ``python -m mlbridge.train loop-distribution``.)"""
 
 import argparse
@@ -36,6 +37,28 @@ def demo(kernel=DEMO_KERNEL, plugin=None):
     return o3["ir"][k.name], ml["ir"][k.name], o3["out"][k.name] == ml["out"][k.name]
 
 
+def compile_cost_command(args):
+    from ..cluster import WorkerPool
+    from .evaluate import compile_cost
+    from .trainer import InProcess, write_json
+    sources = [corpus.ROOT / "kernels" / f"{f}.c" for f in args.families]
+    missing = [str(s) for s in sources if not s.is_file()]
+    if missing:
+        raise corpus.LoopKernelError(f"no family file {', '.join(missing)}")
+    plugin = find_plugin(args.plugin)
+    with (WorkerPool(args.workers) if args.workers else InProcess()) as pool:
+        costs = compile_cost(pool, sources, plugin)
+    o3 = sum(c["O3"] for c in costs.values())
+    ratio = round(sum(c["plugin"] for c in costs.values()) / o3, 4)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    write_json(args.out, {"plugin": str(plugin), "compile_ir": costs, "ratio": ratio})
+    for f, c in costs.items():
+        print(f"{f}: -O3 {c['O3']} Ir, with the plugin {c['plugin']} Ir "
+              f"({c['plugin'] / c['O3']:.3f}x)")
+    print(f"all: {ratio}x")
+    return 0
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m mlbridge.train.loop_distribution",
                                 description=__doc__)
@@ -48,10 +71,15 @@ def main(argv=None):
                     help="an ONNX model instead of the compiled-in one")
     ev.add_argument("--workers", type=int, default=2,
                     help="Ray workers (0: in this process, for a machine too loaded for Ray)")
-    ev.add_argument("--repeat", type=int, default=3, help="compiles per family for the "
-                    "compile-time ratio")
     ev.add_argument("--cache", default=None)
     ev.add_argument("--plugin", default=None)
+    co = sub.add_parser("compile-cost", help="callgrind Ir of the whole clang -O3 -c of "
+                        "family files, plain and with the plugin")
+    co.add_argument("--families", nargs="+", required=True)
+    co.add_argument("--out", type=Path, required=True)
+    co.add_argument("--workers", type=int, default=2,
+                    help="Ray workers (0: in this process)")
+    co.add_argument("--plugin", default=None)
     de = sub.add_parser("demo", help="one held-out kernel: -O3 Ir, then with the plugin")
     de.add_argument("--kernel", default=DEMO_KERNEL)
     de.add_argument("--plugin", default=None)
@@ -63,15 +91,18 @@ def main(argv=None):
                   f"with MLBridgeLoopDistribution.so {ml} Ir ({ml / o3:.3f}x"
                   f"{', same checksums' if same else ', CHECKSUMS DIFFER'})")
             return 0 if same else 1
+        if args.cmd == "compile-cost":
+            return compile_cost_command(args)
         from .evaluate import evaluate, markdown
         from .trainer import write_json
         res = evaluate(args.split, plugin=find_plugin(args.plugin), workers=args.workers,
                        model=args.model.read_bytes() if args.model else None,
-                       repeat=args.repeat, cache_dir=args.cache)
+                       cache_dir=args.cache)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         write_json(args.out, res)
         print(markdown(res["summary"]))
-        print(f"compile time, plugin / -O3: {res['summary']['all']['compile_time_ratio']}")
+        print(f"compile Ir (whole clang process), plugin / -O3: "
+              f"{res['summary']['all']['compile_ir_ratio']}")
         return 0
     except (TrainingError, CompileError, corpus.LoopKernelError) as e:
         print(f"mlbridge.train.loop_distribution: {e}", file=sys.stderr)

@@ -14,12 +14,12 @@ selected, not yet in ``current``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 import numpy as np
 
 from .partitions import Partition, correct_choices, edges_of
-from .policy import MAX_NODES
+from .policy import EMBEDDING_DIM, MAX_NODES
 
 __all__ = ["Graph", "Step", "imitation_steps", "walk"]
 
@@ -28,6 +28,7 @@ __all__ = ["Graph", "Step", "imitation_steps", "walk"]
 class Graph:
     features: np.ndarray    # [n, F]
     adjacency: np.ndarray   # [n, n]
+    embeddings: Optional[np.ndarray] = None   # [n, 300]: IR2Vec, if recorded
 
     @property
     def n(self) -> int:
@@ -38,11 +39,16 @@ class Graph:
         return edges_of(self.adjacency)
 
     def padded(self):
+        """(features, adjacency, embeddings) padded to MAX_NODES (embeddings
+        0 when not recorded)."""
         x = np.zeros((MAX_NODES, self.features.shape[1]), np.float32)
         a = np.zeros((MAX_NODES, MAX_NODES), np.float32)
+        e = np.zeros((MAX_NODES, EMBEDDING_DIM), np.float32)
         x[: self.n] = self.features
         a[: self.n, : self.n] = self.adjacency
-        return x, a
+        if self.embeddings is not None:
+            e[: self.n] = self.embeddings
+        return x, a, e
 
     def eligible(self, placed: Sequence[int]) -> np.ndarray:
         done = set(placed)
@@ -100,19 +106,19 @@ def imitation_steps(graph: Graph, parts: Partition, index: int) -> List[Step]:
 
 def walk(policy, graph: Graph) -> Partition:
     """The ordered partition the policy's greedy walk makes of ``graph``."""
-    x, a = graph.padded()
+    x, a, e = graph.padded()
     parts: Partition = []
     placed: List[int] = []
     zero = np.zeros(MAX_NODES, np.float32)
     for _ in range(graph.n):
         elig = graph.eligible(placed)
         cur = _mask(parts[-1]) if parts else zero
-        sel, _ = policy.scores(x, a, elig, cur, zero)
+        sel, _ = policy.scores(x, a, elig, cur, zero, e)
         v = int(np.argmax(sel))
         if not parts:
             parts.append([v])
         else:
-            _, merge = policy.scores(x, a, MERGE_ELIGIBLE, cur, _mask([v]))
+            _, merge = policy.scores(x, a, MERGE_ELIGIBLE, cur, _mask([v]), e)
             if int(np.argmax(merge)) == 1:
                 parts.append([v])
             else:

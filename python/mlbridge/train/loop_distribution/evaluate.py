@@ -8,8 +8,8 @@ plain ``-O3``, ``-O3 -mllvm -enable-loop-distribute`` and the plugin's
 hand-written policy (``MLBRIDGE_LD_RUNNER=default``); every kernel's
 callgrind Ir and checksums are measured (:mod:`.task`). A policy whose
 checksums differ from ``-O3`` on a kernel is a wrong result, counted.
-Compile time: compiler CPU seconds of each family file with and without
-the plugin (median of ``repeat`` interleaved compiles each).
+Compile cost: callgrind Ir of the whole ``clang-19 -O3 -c`` process of each
+family file with and without the plugin (:func:`compile_cost`).
 
     python -m mlbridge.train.loop_distribution evaluate --split held_out \\
         --out models/plugins/loop_distribution_training/heldout.json
@@ -17,17 +17,16 @@ the plugin (median of ``repeat`` interleaved compiles each).
 
 from __future__ import annotations
 
-import statistics
 import time
 
 from ...corpus import loops as corpus
 from ...toolchain import toolchain
 from ..cluster import WorkerPool
 from ..results import TrainingError
-from .task import compile_time_task, measure_task
+from .task import compile_ir_task, measure_task
 from .trainer import InProcess, Measurer, family_sources, geomean
 
-__all__ = ["evaluate", "table", "markdown"]
+__all__ = ["evaluate", "compile_cost", "table", "markdown"]
 
 
 def _configs(model):
@@ -39,7 +38,22 @@ def _configs(model):
             "random": (["-O3"], {"kind": "random", "seed": 0})}
 
 
-def evaluate(split, *, plugin, model=None, workers=2, address=None, repeat=3,
+def compile_cost(pool, sources, plugin, policy=None):
+    """{family: {"O3": Ir, "plugin": Ir}}: callgrind Ir of the whole
+    ``clang-19 -O3 -c`` of each family file, plain and with the plugin
+    (``policy``: {"kind": "builtin"}, its compiled-in model, or
+    "heuristic")."""
+    tasks = [compile_ir_task(src.read_text(), src.stem, policy=policy or {"kind": "builtin"},
+                             plugin=plugin, key=f"{src.stem}:compile") for src in sources]
+    out = {}
+    for src, r in zip(sources, pool.map(tasks)):
+        if not isinstance(r, dict):
+            raise TrainingError(f"compile-cost build of {src.name} failed: {r.error[-400:]}")
+        out[src.stem] = {"O3": r["O3"], "plugin": r["plugin"]}
+    return out
+
+
+def evaluate(split, *, plugin, model=None, workers=2, address=None,
              cache_dir=None, progress=True, kernels=None):
     """The results dict of ``split`` (``kernels``: a subset; ``model``: ONNX
     bytes instead of the compiled-in model; ``workers=0``: in this process,
@@ -69,20 +83,10 @@ def evaluate(split, *, plugin, model=None, workers=2, address=None, repeat=3,
         for k in ks:
             ref = outs[("O3", k.name)]
             per[k.name]["wrong"] = [n for n in configs if outs[(n, k.name)] != ref]
-        ct_tasks = [compile_time_task(src.read_text(), src.stem, policy=configs["model"][1],
-                                      plugin=plugin, repeat=repeat, key=f"{src.stem}:time")
-                    for src in groups]
-        times = {}
-        for src, r in zip(groups, pool.map(ct_tasks)):
-            if not isinstance(r, dict):
-                raise TrainingError(f"compile-time build of {src.name} failed: "
-                                    f"{r.error[-400:]}")
-            times[src.stem] = {"O3": statistics.median(r["O3"]),
-                               "plugin": statistics.median(r["plugin"]),
-                               "O3_all": r["O3"], "plugin_all": r["plugin"]}
+        costs = compile_cost(pool, list(groups), plugin) if model is None else {}
     return {"split": split, "clang": toolchain().version,
             "model": "compiled-in" if model is None else "onnx file",
-            "kernels": per, "compile_seconds": times, "summary": table(per, times),
+            "kernels": per, "compile_ir": costs, "summary": table(per, costs),
             "seconds": round(time.monotonic() - t0, 1)}
 
 
@@ -110,7 +114,7 @@ def table(per, times):
     for fam in dict.fromkeys(r["family"] for r in rows):
         out[fam] = _group([r for r in rows if r["family"] == fam])
     o3 = sum(t["O3"] for t in times.values())
-    out["all"]["compile_time_ratio"] = round(sum(t["plugin"] for t in times.values()) / o3, 4) \
+    out["all"]["compile_ir_ratio"] = round(sum(t["plugin"] for t in times.values()) / o3, 4) \
         if o3 else None
     return out
 

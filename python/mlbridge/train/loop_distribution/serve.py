@@ -34,8 +34,8 @@ def walk_text(parts, edges) -> str:
 
 class Recorder:
     """Wraps a policy and keeps, per loop id, the graph the plugin sent
-    (``features`` [n, F], ``adjacency`` [n, n]) and its ``"<function>:
-    <loop>"``."""
+    (``features`` [n, F], ``adjacency`` [n, n], ``embeddings`` [n, 300]:
+    IR2Vec) and its ``"<function>:<loop>"``."""
 
     def __init__(self, policy):
         self.policy = policy
@@ -47,7 +47,8 @@ class Recorder:
             self.loops[obs.loop_id] = {
                 "loop_id": obs.loop_id, "loop": obs.loop,
                 "features": obs["node_features"][:n].tolist(),
-                "adjacency": obs["adjacency"][:n, :n].tolist()}
+                "adjacency": obs["adjacency"][:n, :n].tolist(),
+                "embeddings": obs["node_embeddings"][:n].tolist()}
         return self.policy(obs)
 
 

@@ -21,11 +21,11 @@ decisions made), in order.
 Result: ``{"key", "ir": {kernel: Ir}, "out": {kernel: checksums},
 "compile_cpu": seconds of the kernel compile, "loops": [...]}``.
 
-A *compile-time* task (:func:`compile_time_task`) compiles the source
-``repeat`` times, alternating plain ``-O3`` and the plugin's policy, and
-returns both lists of compiler CPU seconds (``{"O3": [...], "plugin":
-[...]}``; user + system of the compiler, from
-:func:`mlbridge.toolchain.compile`).
+A *compile-cost* task (:func:`compile_ir_task`) compiles the source with
+plain ``-O3`` and with the plugin deciding by ``policy``, each under
+callgrind, and returns the instructions the whole compiler process executed
+(``{"O3": Ir, "plugin": Ir}``): deterministic, unlike CPU seconds on a
+shared machine, and it counts loading the plugin too.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from pathlib import Path
 from ...corpus import loops as corpus
 from ...toolchain import compile, toolchain
 
-__all__ = ["PROBLEM", "measure_task", "compile_time_task", "run_task"]
+__all__ = ["PROBLEM", "measure_task", "compile_ir_task", "run_task"]
 
 #: The registry name that routes these tasks to :func:`run_task`.
 PROBLEM = "loop-distribution"
@@ -52,32 +52,44 @@ def measure_task(source_text, name, kernels, *, flags=("-O3",), policy=None, rec
             "key": key or name, "timeout": float(timeout)}
 
 
-def compile_time_task(source_text, name, *, policy, plugin, repeat=3, flags=("-O3",),
-                      key=None, timeout=600.0):
-    """A task: compiler CPU seconds of ``source_text`` with and without the
-    plugin (``policy``), ``repeat`` times each, interleaved."""
-    return {"problem": PROBLEM, "kind": "compile_time", "source": source_text, "name": name,
+def compile_ir_task(source_text, name, *, policy, plugin, flags=("-O3",), key=None,
+                    timeout=1800.0):
+    """A task: callgrind Ir of the whole compile of ``source_text`` with and
+    without the plugin (``policy``)."""
+    return {"problem": PROBLEM, "kind": "compile_ir", "source": source_text, "name": name,
             "flags": list(flags), "policy": policy, "plugin": os.fspath(plugin),
-            "repeat": int(repeat), "key": key or name, "timeout": float(timeout)}
+            "key": key or name, "timeout": float(timeout)}
 
 
-def _compile_time(task, workdir):
+def _compile_ir(task, workdir):
+    import re
+    import shutil
+    from ...toolchain import run_tool
     from . import serve
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise corpus.LoopKernelError("valgrind is not installed (scripts/deps/loops.apt)")
+    if task["policy"]["kind"] not in ("builtin", "heuristic"):
+        raise ValueError("compile cost is measured with the plugin's own model or policy")
     src = workdir.file(task["source"].encode(), ".c")
-    obj = f"{src}.{os.getpid()}.o"
+    obj, out = f"{src}.{os.getpid()}.o", f"{src}.{os.getpid()}.callgrind"
     cmd = [toolchain().clang, *task["flags"], "-I", str(corpus.ROOT), "-c", src, "-o", obj]
-    times = {"O3": [], "plugin": []}
+    runs = {"O3": (cmd, None),
+            "plugin": ([cmd[0], f"-fpass-plugin={task['plugin']}", *cmd[1:]],
+                       serve._env(runner="default") if task["policy"]["kind"] == "heuristic"
+                       else serve._env())}
+    irs = {}
     try:
-        for _ in range(task["repeat"]):
-            times["O3"].append(compile(cmd, measure_text=False,
-                                       timeout=task["timeout"]).cpu_seconds)
-            res, _ = serve.compile_with_plugin(cmd, task["policy"], plugin=task["plugin"],
-                                               timeout=task["timeout"], record=False)
-            times["plugin"].append(res.cpu_seconds)
+        for name, (c, env) in runs.items():
+            run_tool([valgrind, "--tool=callgrind", f"--callgrind-out-file={out}", *c],
+                     timeout=task["timeout"], stderr=True, env=env)
+            with open(out) as f:
+                irs[name] = int(re.search(r"^totals: (\d+)", f.read(), re.M).group(1))
     finally:
-        if os.path.exists(obj):
-            os.unlink(obj)
-    return {"key": task["key"], **times}
+        for f in (obj, out):
+            if os.path.exists(f):
+                os.unlink(f)
+    return {"key": task["key"], **irs}
 
 
 def _driver(workdir, flags, timeout):
@@ -93,8 +105,8 @@ def _driver(workdir, flags, timeout):
 def run_task(task, workdir):
     """Runs one task in a worker's :class:`~mlbridge.train.cluster.Workdir`."""
     from . import serve
-    if task["kind"] == "compile_time":
-        return _compile_time(task, workdir)
+    if task["kind"] == "compile_ir":
+        return _compile_ir(task, workdir)
     flags, timeout = task["flags"], task["timeout"]
     src = Path(workdir.file(task["source"].encode(), ".c"))
     stem = src.with_suffix("")

@@ -11,13 +11,20 @@
    ``-O3`` is a wrong result: counted, logged, never a label. The loop's
    label is the partition of least Ir, if it beats the whole loop by more
    than ``margin`` (else the whole loop).
+   ``reuse_oracle``: a previous run's ``oracle.json``; its measurements of
+   the probed kernels' partitions are taken instead of measured again (the
+   kernels' sources and the transformation must be the same).
 3. **Imitate**: the network (:class:`.policy.GraphPolicy`) learns the
-   labels' walks (:func:`.episodes.imitation_steps`).
+   labels' walks (:func:`.episodes.imitation_steps`), once per entry of
+   ``embedding_dims`` (0: the count features only; d > 0: also the IR2Vec
+   node embeddings, projected to d dimensions).
 4. **Select on validation**: the validation families are built with the
-   plugin running the exported ONNX model at each ``new_loop_bias`` of
+   plugin running each exported ONNX model at each ``new_loop_bias`` of
    ``biases`` (a negative bias keeps loops whole unless the network is
    sure); the geometric mean of Ir / ``-O3`` over the validation kernels
-   decides; "never distribute" (``-O3`` itself) is always a candidate.
+   decides; "never distribute" (``-O3`` itself) is always a candidate. With
+   ``max_kernel_ratio``, a candidate that makes any validation kernel
+   slower than that many times ``-O3`` is rejected.
 5. **Iterate**: the next iteration measures the partitions the current
    network makes on the training loops that the oracle had not measured
    (its own mistakes become labels), then fits again.
@@ -142,8 +149,9 @@ class Measurer:
 
 
 def _loop_graphs(loops):
-    return [Graph(np.asarray(lp["features"], np.float32), np.asarray(lp["adjacency"],
-                                                                     np.float32))
+    return [Graph(np.asarray(lp["features"], np.float32),
+                  np.asarray(lp["adjacency"], np.float32),
+                  np.asarray(lp["embeddings"], np.float32) if "embeddings" in lp else None)
             for lp in loops]
 
 
@@ -232,6 +240,23 @@ class Oracle:
                           for li in range(len(self.probed[k]["graphs"])))
 
 
+def reused_measurements(path, probed):
+    """The measured partitions of a previous run's ``oracle.json`` for the
+    kernels and loops of ``probed`` (Ir, or "wrong")."""
+    with open(path) as f:
+        measured = json.load(f)["measured"]
+    out = {}
+    for key, v in measured.items():
+        k, rest = key.split("#", 1)
+        li, text = rest.split("=", 1)
+        li = int(li)
+        if k in probed and li < len(probed[k]["graphs"]) and (isinstance(v, int) or v == "wrong"):
+            n = probed[k]["graphs"][li].n
+            if sorted(x for part in parse(text) for x in part) == list(range(n)):
+                out[(k, li, text)] = v
+    return out
+
+
 def evaluate_model(meas, ks, model_spec, o3):
     """{kernel: Ir} of the families of ``ks`` built with the plugin running
     ``model_spec``; raises Rejected when a build failed or a checksum
@@ -292,7 +317,8 @@ def _curve(path, rows):
 def train(train_kernels, validation_kernels, out_dir, *, plugin, workers=2, address=None,
           iterations=2, max_partitions=8, max_loops=4, margin=0.01,
           biases=(-4.0, -2.0, -1.0, 0.0, 1.0), hidden=24, epochs=300, seed=0,
-          cache_dir=None, progress=True):
+          cache_dir=None, progress=True, reuse_oracle=None, embedding_dims=(0,),
+          max_kernel_ratio=None, seeds=None):
     """The whole run (module docstring); returns the summary dict."""
     results = RunResults(out_dir)
     t0 = time.monotonic()
@@ -311,29 +337,40 @@ def train(train_kernels, validation_kernels, out_dir, *, plugin, workers=2, addr
         log({"stage": "probe", "kernels": len(probed), "loops": loops, "failed": failed,
              "seconds": round(time.monotonic() - t0, 1)})
         oracle = Oracle(probed, margin)
+        if reuse_oracle:
+            old = reused_measurements(reuse_oracle, probed)
+            oracle.add(old)
+            log({"stage": "reuse", "from": str(reuse_oracle), "measured": len(old)})
         wanted = []
         for k, p in probed.items():
             for li, g in enumerate(p["graphs"][:max_loops]):
                 for part in enumerate_partitions(g.n, g.edges, limit=max_partitions,
                                                  seed=seed)[1:]:
-                    wanted.append((k, li, format_partition(part)))
+                    if (k, li, format_partition(part)) not in oracle.measured:
+                        wanted.append((k, li, format_partition(part)))
         oracle.add(measure_partitions(meas, probed, wanted))
         val_o3 = plain_o3(meas, validation_kernels)
-        policy = None
+        # one network per embedding size and fit seed, each warm-started
+        nets = [(d, s) for d in embedding_dims for s in (seeds or (seed,))]
+        policies = {n: None for n in nets}
+        chosen = None
         for it in range(1, iterations + 1):
-            if policy is not None:   # the network's own partitions on the training loops
+            if chosen is not None:   # the selected network's partitions on the training loops
                 mine = []
                 for k, p in probed.items():
                     for li, g in enumerate(p["graphs"][:max_loops]):
-                        t = format_partition(canonical(walk(policy.with_bias(sel_bias), g)))
+                        t = format_partition(canonical(walk(chosen, g)))
                         if (k, li, t) not in oracle.measured and len(parse(t)) > 1:
                             mine.append((k, li, t))
                 oracle.add(measure_partitions(meas, probed, mine))
             graphs, targets, rows = oracle.labelled()
             steps = [s for i, (g, t) in enumerate(zip(graphs, targets))
                      for s in imitation_steps(g, t, i)]
-            policy, losses = fit(graphs, steps, hidden=hidden, epochs=epochs, seed=seed,
-                                 init=policy)
+            losses = {}
+            for d, s in nets:
+                policies[(d, s)], losses[f"{d}:{s}"] = fit(
+                    graphs, steps, hidden=hidden, epochs=epochs, seed=s,
+                    init=policies[(d, s)], embedding_dim=d)
             distributed = sum(len(t) > 1 for t in targets)
             train_oracle = geomean(oracle.kernel_best(k) / p["O3"] for k, p in probed.items())
             log({"stage": "fit", "iteration": it, "loops": len(graphs),
@@ -344,19 +381,29 @@ def train(train_kernels, validation_kernels, out_dir, *, plugin, workers=2, addr
             def measure_bias(pol):
                 irs = evaluate_model(meas, validation_kernels,
                                      {"kind": "onnx", "model": pol.to_onnx()}, val_o3)
-                return geomean(irs[k] / val_o3[k][0] for k in irs), irs
+                total = geomean(irs[k] / val_o3[k][0] for k in irs)
+                worst = max(irs, key=lambda k: irs[k] / val_o3[k][0])
+                if max_kernel_ratio and irs[worst] / val_o3[worst][0] > max_kernel_ratio:
+                    raise Rejected(f"{worst} is {irs[worst] / val_o3[worst][0]:.4f}x -O3 "
+                                   f"(more than {max_kernel_ratio}x); geomean {total:.4f}")
+                return total, irs
 
-            cands = sweep(((b, policy.with_bias(b)) for b in biases), measure_bias,
+            # "never distribute" (a bias of -1e3 or less) is one candidate, not one per network
+            trials = [(n, b) for n in nets for b in biases if b > -1e3 or n == nets[0]]
+            cands = sweep((((*n, b), policies[n].with_bias(b)) for n, b in trials), measure_bias,
                           on_result=lambda c: log(dict(stage="validation", iteration=it,
                                                        **c.as_row())))
             win = best(cands)
             if win is None:
                 raise TrainingError(f"iteration {it}: every validation candidate was "
                                     "rejected: " + "; ".join(c.rejected for c in cands[:3]))
-            sel_bias = win.label
+            sel_dim, sel_seed, sel_bias = win.label
+            by_dim = {str(d): min((c.total for c in cands if c.label[0] == d
+                                   and c.rejected is None), default=None)
+                      for d in embedding_dims}
             # The network's partitions on the training loops, as measured (or
             # the whole loop where a partition is unmeasured: its Ir is unknown).
-            chosen = policy.with_bias(sel_bias)
+            chosen = policies[(sel_dim, sel_seed)].with_bias(sel_bias)
             tr = []
             for k, p in probed.items():
                 ir = p["O3"]
@@ -366,6 +413,8 @@ def train(train_kernels, validation_kernels, out_dir, *, plugin, workers=2, addr
                     ir += (v - p["O3"]) if isinstance(v, int) else 0
                 tr.append(ir / p["O3"])
             row = {"stage": "iteration", "iteration": it, "bias": sel_bias,
+                   "embedding_dim": sel_dim, "seed": sel_seed,
+                   "validation_by_embedding_dim": by_dim,
                    "validation_geomean": round(win.total, 4),
                    "train_policy_geomean": round(geomean(tr), 4),
                    "train_oracle_geomean": round(train_oracle, 4),
@@ -386,6 +435,7 @@ def train(train_kernels, validation_kernels, out_dir, *, plugin, workers=2, addr
                    {"labels": rows, "measured": {f"{k}#{li}={t}": v for (k, li, t), v
                                                  in sorted(oracle.measured.items())}})
         summary = {"stage": "done", "selected_iteration": it, "new_loop_bias": chosen.new_loop_bias,
+                   "embedding_dim": chosen.embedding_dim,
                    "validation_geomean": round(total, 4),
                    "validation": {k: {"ir": v, "O3": val_o3[k][0]} for k, v in irs.items()},
                    "train_kernels": len(probed), "validation_kernels": len(validation_kernels),
