@@ -111,12 +111,15 @@ def test_no_option_uses_the_shipped_model_or_the_builtin_policy(plugin, plugins,
     assert any(r["result"] == "distributed" for r in rows)
 
 
-def test_the_plugin_stays_cheap_to_load(plugin, tmp_path, monkeypatch):
+def test_the_plugin_stays_cheap_to_load(plugins, plugin, tmp_path, monkeypatch):
     """Loaded into every compile of its users, the plugin does not pull in
     gRPC or protobuf (asking for the grpc runner is a warning naming the
     runners it has; loops are left alone), and a loop of one store gets no
     dependence analysis and no model call."""
     clear_settings(monkeypatch)
+    # The build manifest says so (the other plugins have gRPC).
+    assert plugins.loop_distribution_runners["grpc"] is False
+    assert plugins.loop_distribution_runners["pipe"] is True
     needed = toolchain.run_tool(["readelf", "-d", str(plugin)], timeout=60)
     assert "NEEDED" in needed
     assert not any(lib in needed for lib in ("grpc", "protobuf", "mlbridge_proto")), needed

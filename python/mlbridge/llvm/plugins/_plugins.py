@@ -76,6 +76,9 @@ class PluginInfo(WithRunners):
     loop_distribution: Optional[Path] = None
     llvm_major: int = 19
     runners: Dict[str, bool] = field(default_factory=dict)
+    #: the runners of MLBridgeLoopDistribution.so, built without gRPC
+    #: (``runners`` is that of the other plugins)
+    loop_distribution_runners: Dict[str, bool] = field(default_factory=dict)
     sanitize: str = ""
     cxx_compiler: str = ""
     llvm_bin_dir: str = ""
@@ -125,6 +128,7 @@ def find_plugins(build_dir=None, llvm: Optional[int] = None) -> PluginInfo:
                                          if sec.get("loop_distribution") else None),
                       llvm_major=major,
                       runners=dict(sec.get("runners", {})),
+                      loop_distribution_runners=dict(sec.get("loop_distribution_runners", {})),
                       sanitize=manifest.sanitize,
                       cxx_compiler=sec.get("cxx_compiler", ""),
                       llvm_bin_dir=sec.get("llvm_bin_dir", ""),
