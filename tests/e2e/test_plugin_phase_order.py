@@ -97,13 +97,13 @@ def test_plugin_description_matches_the_python_package(plugins, opt, tmp_path):
     d = json.loads(desc.read_text())
     assert tuple(d["observation"]) == OBSERVATION_NAMES
     assert tuple(a["name"] for a in d["actions"]) == ACTIONS
-    assert d["stop"] == STOP_ACTION == 20
+    assert d["stop"] == STOP_ACTION == 21
     assert all(a["pipeline"] for a in d["actions"][:STOP_ACTION])
 
 
 def test_every_action_runs_and_programs_stay_correct(plugins, opt, clang, plugin_corpus,
                                                      plugin_reference_outputs, tmp_path, e2e):
-    """A scripted Python agent applies all 20 actions, in order and then in
+    """A scripted Python agent applies all 21 actions, in order and then in
     reverse (an action that changes nothing ends the episode, so each order
     is replayed from where it stopped); the IR stays valid (opt verifies
     it) and the programs print the reference output (the outlining
@@ -379,7 +379,7 @@ def test_agent_that_misbehaves_mid_episode(plugins, opt, clang, plugin_corpus, p
             one_action_then, timeout=RUN_TIMEOUT, env=tool_env(plugins))
         assert rc == 0, stderr
         assert stdout == ""
-        expected = "action 99 is not one of the 21 actions" if case == "illegal" else \
+        expected = "action 99 is not one of the 22 actions" if case == "illegal" else \
             "model failed, using the environment's fallback action"
         assert "warning: mlbridge-phase-order:" in stderr and expected in stderr, stderr
         assert run_ir(e2e, clang, out, p["flags"], tmp_path) == plugin_reference_outputs["interp"]

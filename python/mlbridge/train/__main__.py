@@ -86,8 +86,10 @@ def cmd_evaluate(args):
                 model, steps = _fixed_action_model(args.fixed_action, tmp), 1
             if args.plugin:
                 plugins = dataclasses.replace(plugins, phase_order=args.plugin)
-            config = evaluate.Config("phase ordering", plugins=("phase-order",),
-                                     phase_order_model=model, phase_order_steps=steps)
+            config = evaluate.Config(
+                "phase ordering", plugins=("phase-order",), phase_order_model=model,
+                phase_order_steps=steps,
+                phase_order_start=None if args.start is None else tuple(args.start))
         else:
             if args.plugin:
                 plugins = dataclasses.replace(plugins, inline_advisor=args.plugin)
@@ -247,6 +249,9 @@ def build_parser():
     q.add_argument("--fixed-action", type=int, default=None,
                    help="phase-order: one step of this action (a trivial baseline: "
                         "15 = -Oz twice, 16 = mergefunc)")
+    q.add_argument("--start", nargs="*", default=None, metavar="FLAG",
+                   help="phase-order: the stock size flags the episode starts from "
+                        "(default: the shipped model's; none given: where -Oz ends)")
     q.add_argument("--split", default="heldout", choices=["train", "validation", "heldout"])
     q.add_argument("--manifest", default=None)
     q.add_argument("--libraries", nargs="*", default=None)

@@ -17,6 +17,7 @@ validation totals of all 8 combinations), written by
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from pathlib import Path
@@ -95,8 +96,7 @@ def best_flags_config(major: int = None, base: Config = PLAIN) -> Config:
     (``base`` plain) or ``<base> + best flags``."""
     cfg = flag_config(load_best_flags(major), base)
     name = "best flags" if base == PLAIN else f"{base.name} + best flags"
-    return Config(name, cfg.flags, cfg.plugins, cfg.inline_model, cfg.phase_order_model,
-                  cfg.phase_order_steps)
+    return dataclasses.replace(cfg, name=name)
 
 
 def measure_flags(modules, **kwargs):
