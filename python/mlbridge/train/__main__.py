@@ -147,7 +147,9 @@ def cmd_size_report(args):
     summary = evaluate.summarize(rows, names)
     out = {"compiler": toolchain().version, "split": args.split,
            "best_flags": baselines.load_best_flags(),
-           "configs": {c.name: {"flags": list(c.flags), "plugins": list(c.plugins)}
+           "configs": {c.name: {"flags": list(c.flags), "plugins": list(c.plugins),
+                                **({"phase_order_start": list(c.start())}
+                                   if "phase-order" in c.plugins else {})}
                        for c in configs},
            "per_unit": evaluate.as_json(summary), "rows": rows}
     if args.lto:

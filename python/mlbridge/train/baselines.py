@@ -113,10 +113,15 @@ def combined_config() -> Config:
 
 def report_configs(single_flags: bool = False) -> List[Config]:
     """The held-out table's configurations: plain -Oz, best flags, each
-    plugin, both, both + best flags (and each flag alone)."""
+    plugin, both, both + best flags (and each flag alone). A phase-ordering
+    policy trained to start from the flags (its ``start``) has them in
+    "combined" already; then there is no "combined + best flags" (the flags
+    would run twice)."""
     from .evaluate import INLINER, PHASE_ORDER
     both = combined_config()
-    out = [PLAIN, best_flags_config(), INLINER, PHASE_ORDER, both, best_flags_config(base=both)]
+    out = [PLAIN, best_flags_config(), INLINER, PHASE_ORDER, both]
+    if not both.start():
+        out.append(best_flags_config(base=both))
     if single_flags:
         out += [flag_config([n]) for n in FLAGS]
     return out
