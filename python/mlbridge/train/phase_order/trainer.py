@@ -151,7 +151,8 @@ def oz_total(pool, modules, *, plugin, start=(), progress=None):
                                model=_stop_model() if start else None, start=start,
                                progress=progress).values())
     except Rejected as e:
-        raise TrainingError(f"-Oz {' '.join(start)} on the validation modules: {e}") from None
+        what = f"-Oz from the flags {', '.join(start)}" if start else "plain -Oz"
+        raise TrainingError(f"{what} on the validation modules: {e}") from None
 
 
 def select_threshold(pool, modules, policy, *, plugin, candidates, max_steps=3, start=(),
