@@ -95,7 +95,8 @@ def cmd_evaluate(args):
                 plugins = dataclasses.replace(plugins, inline_advisor=args.plugin)
             config = evaluate.Config("inliner", plugins=("inliner",), inline_model=args.model)
         rows = evaluate.measure(mods, [evaluate.PLAIN, config], plugins=plugins,
-                                jobs=args.jobs, progress=bar.update if bar else None)
+                                jobs=args.jobs, progress=bar.update if bar else None,
+                                cache=None if args.no_cache else evaluate.default_cache_dir())
     if bar:
         bar.close()
     summary = evaluate.summarize(rows, [evaluate.PLAIN.name, config.name])
@@ -263,6 +264,8 @@ def build_parser():
     q.add_argument("--model", default=None,
                    help="an ONNX policy run by ONNX Runtime (default: the built-in compiled model)")
     q.add_argument("--jobs", type=int, default=2)
+    q.add_argument("--no-cache", action="store_true",
+                   help="measure everything again (default: size-report's measurement cache)")
     q.add_argument("--out", default=None, help="write rows and summary (JSON) here")
     q.add_argument("--quiet", action="store_true")
     q.set_defaults(func=cmd_evaluate)
