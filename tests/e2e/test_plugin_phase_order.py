@@ -204,6 +204,12 @@ def test_start_from_the_best_flags_reproduces_their_object(plugins, clang, plugi
             assert out.read_bytes() == expected.read_bytes(), f"{name}: {tag} {entry}"
         grew += objs["best"].read_bytes() != objs["oz"].read_bytes()
     assert grew, "the best flags changed none of the objects: nothing was compared"
+    # An unknown flag name: a clear warning, no start, plain -Oz's object.
+    out, log = tmp_path / "bogus.o", tmp_path / "bogus.log"
+    res, entry = clang_episode(plugins, clang, sources["repeated_calls"], out, log, "onnx", stop,
+                               start=["mergefunc", "bogus"])
+    assert "unknown flag 'bogus'" in res.stderr and "left as it is" in res.stderr, res.stderr
+    assert out.read_bytes() == (tmp_path / "repeated_calls.oz.o").read_bytes()
 
 
 def test_missing_vocabulary_warns_and_the_agent_gets_counts_only(plugins, clang, plugin_corpus,
