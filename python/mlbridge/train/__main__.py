@@ -279,7 +279,7 @@ def build_parser():
     q.add_argument("--libraries", nargs="*", default=None)
     q.add_argument("--single-flags", action="store_true", help="also each flag alone")
     q.add_argument("--skip", nargs="*", default=[], metavar="CONFIG",
-                   help='configurations to leave out (e.g. "combined + best flags")')
+                   help='configurations to leave out (e.g. "inliner")')
     q.add_argument("--no-lto", dest="lto", action="store_false", help="skip the LTO table")
     q.add_argument("--lto-skip", nargs="*", default=[], metavar="LIBRARY",
                    help="libraries to leave out of the LTO table")
