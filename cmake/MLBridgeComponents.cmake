@@ -35,9 +35,6 @@ set(_mlb_component_targets
     fuzzers mlbridge-fuzzers)
 
 if(MLBRIDGE_SANITIZE)
-  set(_mlb_na_ir2vec "not built with sanitizers (integrations/llvm/ir2vec/CMakeLists.txt)")
-  set(_mlb_na_ir2vec_llvm22 "${_mlb_na_ir2vec}")
-  set(_mlb_na_llvm_plugins_llvm22 "not built with sanitizers (integrations/llvm/CMakeLists.txt)")
   set(_mlb_na_mlir_plugin "not built with sanitizers (integrations/mlir/CMakeLists.txt)")
   set(_mlb_na_mlir_plugin_mlir22 "${_mlb_na_mlir_plugin}")
   set(_mlb_na_fuzzers "built in unsanitized builds only (tests/CMakeLists.txt)")
@@ -51,6 +48,11 @@ if(MLBRIDGE_SANITIZE MATCHES "thread")
 elseif(MLBRIDGE_SANITIZE MATCHES "undefined" AND NOT TARGET MLBridgeInlineAdvisor
        AND LLVM_FOUND AND NOT LLVM_ENABLE_RTTI)
   set(_mlb_na_llvm_plugins "UBSan needs RTTI in the plugins; this LLVM has none")
+endif()
+if(DEFINED _mlb_na_llvm_plugins)  # the other LLVM plugins are built with them or not at all
+  foreach(_c llvm_plugins_llvm22 ir2vec ir2vec_llvm22)
+    set(_mlb_na_${_c} "${_mlb_na_llvm_plugins}")
+  endforeach()
 endif()
 
 if(NOT MLBRIDGE_MLIR22_ROOT AND NOT DEFINED _mlb_na_mlir_plugin_mlir22)

@@ -7,6 +7,8 @@
 #    "not_applicable": {"<component>": "<why this configuration never has it>"},
 #    "off_reasons": {"<component>": "<why the build left it out>"},
 #    "sanitize": "<MLBRIDGE_SANITIZE>",
+#    "cxx_compiler": "<CMAKE_CXX_COMPILER>",   whose sanitizer runtime a stock
+#                            host tool preloads to load a sanitized plugin
 #    "<component>": {...}}   a section per built component that has files:
 #                            llvm_plugins, mlir_plugin, c_tool, tf_aot
 #
@@ -40,6 +42,7 @@ function(mlbridge_manifest_write built_json na_json)
 "{\"built\": {${built_json}},
  \"not_applicable\": {${na_json}},
  \"off_reasons\": {${_off}},
- \"sanitize\": \"${MLBRIDGE_SANITIZE}\"${_sections}}
+ \"sanitize\": \"${MLBRIDGE_SANITIZE}\",
+ \"cxx_compiler\": \"${CMAKE_CXX_COMPILER}\"${_sections}}
 ")
 endfunction()

@@ -4,7 +4,9 @@
 #  * the project virtualenv .venv with the pinned PyPI packages of
 #    python/requirements/*.txt (one pip call, so pins are resolved together),
 #  * component installers scripts/deps/*.sh (e.g. ONNX Runtime from npm),
-#    run in name order; each must itself be idempotent.
+#    run in name order; each must itself be idempotent. Opt-in parts ask
+#    for an environment variable (MLBRIDGE_MLIR22=1: MLIR 22 for the
+#    MLIR 22 build, docs/mlir.md).
 # Safe to run again; it only does work when something is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -18,16 +18,17 @@ plugins, the C tool or compiled models asks :func:`load` or :func:`section`.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 from .errors import MLBridgeError
 
 __all__ = ["MANIFEST_NAME", "NotBuilt", "ComponentOff", "Manifest", "WithRunners",
-           "locate_build_dir", "load", "section"]
+           "locate_build_dir", "load", "section", "containing"]
 
 MANIFEST_NAME = "mlbridge-components.json"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -79,7 +80,16 @@ class Manifest:
 
     @property
     def sanitize(self) -> str:
+        """The build's sanitizers (MLBRIDGE_SANITIZE: "", "address,undefined", "thread")."""
         return self.data.get("sanitize", "")
+
+    @property
+    def cxx_compiler(self) -> str:
+        """The C++ compiler of the build (its sanitizer runtimes are that
+        compiler's); manifests written before the key existed name it in the
+        plugins' section only."""
+        return (self.data.get("cxx_compiler")
+                or self.data.get("llvm_plugins", {}).get("cxx_compiler", ""))
 
     def section(self, component: str, paths: Sequence[str] = ()) -> Dict[str, Any]:
         """The component's section; ``paths`` are keys naming files that
@@ -115,3 +125,21 @@ def load(build_dir=None) -> Manifest:
 def section(component: str, paths: Sequence[str] = (), build_dir=None) -> Dict[str, Any]:
     """``load(build_dir).section(component, paths)``."""
     return load(build_dir).section(component, paths)
+
+
+def containing(path) -> Optional[Manifest]:
+    """The manifest of the build a built file (a plugin) lies in: the first
+    directory above ``path`` with a manifest; None for a file outside any
+    build (an installed plugin)."""
+    return _manifest_above(str(Path(path).resolve().parent))
+
+
+@functools.lru_cache(maxsize=64)
+def _manifest_above(directory: str) -> Optional[Manifest]:
+    for d in (Path(directory), *Path(directory).parents):
+        if (d / MANIFEST_NAME).is_file():
+            try:
+                return load(d)
+            except NotBuilt:
+                return None
+    return None

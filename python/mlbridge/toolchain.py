@@ -19,6 +19,11 @@ they all use the same compiler and the same measures.
   answers each one with a policy; :class:`ModelServer` answers such an
   endpoint from a thread while compilers are run one after the other
   (benchmarks, builds).
+* Every process started here that loads a plugin of a sanitized build
+  (``-fpass-plugin=``, ``-load-pass-plugin``, ``-load``, ``-fplugin=``; the
+  build manifest next to the plugin says ``sanitize``) gets the sanitizer
+  runtime preloaded (:func:`plugin_env`): the stock, uninstrumented
+  ``clang``/``opt``/``llc`` cannot load such a plugin otherwise.
 """
 
 from __future__ import annotations
@@ -37,12 +42,15 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from . import build_manifest
 from .errors import MLBridgeError, TimeoutError
 from .llvm import process
 from .llvm.tools import elf_text_size, output_path
 
 __all__ = ["Toolchain", "toolchain", "compile", "Compiled", "CompileError",
-           "serve_compiler", "ServedRun", "ModelServer", "run_tool", "first_error", "DEFAULT_CLANG", "COMPILE_TIMEOUT"]
+           "serve_compiler", "ServedRun", "ModelServer", "run_tool", "run_command",
+           "plugin_env", "sanitizer_env", "loaded_plugins", "first_error", "DEFAULT_CLANG",
+           "COMPILE_TIMEOUT"]
 
 #: The compiler when ``$MLBRIDGE_CLANG`` is not set.
 DEFAULT_CLANG = "clang-19"
@@ -190,14 +198,24 @@ def run_tool(cmd: Sequence, *, timeout: float = COMPILE_TIMEOUT, stderr: bool = 
     (with ``stderr=True``: the pair (stdout, stderr)); CompileError naming
     the tool's first error if it fails, or if it runs past ``timeout`` (it is
     killed)."""
+    res = run_command(cmd, timeout=timeout, env=env, cwd=cwd)
+    if res.returncode != 0:
+        raise CompileError(_failure(res.args, res.returncode, res.stderr))
+    return (res.stdout, res.stderr) if stderr else res.stdout
+
+
+def run_command(cmd: Sequence, *, timeout: float = COMPILE_TIMEOUT,
+                env: Optional[Dict[str, str]] = None,
+                cwd=None) -> subprocess.CompletedProcess:
+    """Runs ``cmd`` to its end and returns its exit status and output (text)
+    whatever the status: for callers that inspect a failure (a refusal, a
+    diagnostic) or run a build (``make``). CompileError only if it cannot be
+    started or runs past ``timeout`` (it is killed)."""
     cmd = [os.fspath(c) for c in cmd]
     proc, (out, err) = _bounded(cmd, timeout, lambda p: p.communicate(timeout=timeout),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd)
-    err_text = err.decode(errors="replace")
-    if proc.returncode != 0:
-        raise CompileError(_failure(cmd, proc.returncode, err_text))
-    out_text = out.decode(errors="replace")
-    return (out_text, err_text) if stderr else out_text
+    return subprocess.CompletedProcess(cmd, proc.returncode, out.decode(errors="replace"),
+                                       err.decode(errors="replace"))
 
 
 def _bounded(cmd, timeout, finish, **popen_kwargs):
@@ -205,7 +223,7 @@ def _bounded(cmd, timeout, finish, **popen_kwargs):
     ``finish`` waits at most ``timeout``. A timeout, or anything else that
     interrupts the wait, kills the compiler."""
     try:
-        proc = process.start(cmd, **popen_kwargs)
+        proc = _start(cmd, **popen_kwargs)
     except OSError as e:
         raise CompileError(f"cannot run {cmd[0]}: {e}") from None
     try:
@@ -216,6 +234,11 @@ def _bounded(cmd, timeout, finish, **popen_kwargs):
     except BaseException:
         process.kill(proc, wait=10)
         raise
+
+
+def _start(cmd, *, env=None, cwd=None, **popen_kwargs):
+    """process.start with the environment :func:`plugin_env` gives ``cmd``."""
+    return process.start(cmd, env=plugin_env(cmd, env, cwd), cwd=cwd, **popen_kwargs)
 
 
 def _plain(cmd, timeout, env, cwd):
@@ -233,7 +256,7 @@ def _served(cmd, advisors, timeout, env, cwd, include_default):
     from .llvm.host import Compilation
     try:
         comp = Compilation(cmd, advisors, timeout=timeout, include_default=include_default,
-                           env=env, cwd=cwd)
+                           env=plugin_env(cmd, env, cwd), cwd=cwd)
     except (OSError, ValueError) as e:
         raise CompileError(f"cannot serve {cmd[0]}: {e}") from None
     try:
@@ -253,6 +276,92 @@ def _served(cmd, advisors, timeout, env, cwd, include_default):
     if res.error is not None:
         raise CompileError(f"{_describe(cmd)}: {res.error}")
     return res.returncode, process.cpu_seconds(comp.proc) or 0.0, stderr, res
+
+
+# ---- plugins of a sanitized build ------------------------------------------------------
+
+#: An option loading a plugin with its file after "=", as an argument or
+#: inside one (make's ``CFLAGS=... -fpass-plugin=...``).
+_PLUGIN_OPTION_RE = re.compile(
+    r"(?:^|[\s=])--?(?:fpass-plugin|fplugin|load-pass-plugin|load)=(\S+)")
+#: The same options with the file as the next argument (after -Xclang in
+#: ``clang -Xclang -load -Xclang <file>``).
+_PLUGIN_OPTIONS = frozenset({"-load", "--load", "-load-pass-plugin", "--load-pass-plugin"})
+
+
+def loaded_plugins(cmd: Sequence) -> List[str]:
+    """The plugin files command ``cmd`` loads into clang, opt or llc."""
+    args = [os.fspath(c) for c in cmd]
+    found: List[str] = []
+    for i, arg in enumerate(args):
+        found += _PLUGIN_OPTION_RE.findall(arg)
+        if arg in _PLUGIN_OPTIONS:
+            rest = args[i + 1:i + 3]
+            if rest[:1] == ["-Xclang"]:
+                rest = rest[1:]
+            found += rest[:1]
+    return found
+
+
+def plugin_env(cmd: Sequence, env: Optional[Dict[str, str]] = None,
+               cwd=None) -> Optional[Dict[str, str]]:
+    """The environment to run ``cmd`` in: ``env`` (None: this process's),
+    with the sanitizer runtime preloaded (:func:`sanitizer_env`) when
+    ``cmd`` loads a plugin from a sanitized build (the manifest of the build
+    the plugin lies in says ``sanitize``). Otherwise ``env`` unchanged."""
+    for plugin in loaded_plugins(cmd):
+        path = os.path.join(os.fspath(cwd), plugin) if cwd is not None else plugin
+        manifest = build_manifest.containing(path)
+        if manifest is not None and manifest.sanitize:
+            return sanitizer_env(manifest.sanitize, manifest.cxx_compiler, env)
+    return env
+
+
+def sanitizer_env(sanitize: str, cxx_compiler: str = "",
+                  base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    """``base`` (default: this process's environment) made fit to load code
+    built with the sanitizers ``sanitize`` ("address,undefined") by
+    ``cxx_compiler`` into an uninstrumented host tool.
+
+    AddressSanitizer must be loaded first in the process: LD_PRELOAD its
+    runtime, and the UBSan runtime with it. Two ASan options:
+    ``detect_leaks=0``: the host tool is not ours and LLVM deliberately
+    leaks at exit. ``allow_user_poisoning=0``: LLVM's allocators
+    (BumpPtrAllocator, Recycler) poison and unpoison their memory by hand
+    in code inlined from LLVM's headers, so the plugin poisons a slab that
+    the uninstrumented libLLVM then hands out without unpoisoning (a false
+    use-after-poison report, e.g. in SlotIndexes under the register
+    allocator); every other check stays on. Applying it twice changes
+    nothing. CompileError when the compiler has no such runtime."""
+    env = dict(os.environ if base is None else base)
+    if "address" not in sanitize:
+        return env
+    cxx = cxx_compiler or "c++"
+    names = ["libasan.so"] + (["libubsan.so"] if "undefined" in sanitize else [])
+    libs = [_runtime_library(cxx, n) for n in names]
+    missing = [n for n, lib in zip(names, libs) if lib is None]
+    if missing:
+        raise CompileError(f"{cxx} -print-file-name finds no {' or '.join(missing)}: cannot "
+                           f"preload the runtime a plugin built with -fsanitize={sanitize} "
+                           f"needs in a stock LLVM tool")
+    preload = [p for p in env.get("LD_PRELOAD", "").split(":") if p]
+    env["LD_PRELOAD"] = ":".join(libs + [p for p in preload if p not in libs])
+    opts = [o for o in env.get("ASAN_OPTIONS", "").split(":") if o]
+    env["ASAN_OPTIONS"] = ":".join(
+        opts + [o for o in ("detect_leaks=0", "allow_user_poisoning=0") if o not in opts])
+    return env
+
+
+@functools.lru_cache(maxsize=16)
+def _runtime_library(compiler: str, name: str) -> Optional[str]:
+    """Path of ``compiler``'s runtime library ``name`` (``-print-file-name``)."""
+    try:
+        out = run_tool([compiler, f"-print-file-name={name}"], timeout=30).strip()
+    except CompileError:
+        return None
+    if out and out != name and os.path.exists(out):
+        return os.path.realpath(out)
+    return None
 
 
 # ---- compilers that ask the project's runners over an endpoint ------------------------
@@ -310,8 +419,7 @@ def serve_compiler(command: Callable[[str], Sequence[str]], policy, *, advisor: 
     with _open_interface(transport, serdes, min(timeout, 60.0)) as iface:
         endpoint = iface.base if transport == "pipe" else iface.address
         argv = list(map(str, command(endpoint)))
-        proc = process.start(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                             cwd=cwd)
+        proc = _start(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd)
         if transport == "pipe":
             iface.process = proc
         try:

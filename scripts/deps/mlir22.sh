@@ -10,17 +10,25 @@
 # The packages are the version of the installed LLVM 22 (libllvm22, from
 # scripts/deps/llvm22.apt): the extracted libMLIR links that libLLVM.so.22.1,
 # found in the system's library path, so mlir-opt runs with no
-# LD_LIBRARY_PATH (its RPATH finds libMLIR next to it). Opt-in: not run by
-# scripts/install-deps.sh. Then configure with
+# LD_LIBRARY_PATH (its RPATH finds libMLIR next to it). Then configure with
 #   cmake --preset default -DMLBRIDGE_MLIR22_ROOT=$PWD/.deps/mlir22
+# Opt-in (809 MB unpacked; the default build does not use it): it extracts
+# only when asked -- a DEST argument, or MLBRIDGE_MLIR22=1 in the
+# environment (`MLBRIDGE_MLIR22=1 scripts/install-deps.sh`, which runs every
+# scripts/deps/*.sh) -- or when DEST holds an earlier extraction, which it
+# keeps at the installed LLVM 22's version (delete DEST to opt out again).
 # Idempotent: does nothing when the stamp matches the LLVM 22 version.
-#   usage: scripts/deps/mlir22.sh [DEST]
+#   usage: [MLBRIDGE_MLIR22=1] scripts/deps/mlir22.sh [DEST]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DEPS_NAME=mlir22.sh
 source scripts/deps/lib/install.sh
 
 DEST=${1:-.deps/mlir22}
+if [[ $# -eq 0 && ${MLBRIDGE_MLIR22:-} != 1 && ! -f $DEST/.installed ]]; then
+  echo "install-deps: MLIR 22 not extracted (opt-in, for the MLIR 22 build only: MLBRIDGE_MLIR22=1; docs/mlir.md)"
+  exit 0
+fi
 PACKAGES=(libmlir-22 libmlir-22-dev mlir-22-tools)
 deps_require " (Debian: apt, dpkg)" apt-get dpkg dpkg-query
 version=$(dpkg-query -W -f='${Version}' libllvm22 2>/dev/null) ||

@@ -19,13 +19,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from build_components import build_dir, component_built, require_component
+from mlbridge import toolchain
 
 require_component("ir2vec")
 
@@ -82,9 +82,9 @@ def modules(tmp_path_factory):
     for name in PROGRAMS:
         for opt, flags in VARIANTS.items():
             bc = out_dir / f"{name}.{opt}.bc"
-            subprocess.run(["clang-19", *flags, "-emit-llvm", "-c",
-                            str(REPO / "tests/e2e/programs" / f"{name}.c"), "-o", str(bc)],
-                           check=True, timeout=120)
+            toolchain.compile(["clang-19", *flags, "-emit-llvm", "-c",
+                               str(REPO / "tests/e2e/programs" / f"{name}.c"), "-o", str(bc)],
+                              timeout=120, measure_text=False)
             out[f"{name}.{opt}"] = bc
     return out
 
@@ -177,7 +177,7 @@ def test_python_returns_what_the_plugin_writes(ir2vec, modules, tmp_path, llvm):
     bc = modules["strings.O0"]
     setup = ir2vec.find(llvm, build_dir())
     out = tmp_path / "v.json"
-    subprocess.run(ir2vec.command(bc, out, setup), check=True, timeout=120)
+    toolchain.run_tool(ir2vec.command(bc, out, setup), timeout=120)
     raw = json.loads(out.read_text())
     assert raw["dimension"] == 300 and raw["llvm"].startswith(f"{llvm}.")
     assert raw["embedder"] == ("llvm" if llvm == 22 else "mlbridge")

@@ -16,13 +16,13 @@ output is now computed by PluginEmbeddings on both versions:
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from build_components import build_dir, require_component
+from mlbridge import toolchain
 
 require_component("ir2vec")
 
@@ -50,9 +50,9 @@ def modules(tmp_path_factory):
         for opt, flags in {"O0": ["-O0", "-Xclang", "-disable-O0-optnone"],
                            "O2": ["-O2"]}.items():
             bc = out_dir / f"{name}.{opt}.bc"
-            subprocess.run(["clang-19", *flags, "-emit-llvm", "-c",
-                            str(REPO / "tests/e2e/programs" / f"{name}.c"), "-o", str(bc)],
-                           check=True, timeout=120)
+            toolchain.compile(["clang-19", *flags, "-emit-llvm", "-c",
+                               str(REPO / "tests/e2e/programs" / f"{name}.c"), "-o", str(bc)],
+                              timeout=120, measure_text=False)
             out[f"{name}.{opt}"] = bc
     return out
 
@@ -146,8 +146,7 @@ def _opt(ir2vec, llvm, bc, out, *extra, env=None):
     cmd = [str(setup.opt), f"-load-pass-plugin={setup.plugin}", "-passes=mlbridge-ir2vec",
            f"-mlbridge-ir2vec-out={out}", *extra, "-disable-output", str(bc)]
     clean = {k: v for k, v in os.environ.items() if k != "MLBRIDGE_IR2VEC_VOCAB_DIR"}
-    return subprocess.run(cmd, env={**clean, **(env or {})}, capture_output=True, text=True,
-                          timeout=120)
+    return toolchain.run_command(cmd, env={**clean, **(env or {})}, timeout=120)
 
 
 @pytest.mark.parametrize("llvm", VERSIONS)

@@ -13,7 +13,6 @@ MLBridgeLoopDistribution.so loaded, passes bzip2's own ``make test``:
 import json
 import os
 import shutil
-import subprocess
 
 import pytest
 
@@ -32,7 +31,7 @@ def test_bzip2_built_with_loop_distribution_passes_its_tests(plugins, clang19, c
                                                              tmp_path, which):
     if shutil.which("make") is None:
         pytest.fail("make not found (scripts/deps/plugins.apt installs it)", pytrace=False)
-    from mlbridge.llvm.plugins import tool_env
+    from mlbridge.toolchain import run_command
     src = tmp_path / "bzip2"
     shutil.copytree(corpus.source_dir(corpus.libraries[LIBRARY]) / "bzip2-1.0.8", src)
     log = tmp_path / "ld.log"
@@ -42,8 +41,7 @@ def test_bzip2_built_with_loop_distribution_passes_its_tests(plugins, clang19, c
     make = ["make", "-C", str(src), f"CC={clang19}",
             f"CFLAGS=-O3 -w -D_FILE_OFFSET_BITS=64 "
             f"-fpass-plugin={plugins.loop_distribution}"]
-    res = subprocess.run([*make, "-j2", "bzip2"], capture_output=True, text=True, timeout=400,
-                         env=tool_env(plugins, env))
+    res = run_command([*make, "-j2", "bzip2"], timeout=400, env=env)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     entries = [json.loads(line) for line in log.read_text().splitlines()]
     assert entries, "the plugin saw no innermost loop in bzip2"
@@ -55,7 +53,6 @@ def test_bzip2_built_with_loop_distribution_passes_its_tests(plugins, clang19, c
         assert "invalid" not in results, entries
     else:
         assert results.count("distributed") >= 1, entries
-    res = subprocess.run([*make, "test"], capture_output=True, text=True, timeout=300,
-                         env=tool_env(plugins, env))
+    res = run_command([*make, "test"], timeout=300, env=env)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert "cmp" in res.stdout and "differ" not in res.stdout + res.stderr

@@ -230,6 +230,50 @@ def test_always_and_never_change_the_ir_in_the_expected_direction(
             assert out == plugin_reference_outputs[name], f"{name} ({tag}) prints something else"
 
 
+
+_DEFINE_RE = re.compile(r"^define\b[^@\n]*@([-\w.$]+)\(.*?^}", re.M | re.S)
+
+
+def direct_calls(ll: Path):
+    """{(caller, callee)} of the direct calls in a textual module."""
+    return {(m.group(1), callee) for m in _DEFINE_RE.finditer(ll.read_text())
+            for callee in _CALL_RE.findall(m.group(0))}
+
+
+def test_ir2vec_vectors_of_caller_and_callee(plugins, opt, plugin_corpus, tmp_path):
+    """-mlbridge-inline-embeddings on each LLVM version: every request carries
+    the IR2Vec vectors of its caller and callee (PluginEmbeddings: our
+    embedder on 19, LLVM's on 22). The inliner alone with a "never" policy
+    changes no function, so each pair must be the vectors mlbridge.ir2vec
+    computes for the two ends of a call of the input, and not zero."""
+    from mlbridge import ir2vec
+    sent = []
+
+    def never(f):
+        sent.append((np.asarray(f["caller_embedding"], np.float32).reshape(-1),
+                     np.asarray(f["callee_embedding"], np.float32).reshape(-1)))
+        return 0
+
+    checked = 0
+    for name, p in plugin_corpus.items():
+        sent.clear()
+        run = serve(plugins, opt, p["ir"], tmp_path / f"{name}.ll", never,
+                    passes="inliner-wrapper", extra=["-mlbridge-inline-embeddings"])
+        assert "warning" not in run.stderr, run.stderr
+        vectors = {fn: v.astype(np.float32)
+                   for fn, v in ir2vec.embed(p["ir"], llvm=plugins.llvm_major).items()}
+        calls = direct_calls(Path(p["ir"]))
+        assert len(sent) == len(run.decisions) > 0, name
+        for caller, callee in sent:
+            assert caller.shape == callee.shape == (300,)
+            assert np.any(caller) and np.any(callee), f"{name}: a zero vector was sent"
+            callers = [fn for fn, v in vectors.items() if np.array_equal(v, caller)]
+            callees = [fn for fn, v in vectors.items() if np.array_equal(v, callee)]
+            assert any((a, b) in calls for a in callers for b in callees), \
+                f"{name}: the vectors sent are not those of a call's caller and callee"
+            checked += 1
+    assert checked > 20
+
 # ---- in-process models ----------------------------------------------------------------------
 
 

@@ -17,7 +17,6 @@ llc-19 / clang-19 on real C programs, and the mlbridge-ra-score pass.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -42,9 +41,9 @@ def ra(mlbridge_pkg):
     return regalloc
 
 
-def run(cmd, **kw):
-    return subprocess.run([str(c) for c in cmd], check=True, capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT, **kw).stdout
+def run(cmd):
+    from mlbridge.toolchain import run_tool
+    return run_tool(cmd, timeout=RUN_TIMEOUT)
 
 
 def build_and_run(ra, plugins, ir, tmp: Path, allocator, policy=None, seed=None, tag=""):

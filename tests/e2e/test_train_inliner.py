@@ -20,7 +20,7 @@ import pytest
 
 from conftest import require_llvm_tool
 
-from mlbridge.llvm.tools import elf_text_size
+from mlbridge import toolchain
 from mlbridge.llvm.plugins.corpus import csmith_program, csmith_include_dir
 from mlbridge.train.cluster import TaskFailed, WorkerPool
 from mlbridge.train.inliner import EMBEDDINGS, MODEL_FEATURES, InlinePolicy, make_task
@@ -36,13 +36,13 @@ def modules(tmp_path_factory):
     for seed in SEEDS:
         src = csmith_program(seed, d / f"csmith{seed}.c", max_funcs=8)
         ir = d / f"csmith{seed}.bc"
-        subprocess.run([clang, "-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c",
-                        "-w", f"-I{csmith_include_dir()}", str(src), "-o", str(ir)],
-                       check=True, timeout=120)
+        toolchain.compile([clang, "-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c",
+                           "-w", f"-I{csmith_include_dir()}", str(src), "-o", str(ir)],
+                          timeout=120, measure_text=False)
         obj = d / f"csmith{seed}.o"
-        subprocess.run([clang, "-Oz", "-c", "-w", f"-I{csmith_include_dir()}", str(src), "-o",
-                        str(obj)], check=True, timeout=120)
-        out.append({"ir": ir, "oz_text": elf_text_size(obj)})
+        oz = toolchain.compile([clang, "-Oz", "-c", "-w", f"-I{csmith_include_dir()}", str(src),
+                                "-o", str(obj)], timeout=120)
+        out.append({"ir": ir, "oz_text": oz.text})
     return out
 
 

@@ -9,13 +9,13 @@ the plugin, Ray actors as compiler workers.
 """
 
 import json
-import subprocess
 
 import numpy as np
 import pytest
 
 from conftest import require_llvm_tool
 
+from mlbridge import toolchain
 from mlbridge.train.cluster import Workdir
 from mlbridge.train.regalloc.allocator import AllocatorPolicy
 from mlbridge.train.regalloc.evict import (CANDIDATE, GreedyRule, LinearEviction, NUM_PARAMS,
@@ -54,8 +54,8 @@ def items(plugins, tmp_path_factory):
         src = d / f"p{i}.c"
         src.write_text("".join(PRESSURE % {"i": 10 * i + k} for k in range(i % 3 + 1)))
         bc = d / f"p{i}.bc"
-        subprocess.run([clang, "-O2", "-emit-llvm", "-c", str(src), "-o", str(bc)],
-                       check=True, timeout=120)
+        toolchain.compile([clang, "-O2", "-emit-llvm", "-c", str(src), "-o", str(bc)],
+                          timeout=120, measure_text=False)
         out.append(Item(f"p{i}", f"lib{i % 2}", bc.read_bytes()))
     return out
 

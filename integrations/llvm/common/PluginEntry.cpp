@@ -3,12 +3,11 @@
 // See PluginEntry.h for why. This file must not see PassPlugin.h: it
 // defines llvmGetPassPluginInfo with the calling convention both hosts use
 // and writes a result of the host's size, whichever LLVM it was built for.
+// The version check itself (hostLLVMMatches) is on every architecture: the
+// register allocator, loaded with llc -load, has no entry to refuse in.
 //
 //===----------------------------------------------------------------------===//
 #include "llvm/Config/llvm-config.h"
-
-// Elsewhere PluginEntryInfo.cpp defines the plain typed entry (no check).
-#if defined(__x86_64__)
 
 #include <cstdint>
 #include <cstdio>
@@ -18,22 +17,10 @@
 
 namespace mlbridge::plugins {
 void writePassPluginInfo(void *Out); // PluginEntry.h, without PassPlugin.h
+bool hostLLVMMatches();              // PluginEntry.h
 } // namespace mlbridge::plugins
 
 namespace {
-
-// PassPluginLibraryInfo as LLVM 15-21 and LLVM 22 lay it out; a refusal is
-// written in the host's layout (API version 0, no callbacks).
-struct InfoUpTo21 {
-  uint32_t APIVersion;
-  const char *PluginName;
-  const char *PluginVersion;
-  void (*RegisterPassBuilderCallbacks)(void *);
-};
-struct InfoFrom22 {
-  InfoUpTo21 Base;
-  void *PreCodeGenCallback;
-};
 
 // The LLVM major version of the process (the host's libLLVM was loaded
 // before any plugin, so the process-wide lookup finds its LLVMGetVersion);
@@ -99,6 +86,37 @@ void refuse(unsigned Host) {
 
 } // namespace
 
+bool mlbridge::plugins::hostLLVMMatches() {
+  // Once per plugin: every registration of a plugin asks, one message.
+  static const bool Matches = [] {
+    const unsigned Host = hostMajor();
+    if (Host == 0 || Host == LLVM_VERSION_MAJOR)
+      return true;
+    refuse(Host);
+    return false;
+  }();
+  return Matches;
+}
+
+// The entry: x86-64 only (elsewhere PluginEntryInfo.cpp defines the plain
+// typed entry, unchecked).
+#if defined(__x86_64__)
+
+namespace {
+// PassPluginLibraryInfo as LLVM 15-21 and LLVM 22 lay it out; a refusal is
+// written in the host's layout (API version 0, no callbacks).
+struct InfoUpTo21 {
+  uint32_t APIVersion;
+  const char *PluginName;
+  const char *PluginVersion;
+  void (*RegisterPassBuilderCallbacks)(void *);
+};
+struct InfoFrom22 {
+  InfoUpTo21 Base;
+  void *PreCodeGenCallback;
+};
+} // namespace
+
 // The x86-64 System V convention of a function returning a struct of more
 // than 16 bytes: the caller passes the result's address (in rdi), the
 // callee returns it (in rax); so this signature is the typed one of both
@@ -107,13 +125,11 @@ void refuse(unsigned Host) {
 // Weak: a plugin that still defines its own (typed) llvmGetPassPluginInfo
 // links and works, unchecked, until it defines passPluginInfo() instead.
 extern "C" __attribute__((visibility("default"), weak)) void *llvmGetPassPluginInfo(void *Out) {
-  const unsigned Host = hostMajor();
-  if (Host == 0 || Host == LLVM_VERSION_MAJOR) {
+  if (mlbridge::plugins::hostLLVMMatches()) {
     mlbridge::plugins::writePassPluginInfo(Out);
     return Out;
   }
-  refuse(Host);
-  if (Host >= 22)
+  if (hostMajor() >= 22)
     *static_cast<InfoFrom22 *>(Out) = InfoFrom22{{0, "MLBridge", "refused", nullptr}, nullptr};
   else
     *static_cast<InfoUpTo21 *>(Out) = InfoUpTo21{0, "MLBridge", "refused", nullptr};

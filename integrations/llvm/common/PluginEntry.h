@@ -13,7 +13,9 @@
 //    plugin of the right version, and returns, in the HOST's layout, an info
 //    with API version 0, which the host rejects ("Wrong API version").
 // (A plugin that still defines llvmGetPassPluginInfo itself overrides this
-// weak entry: it links and works as before, without the check.)
+// weak entry: it links and works as before, without the check.) A plugin
+// loaded with llc -load has no entry called: its static registrations ask
+// hostLLVMMatches() instead (regalloc/).
 // That the plugin gets as far as its entry in a foreign host is the other
 // half: every plugin links its own version's libLLVM (DT_NEEDED), so its
 // references are versioned (LLVM_19.1 / LLVM_22.1) and bind to that LLVM
@@ -37,6 +39,14 @@ namespace mlbridge::plugins {
 /// What the plugin registers: {LLVM_PLUGIN_API_VERSION, name, version,
 /// callback}. Defined by each plugin; called only in a host of its LLVM.
 llvm::PassPluginLibraryInfo passPluginInfo();
+
+/// True when the host tool's LLVM (LLVMGetVersion in the process) is the
+/// one this plugin was built for, or cannot be told; otherwise prints the
+/// refusal once (both versions, the plugin of the right one) and returns
+/// false. The entry asks it; so must a plugin that registers itself in
+/// static constructors without an entry being called (the register
+/// allocator, loaded with llc -load / clang -fplugin): register nothing then.
+bool hostLLVMMatches();
 
 /// Stores passPluginInfo() at Out (PluginEntryInfo.cpp): the exported entry
 /// (PluginEntry.cpp) is compiled without this header, whose declaration of

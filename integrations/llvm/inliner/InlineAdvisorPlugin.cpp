@@ -20,9 +20,10 @@
 // FeatureBinding::write), ask for the decision (Runner->evaluateRaw()).
 //
 // A model may also read the IR2Vec vectors of the caller and the callee
-// (inputs caller_embedding, callee_embedding: float [1, D]), computed with
-// the project's IR2Vec embedder (integrations/llvm/ir2vec) from a vocabulary
-// loaded once per process; a function's vector is cached until inlining
+// (inputs caller_embedding, callee_embedding: float [1, D]), computed through
+// the plugins' embeddings API (integrations/llvm/ir2vec/PluginEmbeddings.h:
+// our embedder on LLVM 19, LLVM's own on 22) from a vocabulary loaded once
+// per advisor that needs it; a function's vector is cached until inlining
 // into it or the function passes of its SCC change it.
 //
 // If the model cannot be used (missing file, dead peer, bad output) the
@@ -38,9 +39,7 @@
 #include "PluginEntry.h"
 #include "PluginSupport.h"
 
-#if MLBRIDGE_INLINER_IR2VEC
-#include "Embedder.h" // integrations/llvm/ir2vec
-#endif
+#include "PluginEmbeddings.h" // integrations/llvm/ir2vec
 
 #include "mlbridge/model_runner.h"
 #include "mlbridge/rl.h"
@@ -78,7 +77,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <string>
 
 using namespace llvm;
@@ -112,9 +111,9 @@ cl::opt<bool> EmbeddingsOpt(
              "those names. Env: MLBRIDGE_INLINE_EMBEDDINGS"));
 cl::opt<std::string> VocabOpt(
     "mlbridge-inline-ir2vec-vocab", cl::cat(Category),
-    cl::desc("IR2Vec's vocabulary (seedEmbeddingVocab.txt); default: the one "
-             "the build was configured with (.deps/ir2vec). Env: "
-             "MLBRIDGE_INLINE_IR2VEC_VOCAB"));
+    cl::desc("IR2Vec's vocabulary (seedEmbeddingVocab.txt on LLVM 19, .json "
+             "on 22); default: the one the build was configured with "
+             "(.deps/ir2vec). Env: MLBRIDGE_INLINE_IR2VEC_VOCAB"));
 cl::opt<std::string> LogOpt(
     "mlbridge-inline-log", cl::cat(Category),
     cl::desc("Append one JSON line per advisor (runner, decisions asked, "
@@ -146,53 +145,23 @@ std::vector<mlb::TensorSpec> inlinerFeatureSpecs(bool IncludeDefault) {
 constexpr unsigned DefaultEmbeddingDim = 300;
 const char *const EmbeddingNames[2] = {"caller_embedding", "callee_embedding"};
 
-/// The process's IR2Vec embedder, made once from the vocabulary at Path
-/// (several advisors, and threads of a parallel compiler, share it). Holds
-/// the reason when there is none.
-struct SharedEmbedder {
-#if MLBRIDGE_INLINER_IR2VEC
-  std::optional<mlbridge::ir2vec::Embedder> E;
-#endif
+/// An advisor's IR2Vec vectors, or why it has none (zero vectors are sent).
+struct AdvisorEmbeddings {
+  std::unique_ptr<mlb::ir2vec::PluginEmbeddings> E;
   std::string Error;
-  unsigned dimension() const {
-#if MLBRIDGE_INLINER_IR2VEC
-    if (E)
-      return E->dimension();
-#endif
-    return DefaultEmbeddingDim;
-  }
+  unsigned dimension() const { return E ? E->dimension() : DefaultEmbeddingDim; }
 };
 
-const SharedEmbedder &sharedEmbedder(const std::string &Path) {
-  static std::mutex Mu;
-  static std::map<std::string, std::unique_ptr<SharedEmbedder>> Loaded;
-  std::lock_guard<std::mutex> Lock(Mu);
-  auto &Slot = Loaded[Path];
-  if (!Slot) {
-    Slot = std::make_unique<SharedEmbedder>();
-#if MLBRIDGE_INLINER_IR2VEC
-    if (Path.empty()) {
-      Slot->Error = "no IR2Vec vocabulary configured (-mlbridge-inline-ir2vec-vocab)";
-    } else if (auto V = mlbridge::ir2vec::Vocabulary::load(Path)) {
-      Slot->E.emplace(*V);
-    } else {
-      Slot->Error = "cannot read the IR2Vec vocabulary: " + V.status().toString() +
-                    " (scripts/deps/ir2vec.sh installs it)";
-    }
-#else
-    Slot->Error = "this build of the plugin has no IR2Vec embedder";
-#endif
-  }
-  return *Slot;
-}
-
-std::string vocabularyPath() {
-  std::string P = mlp::stringSetting(VocabOpt, "MLBRIDGE_INLINE_IR2VEC_VOCAB");
-#ifdef MLBRIDGE_IR2VEC_DEFAULT_VOCAB
-  if (P.empty())
-    P = MLBRIDGE_IR2VEC_DEFAULT_VOCAB;
-#endif
-  return P;
+AdvisorEmbeddings loadEmbeddings() {
+  AdvisorEmbeddings A;
+  auto E = mlb::ir2vec::PluginEmbeddings::create(
+      {mlp::stringSetting(VocabOpt, "MLBRIDGE_INLINE_IR2VEC_VOCAB"),
+       mlb::ir2vec::Kind::Symbolic});
+  if (E)
+    A.E = std::move(*E);
+  else
+    A.Error = E.status().toString();
+  return A;
 }
 
 // Counted from LLVM's lists: LLVM 22 appends optional IR2Vec embeddings to
@@ -257,11 +226,12 @@ public:
                       InlineParams Params, InlineContext IC,
                       std::unique_ptr<mlb::ModelRunner> Runner,
                       mlp::FeatureBinding Binding, bool IncludeDefault,
-                      const SharedEmbedder *Embedder, size_t EmbeddingIndex,
+                      std::optional<AdvisorEmbeddings> Embeddings,
+                      size_t EmbeddingIndex,
                       std::string RunnerName, std::string LogPath)
       : InlineAdvisor(M, FAM, IC), Params(Params), Runner(std::move(Runner)),
         Binding(std::move(Binding)), IncludeDefault(IncludeDefault),
-        Embedder(Embedder), EmbeddingIndex(EmbeddingIndex),
+        Embeddings(std::move(Embeddings)), EmbeddingIndex(EmbeddingIndex),
         RunnerName(std::move(RunnerName)), LogPath(std::move(LogPath)),
         SizeIncreaseThreshold(
             llvmOption<float>("ml-advisor-size-increase-threshold", 2.0f)) {
@@ -304,7 +274,12 @@ private:
   void initialize();
   bool defaultDecision(CallBase &CB);
   bool askModel(CallBase &CB, const std::array<int64_t, NumFeatures + 1> &V);
-  const std::vector<float> &functionVector(const Function &F);
+  const std::vector<float> &functionVector(const Function &F,
+                                           std::vector<float> &Out);
+  void forgetVector(const Function *F) {
+    if (Embeddings && Embeddings->E)
+      Embeddings->E->invalidate(*F);
+  }
   std::unique_ptr<InlineAdvice> unreachableSkip(CallBase &CB);
   unsigned initialLevel(const Function *F) const {
     auto It = FunctionLevels.find(F);
@@ -315,12 +290,12 @@ private:
   std::unique_ptr<mlb::ModelRunner> Runner;
   mlp::FeatureBinding Binding;
   bool IncludeDefault;
-  const SharedEmbedder *Embedder; // null: the model reads no embeddings
-  size_t EmbeddingIndex;          // our index of caller_embedding
-  // Cached function vectors, dropped when the function changes (inlining
+  // None: the model reads no embeddings. The function vectors are cached
+  // by PluginEmbeddings and dropped when the function changes (inlining
   // into it, the function passes of its SCC, deletion).
-  std::map<const Function *, std::vector<float>> EmbeddingCache;
-  std::vector<float> ZeroVector;
+  std::optional<AdvisorEmbeddings> Embeddings;
+  size_t EmbeddingIndex; // our index of caller_embedding
+  std::vector<float> CallerVector, CalleeVector; // what is sent, as float
   std::string RunnerName;
   std::string LogPath;
   float SizeIncreaseThreshold;
@@ -447,7 +422,7 @@ void BridgeInlineAdvisor::onPassEntry(LazyCallGraph::SCC *SCC) {
   while (!NodesInLastSCC.empty()) {
     const LazyCallGraph::Node *N = *NodesInLastSCC.begin();
     NodesInLastSCC.erase(N);
-    EmbeddingCache.erase(&N->getFunction()); // its function passes ran
+    forgetVector(&N->getFunction()); // its function passes ran
     EdgeCount += localCalls(N->getFunction());
     const unsigned Level = initialLevel(&N->getFunction());
     for (const LazyCallGraph::Edge &E : **N) {
@@ -483,9 +458,9 @@ void BridgeInlineAdvisor::onSuccessfulInlining(const BridgeInlineAdvice &A,
   ++Inlined;
   Function *Caller = A.caller();
   Function *Callee = A.callee();
-  EmbeddingCache.erase(Caller);
+  forgetVector(Caller);
   if (CalleeDeleted)
-    EmbeddingCache.erase(Callee);
+    forgetVector(Callee);
   // The caller changed: its properties, loops and (by version) dominator
   // tree, which the properties' update and the unreachable-call check use.
   llvm_compat::invalidateAfterInlining(FAM, *Caller);
@@ -566,21 +541,17 @@ BridgeInlineAdvisor::getMandatoryAdvice(CallBase &CB, bool Advice) {
 }
 
 const std::vector<float> &
-BridgeInlineAdvisor::functionVector(const Function &F) {
-#if MLBRIDGE_INLINER_IR2VEC
-  if (Embedder->E) {
-    auto [It, Inserted] = EmbeddingCache.try_emplace(&F);
-    if (Inserted) {
-      ++Embedded;
-      const mlbridge::ir2vec::Vector V = Embedder->E->embedFunction(F).Function;
-      It->second.assign(V.begin(), V.end());
-    }
-    return It->second;
+BridgeInlineAdvisor::functionVector(const Function &F, std::vector<float> &Out) {
+  if (!Embeddings->E) {
+    Out.assign(Embeddings->dimension(), 0.0f);
+    return Out;
   }
-#endif
-  if (ZeroVector.empty())
-    ZeroVector.assign(Embedder->dimension(), 0.0f);
-  return ZeroVector;
+  const size_t Cached = Embeddings->E->cachedFunctions();
+  const mlb::ir2vec::Vector &V = Embeddings->E->function(F);
+  if (Embeddings->E->cachedFunctions() > Cached)
+    ++Embedded;
+  Out.assign(V.begin(), V.end());
+  return Out;
 }
 
 bool BridgeInlineAdvisor::askModel(
@@ -591,11 +562,11 @@ bool BridgeInlineAdvisor::askModel(
     // write the features in place, evaluate.
     for (size_t I = 0; I < NumFeatures + (IncludeDefault ? 1 : 0); ++I)
       Binding.write(*Runner, I, &V[I]);
-    if (Embedder) {
+    if (Embeddings) {
       Binding.write(*Runner, EmbeddingIndex,
-                    functionVector(*CB.getCaller()).data());
+                    functionVector(*CB.getCaller(), CallerVector).data());
       Binding.write(*Runner, EmbeddingIndex + 1,
-                    functionVector(*CB.getCalledFunction()).data());
+                    functionVector(*CB.getCalledFunction(), CalleeVector).data());
     }
     mlb::Status S = Runner->evaluateRaw();
     mlb::Expected<int64_t> Decision =
@@ -729,19 +700,23 @@ InlineAdvisor *createAdvisor(Module &M, FunctionAnalysisManager &FAM,
       K == mlp::RunnerKind::Onnx || K == mlp::RunnerKind::Compiled;
   const bool AskedForDefault =
       mlp::boolSetting(IncludeDefaultOpt, "MLBRIDGE_INLINE_INCLUDE_DEFAULT");
-  // Embeddings likewise: sent to a remote model when asked for, offered to
-  // an in-process one (computed only if it has those inputs).
+  // Embeddings likewise: sent to a remote model when asked for (the
+  // vocabulary, read now, gives their length), offered to an in-process one
+  // at the published length and read only if it has those inputs.
   const bool OfferEmbeddings =
       InProcess || mlp::boolSetting(EmbeddingsOpt, "MLBRIDGE_INLINE_EMBEDDINGS");
-  const SharedEmbedder *Embedder =
-      OfferEmbeddings ? &sharedEmbedder(vocabularyPath()) : nullptr;
+  std::optional<AdvisorEmbeddings> Embeddings;
+  if (OfferEmbeddings && !InProcess)
+    Embeddings = loadEmbeddings();
+  const unsigned EmbeddingDim =
+      Embeddings ? Embeddings->dimension() : DefaultEmbeddingDim;
   mlp::RunnerRequest Req;
   Req.Features = inlinerFeatureSpecs(AskedForDefault || InProcess);
   const size_t EmbeddingIndex = Req.Features.size();
-  if (Embedder)
+  if (OfferEmbeddings)
     for (const char *Name : EmbeddingNames)
       Req.Features.push_back(mlb::TensorSpec::create<float>(
-          Name, {1, static_cast<int64_t>(Embedder->dimension())}));
+          Name, {1, static_cast<int64_t>(EmbeddingDim)}));
   Req.Advice = mlb::TensorSpec::create<int64_t>("inlining_decision");
   Req.Diagnostics = mlp::llvmDiagnosticSink(Ctx, Prefix, Verbose);
   Req.MakeEmbedded = Embedded.Make;
@@ -750,14 +725,22 @@ InlineAdvisor *createAdvisor(Module &M, FunctionAnalysisManager &FAM,
     return Fallback(Bound.status().message(), true);
   const bool IncludeDefault =
       AskedForDefault || (InProcess && Bound->Binding.has(DefaultFeatureIndex));
-  if (Embedder && !Bound->Binding.has(EmbeddingIndex) &&
-      !Bound->Binding.has(EmbeddingIndex + 1))
-    Embedder = nullptr; // an in-process model without embedding inputs
-  if (Embedder && !Embedder->Error.empty()) {
+  if (InProcess && (Bound->Binding.has(EmbeddingIndex) ||
+                    Bound->Binding.has(EmbeddingIndex + 1))) {
+    Embeddings = loadEmbeddings();
+    if (Embeddings->E && Embeddings->dimension() != EmbeddingDim) {
+      Embeddings->Error = ("the vocabulary " + Twine(Embeddings->E->vocabularyPath()) +
+                           " has dimension " + Twine(Embeddings->dimension()) +
+                           ", the model's inputs " + Twine(EmbeddingDim))
+                              .str();
+      Embeddings->E.reset();
+    }
+  }
+  if (Embeddings && !Embeddings->Error.empty()) {
     static std::atomic<bool> Warned{false};
     if (!Warned.exchange(true))
       mlp::diagnose(Ctx, Prefix, DS_Warning,
-                    "the model reads IR2Vec vectors but " + Twine(Embedder->Error) +
+                    "the model reads IR2Vec vectors but " + Twine(Embeddings->Error) +
                         "; sending zero vectors (counts-only features)");
   }
   if (Verbose)
@@ -765,7 +748,7 @@ InlineAdvisor *createAdvisor(Module &M, FunctionAnalysisManager &FAM,
                   mlp::runnerRemark(K, "inlining decisions"));
   return new BridgeInlineAdvisor(
       M, FAM, Params, IC, std::move(Bound->Runner), std::move(Bound->Binding),
-      IncludeDefault, Embedder, EmbeddingIndex, mlp::runnerKindName(K),
+      IncludeDefault, std::move(Embeddings), EmbeddingIndex, mlp::runnerKindName(K),
       mlp::stringSetting(LogOpt, "MLBRIDGE_INLINE_LOG"));
 }
 

@@ -22,7 +22,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "LLVMCompat.h"
+#include "PluginEntry.h"
 #include "PluginSupport.h"
+#include "RegAllocEmbeddings.h"
 #include "RegAllocProtocol.h"
 #include "RegAllocScore.h"
 
@@ -62,6 +64,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -767,9 +770,11 @@ enum ModelFeature : size_t {
   FRegisterFeatures, FRegisterMask, NumModelFeatures
 };
 
-std::vector<mlb::TensorSpec> modelFeatureSpecs() {
+/// The protocol's features, then the optional MIR2Vec ones
+/// (RegAllocEmbeddings.h: function_embedding, node_embeddings).
+std::vector<mlb::TensorSpec> modelFeatureSpecs(const ra::MIR2VecObservation &Obs) {
   using mlb::TensorSpec;
-  return {TensorSpec::create<int64_t>("agent"),
+  std::vector<TensorSpec> Specs{TensorSpec::create<int64_t>("agent"),
           TensorSpec::create<float>("node_features",
                                     {1, ra::MaxNodes, int64_t(ra::NumNodeFeatures)}),
           TensorSpec::create<float>("adjacency", {1, ra::MaxNodes, ra::MaxNodes}),
@@ -779,14 +784,17 @@ std::vector<mlb::TensorSpec> modelFeatureSpecs() {
           TensorSpec::create<float>("register_features",
                                     {1, ra::MaxRegs, int64_t(ra::NumRegFeatures)}),
           TensorSpec::create<float>("register_mask", {1, ra::MaxRegs})};
+  Obs.appendSpecs(Specs);
+  return Specs;
 }
 
 /// One machine function as an rl::Environment: the three agents of
 /// RegAllocProtocol.h in turn.
 class RegAllocEnv : public mlb::rl::Environment {
 public:
-  RegAllocEnv(MLBridgeRegAlloc &RA, const mlp::FeatureBinding &B, unsigned Budget)
-      : RA(RA), Binding(B), Budget(Budget) {}
+  RegAllocEnv(MLBridgeRegAlloc &RA, const mlp::FeatureBinding &B, unsigned Budget,
+              ra::MIR2VecObservation &Obs)
+      : RA(RA), Binding(B), Budget(Budget), Obs(Obs) {}
 
   mlb::Status reset() override {
     nextRound();
@@ -818,6 +826,10 @@ public:
     Binding.write(R, FActionMask, AMask.data());
     Binding.write(R, FRegisterFeatures, RegF.data());
     Binding.write(R, FRegisterMask, RMask.data());
+    if (Obs.enabled()) {
+      Binding.write(R, NumModelFeatures, Obs.functionVector().data());
+      Binding.write(R, NumModelFeatures + 1, NodeE.data());
+    }
     return mlb::Status::ok();
   }
 
@@ -921,6 +933,7 @@ private:
     NodeF.assign(ra::MaxNodes * ra::NumNodeFeatures, 0.0f);
     Adj.assign(ra::MaxNodes * ra::MaxNodes, 0.0f);
     NodeMask.assign(ra::MaxNodes, 0.0f);
+    Obs.nodeVectors(*RA.MF, W, NodeE);
     for (size_t I = 0; I < W.size(); ++I) {
       RA.nodeFeatures(W[I], &NodeF[I * ra::NumNodeFeatures]);
       NodeMask[I] = 1.0f;
@@ -936,7 +949,8 @@ private:
   int64_t Phase = ra::AgentSelect;
   size_t SelectedIndex = 0;
   bool OverBudget = false;
-  std::vector<float> NodeF, Adj, NodeMask;
+  ra::MIR2VecObservation &Obs;
+  std::vector<float> NodeF, Adj, NodeMask, NodeE;
 };
 
 // ---- the pass -----------------------------------------------------------------------
@@ -1009,7 +1023,7 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
       RunnerKindUsed = mlp::resolveRunnerKind(*C);
       if (RunnerKindUsed != mlp::RunnerKind::Default) {
         mlp::RunnerRequest Req;
-        Req.Features = modelFeatureSpecs();
+        Req.Features = modelFeatureSpecs(ra::MIR2VecObservation::get(Ctx));
         Req.Advice = mlb::TensorSpec::create<int64_t>("action");
         Req.Diagnostics = mlp::llvmDiagnosticSink(Ctx, Prefix, Verbose);
         Req.MakeEmbedded = Embedded.Make;
@@ -1038,10 +1052,12 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
     Runner.reset();
   }
   const unsigned Budget = budget();
+  ra::MIR2VecObservation &Obs = ra::MIR2VecObservation::get(Ctx);
   if (Policy == PolicyKind::Model && Runner &&
-      Binding.bind(*Runner, modelFeatureSpecs()).isOk()) {
+      Binding.bind(*Runner, modelFeatureSpecs(Obs)).isOk()) {
     Used = mlp::runnerKindName(RunnerKindUsed);
-    RegAllocEnv Env(*this, Binding, Budget);
+    Obs.beginFunction(*MF);
+    RegAllocEnv Env(*this, Binding, Budget, Obs);
     mlb::rl::Driver Driver(Env);
     for (const char *Name : ra::AgentNames)
       (void)Driver.addAgent(Name, mlb::rl::Agent(*Runner, [&Env](const mlb::TensorValue &O) {
@@ -1097,9 +1113,18 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
 
 FunctionPass *createMLBridgeRegAlloc() { return new MLBridgeRegAlloc(); }
 
-RegisterRegAlloc MLBridgeRegAllocRegistration(
-    "mlbridge", "MLBridge register allocator (decisions by a model, "
-                "docs/register-allocation.md)",
-    createMLBridgeRegAlloc);
+// Registered only in a host of the LLVM this plugin was built for: loaded
+// with llc -load or clang -fplugin, no entry is called that could refuse
+// another one, so the registration asks (common/PluginEntry.h).
+struct Registration {
+  std::optional<RegisterRegAlloc> Allocator;
+  Registration() {
+    if (mlp::hostLLVMMatches())
+      Allocator.emplace("mlbridge",
+                        "MLBridge register allocator (decisions by a model, "
+                        "docs/register-allocation.md)",
+                        createMLBridgeRegAlloc);
+  }
+} MLBridgeRegAllocRegistration;
 
 } // namespace

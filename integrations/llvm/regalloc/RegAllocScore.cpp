@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "RegAllocScore.h"
+#include "PluginEntry.h"
 #include "PluginSupport.h"
 
 #include "mlbridge/json_escape.h"
@@ -21,6 +22,7 @@
 #include "llvm/Support/CommandLine.h"
 
 #include <cstdio>
+#include <optional>
 #include <string>
 
 using namespace llvm;
@@ -113,8 +115,14 @@ public:
 
 char RegAllocScorePass::ID = 0;
 
-RegisterPass<RegAllocScorePass>
-    ScoreRegistration("mlbridge-ra-score",
-                      "MLBridge: the RegAllocScore of each machine function");
+// Like -regalloc=mlbridge, only in a host of this plugin's LLVM.
+struct Registration {
+  std::optional<RegisterPass<RegAllocScorePass>> Pass;
+  Registration() {
+    if (mlbridge::plugins::hostLLVMMatches())
+      Pass.emplace("mlbridge-ra-score",
+                   "MLBridge: the RegAllocScore of each machine function");
+  }
+} ScoreRegistration;
 
 } // namespace

@@ -84,6 +84,8 @@ class PluginInfo(WithRunners):
     source: Optional[Path] = None
     #: MLBridgeRegAlloc.so (-regalloc=mlbridge for llc/clang), None if not built.
     regalloc: Optional[Path] = None
+    #: MLBridgeMIR2Vec.so (the llc pass mlbridge-mir2vec, :mod:`mlbridge.mir2vec`).
+    mir2vec: Optional[Path] = None
 
     def tool(self, name: str) -> str:
         """The LLVM tool ``name`` ("opt", "clang", "llc", ...) of the version
@@ -129,7 +131,8 @@ def find_plugins(build_dir=None, llvm: Optional[int] = None) -> PluginInfo:
                       cxx_compiler=sec.get("cxx_compiler", ""),
                       llvm_bin_dir=sec.get("llvm_bin_dir", ""),
                       source=manifest.path,
-                      regalloc=Path(sec["regalloc"]) if sec.get("regalloc") else None)
+                      regalloc=Path(sec["regalloc"]) if sec.get("regalloc") else None,
+                      mir2vec=Path(sec["mir2vec"]) if sec.get("mir2vec") else None)
 
 
 def built_llvm_versions(build_dir=None) -> List[int]:
@@ -156,36 +159,17 @@ def find_llvm_tool(name: str) -> str:
     raise PluginNotFound(f"{name} not found on {where}{pkg}")
 
 
-def _runtime_library(compiler: str, name: str) -> Optional[str]:
-    from ...toolchain import CompileError, run_tool
-    try:
-        out = run_tool([compiler, f"-print-file-name={name}"], timeout=30).strip()
-    except CompileError:
-        return None
-    if out and out != name and Path(out).exists():
-        return str(Path(out).resolve())
-    return None
-
-
 def tool_env(info: PluginInfo, base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
-    """The environment to run the plugins' opt/clang with them.
+    """The environment to run the plugins' opt/clang/llc with them: ``base``
+    (default: this process's) with the sanitizer runtime preloaded when the
+    plugins are from a sanitized build (:func:`mlbridge.toolchain.sanitizer_env`).
 
-    A plugin built with AddressSanitizer needs the ASan runtime loaded first
-    in the (uninstrumented) host tool: LD_PRELOAD it, and the UBSan runtime
-    with it. LeakSanitizer is turned off there: the host tool is not ours and
-    LLVM deliberately leaks at exit.
-    """
-    env = dict(os.environ if base is None else base)
-    if "address" in info.sanitize:
-        libs = [_runtime_library(info.cxx_compiler or "c++", "libasan.so")]
-        if "undefined" in info.sanitize:
-            libs.append(_runtime_library(info.cxx_compiler or "c++", "libubsan.so"))
-        libs = [lib for lib in libs if lib]
-        if libs:
-            env["LD_PRELOAD"] = ":".join(libs + [p for p in env.get("LD_PRELOAD", "").split(":") if p])
-        opts = env.get("ASAN_OPTIONS", "")
-        env["ASAN_OPTIONS"] = ":".join(o for o in (opts, "detect_leaks=0") if o)
-    return env
+    Every process :mod:`mlbridge.toolchain` starts gets this by itself
+    (:func:`mlbridge.toolchain.plugin_env` reads the plugins off the command
+    line); this is for a process whose command does not name the plugin (a
+    make whose CC loads it)."""
+    from ...toolchain import sanitizer_env
+    return sanitizer_env(info.sanitize, info.cxx_compiler, base)
 
 
 def compile_to_ir(source, output, *, clang: Optional[str] = None,
