@@ -83,9 +83,9 @@ def test_short_ray_training_run_selects_on_validation(plugins, units, tmp_path, 
                     workers=2, max_steps=2, thresholds=(0.05,), hidden=8,
                     progress_bars=False)
     stages = [json.loads(line)["stage"] for line in (out / "log.jsonl").read_text().splitlines()]
-    assert stages[0] == "oracle" and stages[1] == "fit" and stages[-1] == "done"
+    assert stages[:3] == ["oracle", "validation-baselines", "fit"] and stages[-1] == "done"
     oracle = json.loads((out / "log.jsonl").read_text().splitlines()[0])
-    assert oracle["episodes"] == 3 and oracle["oracle_text"] <= oracle["oz_text"]
+    assert oracle["episodes"] == 3 and oracle["oracle_text"] <= oracle["start_text"]
     # Both observations (counts; counts and IR2Vec) compared on validation.
     assert set(summary["validation"]) == {"counts", "counts+ir2vec"}
     rows = {(v, str(r["threshold"])): r["text"] for v, rs in summary["validation"].items()
@@ -112,9 +112,10 @@ def test_bzip2_built_with_the_plugin_passes_its_tests(plugins, clang19, corpus, 
     log = tmp_path / "po.log"
     env = dict(os.environ, MLBRIDGE_PO_ENABLE="1", MLBRIDGE_PO_LOG=str(log),
                MLBRIDGE_PO_MAX_STEPS="3")
-    if which == "shipped":
+    if which == "shipped":   # from the flags it was trained to start from
+        from mlbridge.train.phase_order import shipped_start
         runner = "compiled" if plugins.has_runner("compiled") else "onnx"
-        env.update(MLBRIDGE_PO_RUNNER=runner,
+        env.update(MLBRIDGE_PO_RUNNER=runner, MLBRIDGE_PO_START=",".join(shipped_start()),
                    MLBRIDGE_PO_MODEL=str(MODELS / "phase_order_policy.onnx"))
     elif which == "eager":
         runner = "onnx"

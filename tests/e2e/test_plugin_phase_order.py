@@ -97,13 +97,13 @@ def test_plugin_description_matches_the_python_package(plugins, opt, tmp_path):
     d = json.loads(desc.read_text())
     assert tuple(d["observation"]) == OBSERVATION_NAMES
     assert tuple(a["name"] for a in d["actions"]) == ACTIONS
-    assert d["stop"] == STOP_ACTION == 20
+    assert d["stop"] == STOP_ACTION == 21
     assert all(a["pipeline"] for a in d["actions"][:STOP_ACTION])
 
 
 def test_every_action_runs_and_programs_stay_correct(plugins, opt, clang, plugin_corpus,
                                                      plugin_reference_outputs, tmp_path, e2e):
-    """A scripted Python agent applies all 20 actions, in order and then in
+    """A scripted Python agent applies all 21 actions, in order and then in
     reverse (an action that changes nothing ends the episode, so each order
     is replayed from where it stopped); the IR stays valid (opt verifies
     it) and the programs print the reference output (the outlining
@@ -168,6 +168,50 @@ def test_outlining_actions_in_clang_match_the_flag_and_keep_programs_correct(
                     plugin_reference_outputs[name], f"{name}: {entry['actions']}"
 
 
+def test_start_from_the_best_flags_reproduces_their_object(plugins, clang, plugin_corpus,
+                                                          shipped_policy, tmp_path, e2e):
+    """-mlbridge-po-start with the best flags chosen on validation: STOP at
+    once gives the object of `clang -Oz` with those flags byte for byte, and
+    machine-outliner-off after the start that of the flags without the
+    machine outliner (on code the outliners shrink, so the flags matter)."""
+    from mlbridge.llvm.plugins import ACTIONS
+    from mlbridge.train.baselines import FLAGS, load_best_flags
+    from mlbridge.train.phase_order import PhasePolicy
+    best = load_best_flags(19)   # (chosen for LLVM 19; the same flags on LLVM 22)
+    assert "machine-outliner" in best, best
+    stop, off = tmp_path / "stop.onnx", tmp_path / "off.onnx"
+    shipped_policy.with_threshold(float("inf")).to_onnx(stop)
+    PhasePolicy.scripted([ACTIONS.index("machine-outliner-off")]).to_onnx(off)
+    sources = {n: p["ir"] for n, p in plugin_corpus.items()}
+    sources["repeated_calls"] = E2E / "programs" / "sizes" / "repeated_calls.c"
+
+    def flags(names):
+        return [f for n in names for f in FLAGS[n]]
+    grew = 0
+    for name, src in sources.items():
+        objs = {}
+        for tag, extra in {"oz": [], "best": flags(best),
+                           "no-mo": flags(n for n in best if n != "machine-outliner")}.items():
+            objs[tag] = tmp_path / f"{name}.{tag}.o"
+            e2e.run_checked([clang, "-Oz", "-c", *extra, str(src), "-o", str(objs[tag])])
+        for tag, model in {"stop": stop, "off": off}.items():
+            out, log = tmp_path / f"{name}.{tag}.o", tmp_path / f"{name}.{tag}.log"
+            res, entry = clang_episode(plugins, clang, src, out, log, "onnx", model,
+                                       start=best)
+            assert "warning" not in res.stderr, res.stderr
+            assert entry["start"] == ",".join(best), entry
+            expected = objs["best"] if tag == "stop" else objs["no-mo"]
+            assert out.read_bytes() == expected.read_bytes(), f"{name}: {tag} {entry}"
+        grew += objs["best"].read_bytes() != objs["oz"].read_bytes()
+    assert grew, "the best flags changed none of the objects: nothing was compared"
+    # An unknown flag name: a clear warning, no start, plain -Oz's object.
+    out, log = tmp_path / "bogus.o", tmp_path / "bogus.log"
+    res, entry = clang_episode(plugins, clang, sources["repeated_calls"], out, log, "onnx", stop,
+                               start=["mergefunc", "bogus"])
+    assert "unknown flag 'bogus'" in res.stderr and "left as it is" in res.stderr, res.stderr
+    assert out.read_bytes() == (tmp_path / "repeated_calls.oz.o").read_bytes()
+
+
 def test_missing_vocabulary_warns_and_the_agent_gets_counts_only(plugins, clang, plugin_corpus,
                                                                  tmp_path):
     """An agent that takes the embedding, without IR2Vec's vocabulary: a
@@ -195,11 +239,12 @@ def test_missing_vocabulary_warns_and_the_agent_gets_counts_only(plugins, clang,
 # ---- the same episode, Python agent over pipes vs in-process agents ------------------------
 
 
-def clang_episode(plugins, clang, ir, out, log, runner, model=None, max_steps=3):
-    """One clang -Oz episode with an in-process agent; returns the log entry."""
+def clang_episode(plugins, clang, ir, out, log, runner, model=None, max_steps=3, start=()):
+    """One clang -Oz episode with an in-process agent, starting from the
+    stock size flags ``start``; returns the log entry."""
     env = dict(os.environ, MLBRIDGE_PO_ENABLE="1", MLBRIDGE_PO_RUNNER=runner,
                MLBRIDGE_PO_LOG=str(log), MLBRIDGE_PO_SIZE="text",
-               MLBRIDGE_PO_MAX_STEPS=str(max_steps))
+               MLBRIDGE_PO_MAX_STEPS=str(max_steps), MLBRIDGE_PO_START=",".join(start))
     if model:
         env["MLBRIDGE_PO_MODEL"] = str(model)
     res = run_tool([clang, "-Oz", "-c", f"-fpass-plugin={plugins.phase_order}", ir,
@@ -212,19 +257,23 @@ def clang_episode(plugins, clang, ir, out, log, runner, model=None, max_steps=3)
 @pytest.mark.parametrize("which", ["shipped", "eager"])
 def test_python_agent_and_in_process_agents_take_identical_actions(
         plugins, clang, plugin_corpus, shipped_policy, agent, tmp_path, which):
-    """The shipped policy (Python, ONNX, compiled in), and an eager variant
-    of its network that acts on these programs (Python, ONNX): the same
-    actions, the same .text after every step, byte-identical objects."""
+    """The shipped policy (Python, ONNX, compiled in; from the flags it was
+    trained to start from), and an eager variant of its network that acts
+    on these programs (Python, ONNX): the same actions, the same .text after
+    every step, byte-identical objects."""
     from mlbridge.llvm.plugins import STOP_ACTION, PhaseOrderEnv
+    from mlbridge.train.phase_order import shipped_start
     names = list(plugin_corpus)
+    start = ()
     if which == "shipped":
         act, model, runners = shipped_policy.act, POLICY_ONNX, ("onnx", "compiled")
+        start = shipped_start()
     else:
         act, model, runners = agent, tmp_path / "eager.onnx", ("onnx",)
         shipped_policy.with_threshold(-1.0).to_onnx(model)
     distinct = set()
     with PhaseOrderEnv([plugin_corpus[n]["ir"] for n in names], max_steps=3, plugins=plugins,
-                       clang=clang, workdir=tmp_path / "env") as env:
+                       clang=clang, workdir=tmp_path / "env", start=start) as env:
         for i, name in enumerate(names):
             total, info = python_episode(env, act, i)
             py_actions, py_sizes = list(env.actions), list(env.code_sizes)
@@ -235,7 +284,8 @@ def test_python_agent_and_in_process_agents_take_identical_actions(
                 out = tmp_path / f"{name}.{runner}.o"
                 log = tmp_path / f"{runner}.log"
                 res, entry = clang_episode(plugins, clang, plugin_corpus[name]["ir"], out, log,
-                                           runner, model if runner == "onnx" else None)
+                                           runner, model if runner == "onnx" else None,
+                                           start=start)
                 if not plugins.has_runner(runner):
                     assert f"'{runner}' runner is not built" in res.stderr
                     continue
@@ -379,7 +429,7 @@ def test_agent_that_misbehaves_mid_episode(plugins, opt, clang, plugin_corpus, p
             one_action_then, timeout=RUN_TIMEOUT, env=tool_env(plugins))
         assert rc == 0, stderr
         assert stdout == ""
-        expected = "action 99 is not one of the 21 actions" if case == "illegal" else \
+        expected = "action 99 is not one of the 22 actions" if case == "illegal" else \
             "model failed, using the environment's fallback action"
         assert "warning: mlbridge-phase-order:" in stderr and expected in stderr, stderr
         assert run_ir(e2e, clang, out, p["flags"], tmp_path) == plugin_reference_outputs["interp"]

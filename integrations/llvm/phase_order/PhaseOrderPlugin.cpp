@@ -4,11 +4,19 @@
 // lets an agent choose the optimization sequence (POSET-RL style):
 //
 //   observe the module (instruction mix and CFG counts, below)
-//   -> the agent picks one of 17 actions (sub-sequences of LLVM's -Oz
-//      pipeline, the whole -Oz module pipeline again, function merging) or
-//      STOP
+//   -> the agent picks one of 21 actions (sub-sequences of LLVM's -Oz
+//      pipeline, the whole -Oz module pipeline again, the size passes -Oz
+//      leaves out, the machine outliner on or off for the module, nooutline
+//      on small functions) or STOP
 //   -> the pass runs it; the reward is the change in the module's .text
 //   ... until STOP, an action that changes nothing, or the step budget.
+//
+// The episode starts where -Oz ends, or (-mlbridge-po-start) from the
+// module as the stock size flags would leave it: the IR outliner and
+// function merging run where clang runs them for -mllvm -ir-outliner and
+// -Xclang -fmerge-functions, and the machine outliner is on for the
+// module's code generation, so STOP at once gives their object byte for
+// byte and the agent only adds to or undoes parts of them.
 //
 // It is an mlbridge::rl::Environment run by an rl::Driver, so the same code
 // runs against a Python agent over pipes or gRPC while training and against
@@ -18,7 +26,7 @@
 // (Runner.getTensor<float>(0) via FeatureBinding::write, in observe()), get
 // the action (the Driver's Agent::act() evaluates the runner).
 //
-// Observation (float32 [1, 25], raw counts over the module's defined
+// Observation (float32 [1, 27], raw counts over the module's defined
 // functions; docs/llvm-plugins.md): see ObservationNames.
 // Actions: see ActionTable; the last one is STOP.
 // Code size (the reward's measure, -mlbridge-po-size): by default the bytes
@@ -29,7 +37,7 @@
 //
 // Over pipes/gRPC the agent also gets code_size, step and done (int64 [1])
 // and, with -mlbridge-po-lookahead, the code size after each action
-// (int64 [1, 17], for oracles); after the last step the pass sends one more
+// (int64 [1, 21], for oracles); after the last step the pass sends one more
 // observation with done = 1 (its reply is ignored) so a trainer learns the
 // last reward. An in-process agent gets only the observation and no code
 // is generated for it.
@@ -141,6 +149,7 @@ constexpr int64_t EmbeddingDim = 300;
 enum class ActionKind {
   Pipeline,        // run Pipeline (textual, as opt -passes= takes it)
   MachineOutliner, // outline repeated machine code in this module's codegen
+  MachineOutlinerOff, // no machine outlining in this module's codegen
   NoOutlineSmall,  // mark small functions "nooutline" (both outliners skip them)
 };
 
@@ -227,13 +236,17 @@ const ActionInfo ActionTable[] = {
     // 19: keep the outliners away from small functions.
     {"nooutline-small", "attributes(nooutline on functions below 40 instructions)",
      ActionKind::NoOutlineSmall},
+    // 20: undo 18 (or a start with the machine outliner): where outlining
+    // costs bytes, x86's cost model counting instructions, not bytes.
+    {"machine-outliner-off", "codegen(enable-machine-outliner=never)",
+     ActionKind::MachineOutlinerOff},
 };
 #undef MLB_SIMPLIFYCFG
 #undef MLB_INSTCOMBINE
 
-constexpr int64_t NumPassActions = std::size(ActionTable); // 20
-constexpr int64_t StopAction = NumPassActions;              // 20
-constexpr int64_t NumActions = NumPassActions + 1;          // 21
+constexpr int64_t NumPassActions = std::size(ActionTable); // 21
+constexpr int64_t StopAction = NumPassActions;              // 21
+constexpr int64_t NumActions = NumPassActions + 1;          // 22
 
 /// The machine outliner runs on this process's code generation
 /// (-enable-machine-outliner=always, set by the user or an action).
@@ -253,6 +266,13 @@ RunOutliner setMachineOutliner(RunOutliner R) {
   return Old;
 }
 
+/// The machine outliner setting action A stands for (A is one of the two
+/// machine-outliner actions).
+RunOutliner outlinerSetting(int64_t A) {
+  return ActionTable[A].Kind == ActionKind::MachineOutliner ? RunOutliner::AlwaysOutline
+                                                             : RunOutliner::NeverOutline;
+}
+
 /// Runs action A (not STOP) on M. Pipelines are built by the host's
 /// PassBuilder; a fresh pass manager every time (some passes keep state
 /// between runs of one instance: deadargelim does).
@@ -261,10 +281,11 @@ mlb::Status applyAction(Module &M, int64_t A, PassBuilder &PB,
   const ActionInfo &Info = ActionTable[A];
   switch (Info.Kind) {
   case ActionKind::MachineOutliner:
+  case ActionKind::MachineOutlinerOff:
     if (!llvm_compat::machineOutlinerOption())
       return mlb::Status(mlb::ErrorCode::Unavailable,
                          "this LLVM has no -enable-machine-outliner");
-    setMachineOutliner(RunOutliner::AlwaysOutline);
+    setMachineOutliner(outlinerSetting(A));
     return mlb::Status::ok();
   case ActionKind::NoOutlineSmall: {
     bool Changed = false;
@@ -287,6 +308,56 @@ mlb::Status applyAction(Module &M, int64_t A, PassBuilder &PB,
                                                       ": " + toString(std::move(E)));
   PreservedAnalyses PA = Action.run(M, MAM);
   (void)PA; // the nested pass manager already invalidated what it changed
+  return mlb::Status::ok();
+}
+
+// ---- the start: the stock size flags ------------------------------------------------
+
+/// The flags an episode can start from (-mlbridge-po-start), by the names
+/// mlbridge.train.baselines gives them: -Xclang -fmerge-functions, -mllvm
+/// -ir-outliner, -mllvm -enable-machine-outliner=always.
+constexpr const char *StartFlagNames[] = {"mergefunc", "ir-outliner", "machine-outliner"};
+
+/// Applies the flags named in \p Start (comma-separated) to \p M the way
+/// clang's -Oz applies them after OptimizerLast, where this pass runs: the
+/// IR outliner, global DCE and constant merging, function merging, in that
+/// order (clang runs global DCE and constant merging again afterwards,
+/// which then change nothing); the machine outliner for the module's code
+/// generation. Sets \p Applied when the module or the outliner changed.
+mlb::Status applyStart(Module &M, StringRef Start, PassBuilder &PB,
+                       ModuleAnalysisManager &MAM, bool &Applied) {
+  bool Want[std::size(StartFlagNames)] = {};
+  SmallVector<StringRef, 4> Names;
+  Start.split(Names, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef N : Names) {
+    N = N.trim();
+    auto *It = llvm::find(StartFlagNames, N);
+    if (It == std::end(StartFlagNames))
+      return mlb::Status(mlb::ErrorCode::InvalidArgument,
+                         "-mlbridge-po-start: unknown flag '" + N.str() +
+                             "' (mergefunc, ir-outliner, machine-outliner)");
+    Want[It - std::begin(StartFlagNames)] = true;
+  }
+  const bool MergeFunctions = Want[0], IROutliner = Want[1], Outline = Want[2];
+  if (Outline && !llvm_compat::machineOutlinerOption())
+    return mlb::Status(mlb::ErrorCode::Unavailable,
+                       "-mlbridge-po-start: this LLVM has no -enable-machine-outliner");
+  if (MergeFunctions || IROutliner) {
+    std::string Pipeline = IROutliner ? "iroutliner," : "";
+    Pipeline += "globaldce,constmerge";
+    if (MergeFunctions)
+      Pipeline += ",mergefunc";
+    ModulePassManager MPM;
+    if (Error E = PB.parsePassPipeline(MPM, Pipeline))
+      return mlb::Status(mlb::ErrorCode::Internal,
+                         "-mlbridge-po-start: " + toString(std::move(E)));
+    MPM.run(M, MAM);
+    Applied = true;
+  }
+  if (Outline) {
+    setMachineOutliner(RunOutliner::AlwaysOutline);
+    Applied = true;
+  }
   return mlb::Status::ok();
 }
 
@@ -315,6 +386,12 @@ cl::opt<bool> EnableOpt(
     "mlbridge-po-enable", cl::cat(Category), cl::init(false),
     cl::desc("Also run the pass at the end of clang's/opt's optimization "
              "pipeline (OptimizerLast). Env: MLBRIDGE_PO_ENABLE"));
+cl::opt<std::string> StartOpt(
+    "mlbridge-po-start", cl::cat(Category),
+    cl::desc("Start the episode from the module as these stock size flags "
+             "leave it (comma-separated: mergefunc, ir-outliner, "
+             "machine-outliner); STOP at once then gives their object. Env: "
+             "MLBRIDGE_PO_START"));
 cl::opt<std::string> SizeOpt(
     "mlbridge-po-size", cl::cat(Category), cl::init("auto"),
     cl::desc("The reward's code size: text (bytes of executable sections of "
@@ -420,10 +497,11 @@ mlb::Expected<int64_t> sizeAfterAction(const Module &M, int64_t A, PassBuilder &
                                        ModuleAnalysisManager &MAM,
                                        TargetMachine &TM) {
   std::unique_ptr<Module> Copy = CloneModule(M);
-  // The outliner's switch is the process's: on for this measurement only.
-  const bool Outline = ActionTable[A].Kind == ActionKind::MachineOutliner;
+  // The outliner's switch is the process's: changed for this measurement only.
+  const bool Outline = ActionTable[A].Kind == ActionKind::MachineOutliner ||
+                       ActionTable[A].Kind == ActionKind::MachineOutlinerOff;
   const RunOutliner Saved =
-      Outline ? setMachineOutliner(RunOutliner::AlwaysOutline) : RunOutliner::TargetDefault;
+      Outline ? setMachineOutliner(outlinerSetting(A)) : RunOutliner::TargetDefault;
   mlb::Status S = applyAction(*Copy, A, PB, MAM);
   mlb::Expected<int64_t> Size =
       S.isOk() ? textSize(*Copy, TM) : mlb::Expected<int64_t>(std::move(S));
@@ -724,6 +802,7 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
                       "' (text, tti, auto); using auto");
   const bool Lookahead =
       InterProcess && mlp::boolSetting(LookaheadOpt, "MLBRIDGE_PO_LOOKAHEAD");
+  const std::string StartText = mlp::stringSetting(StartOpt, "MLBRIDGE_PO_START");
   auto Log = [&](const std::string &Runner, const PhaseOrderEnv *Env,
                  size_t FallbackSteps, const std::string &Error) {
     if (LogPath.empty())
@@ -739,14 +818,17 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
                          : Size == SizeMeasure::TTI ? "tti"
                                                     : "none")
             .add("no_ops", static_cast<int64_t>(Env ? Env->noOps() : 0))
+            .add("start", StartText)
             .add("error", Error)
             .str());
   };
+  bool Started = false; // the start flags changed the module or its codegen
   auto GiveUp = [&](const Twine &Why) {
     mlp::diagnose(Ctx, Prefix, DS_Warning,
-                  Why + "; the module is left as it is");
+                  Why + (Started ? "; the module keeps the start flags only"
+                                 : "; the module is left as it is"));
     Log(mlp::runnerKindName(K), nullptr, 0, Why.str());
-    return PreservedAnalyses::all();
+    return Started ? PreservedAnalyses::none() : PreservedAnalyses::all();
   };
 
   if (K == mlp::RunnerKind::Default) {
@@ -756,6 +838,11 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
     Log("default", nullptr, 0, "");
     return PreservedAnalyses::all();
   }
+
+  // The start flags apply whenever an agent is configured, so an agent
+  // that fails leaves the flags' own result.
+  if (mlb::Status S = applyStart(M, StartText, *PB, MAM, Started); !S.isOk())
+    return GiveUp(S.message());
 
   // The actions are built from their textual pipelines by the host's
   // PassBuilder (exactly the passes opt -passes= would run); check that
@@ -822,7 +909,7 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
     (void)Runner.evaluateRaw();
   }
   Log(mlp::runnerKindName(K), &Env, R ? R->FallbackSteps : 0, Error);
-  return Env.changed() ? PreservedAnalyses::none() : PreservedAnalyses::all();
+  return Env.changed() || Started ? PreservedAnalyses::none() : PreservedAnalyses::all();
 }
 
 } // namespace

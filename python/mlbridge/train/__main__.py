@@ -86,14 +86,17 @@ def cmd_evaluate(args):
                 model, steps = _fixed_action_model(args.fixed_action, tmp), 1
             if args.plugin:
                 plugins = dataclasses.replace(plugins, phase_order=args.plugin)
-            config = evaluate.Config("phase ordering", plugins=("phase-order",),
-                                     phase_order_model=model, phase_order_steps=steps)
+            config = evaluate.Config(
+                "phase ordering", plugins=("phase-order",), phase_order_model=model,
+                phase_order_steps=steps,
+                phase_order_start=None if args.start is None else tuple(args.start))
         else:
             if args.plugin:
                 plugins = dataclasses.replace(plugins, inline_advisor=args.plugin)
             config = evaluate.Config("inliner", plugins=("inliner",), inline_model=args.model)
         rows = evaluate.measure(mods, [evaluate.PLAIN, config], plugins=plugins,
-                                jobs=args.jobs, progress=bar.update if bar else None)
+                                jobs=args.jobs, progress=bar.update if bar else None,
+                                cache=None if args.no_cache else evaluate.default_cache_dir())
     if bar:
         bar.close()
     summary = evaluate.summarize(rows, [evaluate.PLAIN.name, config.name])
@@ -145,7 +148,9 @@ def cmd_size_report(args):
     summary = evaluate.summarize(rows, names)
     out = {"compiler": toolchain().version, "split": args.split,
            "best_flags": baselines.load_best_flags(),
-           "configs": {c.name: {"flags": list(c.flags), "plugins": list(c.plugins)}
+           "configs": {c.name: {"flags": list(c.flags), "plugins": list(c.plugins),
+                                **({"phase_order_start": list(c.start())}
+                                   if "phase-order" in c.plugins else {})}
                        for c in configs},
            "per_unit": evaluate.as_json(summary), "rows": rows}
     if args.lto:
@@ -247,6 +252,9 @@ def build_parser():
     q.add_argument("--fixed-action", type=int, default=None,
                    help="phase-order: one step of this action (a trivial baseline: "
                         "15 = -Oz twice, 16 = mergefunc)")
+    q.add_argument("--start", nargs="*", default=None, metavar="FLAG",
+                   help="phase-order: the stock size flags the episode starts from "
+                        "(default: the shipped model's; none given: where -Oz ends)")
     q.add_argument("--split", default="heldout", choices=["train", "validation", "heldout"])
     q.add_argument("--manifest", default=None)
     q.add_argument("--libraries", nargs="*", default=None)
@@ -256,6 +264,8 @@ def build_parser():
     q.add_argument("--model", default=None,
                    help="an ONNX policy run by ONNX Runtime (default: the built-in compiled model)")
     q.add_argument("--jobs", type=int, default=2)
+    q.add_argument("--no-cache", action="store_true",
+                   help="measure everything again (default: size-report's measurement cache)")
     q.add_argument("--out", default=None, help="write rows and summary (JSON) here")
     q.add_argument("--quiet", action="store_true")
     q.set_defaults(func=cmd_evaluate)
@@ -269,7 +279,7 @@ def build_parser():
     q.add_argument("--libraries", nargs="*", default=None)
     q.add_argument("--single-flags", action="store_true", help="also each flag alone")
     q.add_argument("--skip", nargs="*", default=[], metavar="CONFIG",
-                   help='configurations to leave out (e.g. "combined + best flags")')
+                   help='configurations to leave out (e.g. "inliner")')
     q.add_argument("--no-lto", dest="lto", action="store_false", help="skip the LTO table")
     q.add_argument("--lto-skip", nargs="*", default=[], metavar="LIBRARY",
                    help="libraries to leave out of the LTO table")

@@ -17,6 +17,7 @@ validation totals of all 8 combinations), written by
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from pathlib import Path
@@ -95,8 +96,7 @@ def best_flags_config(major: int = None, base: Config = PLAIN) -> Config:
     (``base`` plain) or ``<base> + best flags``."""
     cfg = flag_config(load_best_flags(major), base)
     name = "best flags" if base == PLAIN else f"{base.name} + best flags"
-    return Config(name, cfg.flags, cfg.plugins, cfg.inline_model, cfg.phase_order_model,
-                  cfg.phase_order_steps)
+    return dataclasses.replace(cfg, name=name)
 
 
 def measure_flags(modules, **kwargs):
@@ -113,10 +113,15 @@ def combined_config() -> Config:
 
 def report_configs(single_flags: bool = False) -> List[Config]:
     """The held-out table's configurations: plain -Oz, best flags, each
-    plugin, both, both + best flags (and each flag alone)."""
+    plugin, both, both + best flags (and each flag alone). A phase-ordering
+    policy trained to start from the flags (its ``start``) has them in
+    "combined" already; then there is no "combined + best flags" (the flags
+    would run twice)."""
     from .evaluate import INLINER, PHASE_ORDER
     both = combined_config()
-    out = [PLAIN, best_flags_config(), INLINER, PHASE_ORDER, both, best_flags_config(base=both)]
+    out = [PLAIN, best_flags_config(), INLINER, PHASE_ORDER, both]
+    if not both.start():
+        out.append(best_flags_config(base=both))
     if single_flags:
         out += [flag_config([n]) for n in FLAGS]
     return out

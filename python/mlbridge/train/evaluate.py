@@ -23,6 +23,7 @@ configuration's flags and plugins in both compiles).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -46,7 +47,10 @@ PHASE_ORDER_STEPS = 3
 class Config:
     """One way to compile: ``clang -Oz`` + ``flags`` + the plugins named in
     ``plugins`` ("inliner", "phase-order"; built-in models unless
-    ``inline_model`` / ``phase_order_model`` name ONNX files)."""
+    ``inline_model`` / ``phase_order_model`` name ONNX files).
+    ``phase_order_start``: the stock size flags the phase-ordering episode
+    starts from (None: those the shipped model was trained from,
+    :func:`mlbridge.train.phase_order.shipped_start`)."""
 
     name: str
     flags: Tuple[str, ...] = ()
@@ -54,10 +58,17 @@ class Config:
     inline_model: Optional[str] = None
     phase_order_model: Optional[str] = None
     phase_order_steps: int = PHASE_ORDER_STEPS
+    phase_order_start: Optional[Tuple[str, ...]] = None
 
     def with_flags(self, name: str, flags: Sequence[str]) -> "Config":
-        return Config(name, self.flags + tuple(flags), self.plugins, self.inline_model,
-                      self.phase_order_model, self.phase_order_steps)
+        return dataclasses.replace(self, name=name, flags=self.flags + tuple(flags))
+
+    def start(self) -> Tuple[str, ...]:
+        """The flags the phase-ordering episode starts from."""
+        if self.phase_order_start is not None:
+            return tuple(self.phase_order_start)
+        from .phase_order import shipped_start
+        return shipped_start()
 
     def args(self, plugins) -> List[str]:
         """What the configuration adds to ``clang -Oz`` (``plugins``: a
@@ -79,7 +90,8 @@ class Config:
             env.update(MLBRIDGE_INLINE_RUNNER="onnx", MLBRIDGE_INLINE_MODEL=self.inline_model)
         if "phase-order" in self.plugins:
             from .phase_order import plugin_env
-            env.update(plugin_env(self.phase_order_model, self.phase_order_steps, base={}))
+            env.update(plugin_env(self.phase_order_model, self.phase_order_steps, base={},
+                                  start=self.start()))
         return tool_env(plugins, {**os.environ, **env})
 
     def key_parts(self, plugins) -> list:
@@ -89,6 +101,8 @@ class Config:
             parts += [_file_hash(plugins.inline_advisor), _file_hash(self.inline_model)]
         if "phase-order" in self.plugins:
             parts += [_file_hash(plugins.phase_order), _file_hash(self.phase_order_model)]
+            if self.start():   # (keys measured before starts existed stay valid)
+                parts.append(list(self.start()))
         return parts
 
 

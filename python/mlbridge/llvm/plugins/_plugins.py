@@ -48,14 +48,16 @@ EMBEDDING_DIM = 300
 #: The phase-ordering actions: sub-sequences of LLVM's -Oz pipeline, the
 #: whole -Oz module pipeline again (``oz``), the size passes -Oz leaves out
 #: (``mergefunc``, ``iroutliner``), the machine outliner for the module's
-#: code generation and ``nooutline`` on small functions (the plugin and
-#: docs/llvm-plugins.md say exactly what each does), then STOP.
+#: code generation (on, and off again: ``machine-outliner-off``) and
+#: ``nooutline`` on small functions (the plugin and docs/llvm-plugins.md say
+#: exactly what each does), then STOP.
 ACTIONS = (
     "early-simplify", "ipo-constprop", "mem2reg-combine", "inline",
     "scalar-cleanup", "instcombine", "tailcall-reassociate", "loop-rotate-licm",
     "loop-idiom-delete", "gvn-sccp", "dead-code", "ipo-cleanup",
     "loop-vectorize-unroll", "late-cleanup", "globaldce-constmerge", "oz",
-    "mergefunc", "iroutliner", "machine-outliner", "nooutline-small", "stop",
+    "mergefunc", "iroutliner", "machine-outliner", "nooutline-small",
+    "machine-outliner-off", "stop",
 )
 NUM_ACTIONS = len(ACTIONS)
 STOP_ACTION = NUM_ACTIONS - 1

@@ -23,7 +23,7 @@ episode starts on the program as it is, or after ``pipeline_prefix``)::
   counts (27, :data:`OBSERVATION_NAMES`, non-negative) followed by its
   ``embedding`` (300, :data:`EMBEDDING_DIM`: IR2Vec's module vector per IR
   instruction).
-* action: ``Discrete(21)`` -- :data:`ACTIONS`; 20 is STOP.
+* action: ``Discrete(22)`` -- :data:`ACTIONS`; 21 is STOP.
 * reward: the module's ``.text`` bytes before the step minus after (the
   object the compiler's code generator makes of it); positive when the code
   got smaller. ``size="tti"`` uses TargetTransformInfo's estimate instead.
@@ -32,10 +32,13 @@ episode starts on the program as it is, or after ``pipeline_prefix``)::
   (``max_steps``) ran out. Either way the episode is over and the compiler
   has written ``output_path``.
 * ``lookahead=True``: ``info["lookahead"]`` is the ``.text`` after each of
-  the 20 actions from the current state (-1 where one failed), for oracles.
+  the 21 actions from the current state (-1 where one failed), for oracles.
 
 ``pipeline_prefix`` (opt only, e.g. ``"default<O1>"``) runs passes before
-the agent starts (the episode then begins on their result).
+the agent starts (the episode then begins on their result). ``start``
+(names of stock size flags: ``mergefunc``, ``ir-outliner``,
+``machine-outliner``) begins the episode from the module as those flags
+leave it, so that STOP at once gives their object (in clang).
 
 Transport: named pipes (``transport="pipe"``, the default) or gRPC
 (``transport="grpc"``, when the mlbridge.grpc package and the plugin's gRPC
@@ -89,7 +92,7 @@ class PhaseOrderEnv(gym.Env):
                  pipeline_prefix: str = "",
                  compiler: str = "clang", clang: Optional[str] = None,
                  compile_flags: Sequence[str] = (), size: str = "text",
-                 lookahead: bool = False,
+                 lookahead: bool = False, start: Sequence[str] = (),
                  render_mode: Optional[str] = None):
         if not programs:
             raise ValueError("PhaseOrderEnv needs at least one program (.ll or .bc)")
@@ -116,6 +119,7 @@ class PhaseOrderEnv(gym.Env):
         self.compile_flags = list(compile_flags)
         self.size = size
         self.lookahead = bool(lookahead)
+        self.start = tuple(start)
         self.timeout = float(timeout)
         self.extra_args = list(extra_args)
         self.pipeline_prefix = pipeline_prefix
@@ -173,7 +177,8 @@ class PhaseOrderEnv(gym.Env):
         env = {"MLBRIDGE_PO_MAX_STEPS": str(self.max_steps),
                "MLBRIDGE_PO_TIMEOUT_MS": str(int(self.timeout * 1000)),
                "MLBRIDGE_PO_SIZE": self.size,
-               "MLBRIDGE_PO_LOOKAHEAD": "1" if self.lookahead else "0"}
+               "MLBRIDGE_PO_LOOKAHEAD": "1" if self.lookahead else "0",
+               "MLBRIDGE_PO_START": ",".join(self.start)}
         if self.transport == "pipe":
             env.update(MLBRIDGE_PO_RUNNER="pipe", MLBRIDGE_PO_CHANNEL=str(iface.base))
         else:

@@ -37,7 +37,7 @@ assert tuple(OBSERVATION_SCALE) == OBSERVATION_NAMES
 
 
 class PolicyNet(nn.Module):
-    """observation float32 [1, 27] (the counts) -> scores float32 [1, 21]."""
+    """observation float32 [1, 27] (the counts) -> scores float32 [1, 22]."""
 
     def __init__(self, hidden: int = 32):
         super().__init__()
@@ -62,7 +62,7 @@ class PolicyNet(nn.Module):
 
     def export_onnx(self, path=None) -> bytes:
         """The ONNX model the plugin loads: input ``observation`` float32
-        [1, 27], output ``scores`` float32 [1, 21], written from the weights
+        [1, 27], output ``scores`` float32 [1, 22], written from the weights
         by the project's one small-network exporter
         (:mod:`mlbridge.train.export`). Returns the serialized model and
         writes ``path`` when given."""

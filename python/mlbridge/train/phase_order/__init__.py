@@ -9,10 +9,11 @@ mlbridge.train phase-order``; docs/training.md).
 
 from .policy import NUM_PASS_ACTIONS, STOP, PhasePolicy
 from .task import compile_task, oracle_task, plugin_env, run_task
-from .trainer import collect, labels, select_threshold, train
+from .trainer import collect, labels, select_threshold, shipped_start, train
 
 __all__ = ["PhasePolicy", "NUM_PASS_ACTIONS", "STOP", "oracle_task", "compile_task",
            "plugin_env", "run_task", "collect", "labels", "select_threshold", "train",
+           "shipped_start",
            "add_arguments", "main"]
 
 
@@ -31,6 +32,13 @@ def add_arguments(q):
     q.add_argument("--variants", nargs="+", default=["counts", "counts+ir2vec"],
                    choices=["counts", "counts+ir2vec"],
                    help="the observations the networks compared on validation use")
+    q.add_argument("--start", nargs="*", default=None, metavar="FLAG",
+                   help="the stock size flags the episodes start from (names of "
+                        "mlbridge.train.baselines.FLAGS; default: the best flags chosen on "
+                        "validation; none given: where -Oz ends)")
+    q.add_argument("--oracle-minutes", type=float, default=None,
+                   help="time box of the oracle episodes (modules in a fixed random order; "
+                        "no new batch starts after it)")
     q.add_argument("--data-from", default=None, help="oracle.npz of an earlier run")
     q.add_argument("--plugin", default=None, help="MLBridgePhaseOrder.so (default: the build's)")
     q.add_argument("--plugin-build-dir", default=None)
@@ -45,8 +53,12 @@ def main(args):
     if not train_mods or not val_mods:
         raise TrainingError("no training or validation modules")
     plugin = args.plugin or find_plugins(args.plugin_build_dir)
+    if args.start is None:
+        from ..baselines import load_best_flags
+        args.start = load_best_flags()
     return train(train_mods, val_mods, plugin=plugin, out_dir=args.out,
                  workers=args.workers, address=args.address, max_steps=args.max_steps,
                  data_from=args.data_from, thresholds=args.thresholds,
-                 hidden=args.hidden, seed=args.seed, variants=args.variants,
+                 hidden=args.hidden, seed=args.seed, variants=args.variants, start=args.start,
+                 oracle_minutes=args.oracle_minutes,
                  progress_bars=not args.quiet)

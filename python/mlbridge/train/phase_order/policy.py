@@ -115,7 +115,7 @@ class PhasePolicy:
     def to_onnx(self, path=None):
         """The ONNX model the plugin runs: inputs ``observation`` float32
         [1, 27] (and ``embedding`` float32 [1, 300] when the policy uses
-        it), output ``scores`` float32 [1, 21] (argmax = the action). Only
+        it), output ``scores`` float32 [1, 22] (argmax = the action). Only
         Add, Log, Gemm, MatMul, Tanh, Concat: the compiled-model generator
         supports them, so the same file is also built into the plugin.
         Returns the serialized bytes (and writes ``path`` if given)."""

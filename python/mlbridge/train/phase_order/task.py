@@ -38,28 +38,34 @@ def _plugin_info(task):
                       sanitize=task["sanitize"], cxx_compiler=task["cxx"])
 
 
-def oracle_task(ir, *, plugin, max_steps=3, key=None, timeout=900.0):
+def oracle_task(ir, *, plugin, max_steps=3, start=(), key=None, timeout=900.0):
     """A task: one greedy oracle episode on bitcode ``ir`` (bytes).
     ``plugin``: MLBridgePhaseOrder.so's path, or a PluginInfo (also for
-    :func:`compile_task`)."""
+    :func:`compile_task`); ``start``: the stock size flags the episode
+    starts from (:func:`plugin_env`)."""
     return {"problem": PROBLEM, "kind": "oracle", "ir": bytes(ir), "key": key,
-            **_plugin_fields(plugin), "max_steps": int(max_steps), "timeout": float(timeout)}
+            **_plugin_fields(plugin), "max_steps": int(max_steps), "start": list(start),
+            "timeout": float(timeout)}
 
 
-def compile_task(ir, *, plugin, model=None, max_steps=3, key=None, timeout=900.0):
+def compile_task(ir, *, plugin, model=None, max_steps=3, start=(), key=None, timeout=900.0):
     """A task: compile ``ir`` with ``clang-19 -Oz`` and the plugin's policy
-    ``model`` (ONNX bytes; None: no plugin, plain ``-Oz``); result ``text``."""
+    ``model`` (ONNX bytes; None: no plugin, plain ``-Oz``) starting from the
+    flags ``start``; result ``text``."""
     return {"problem": PROBLEM, "kind": "compile", "ir": bytes(ir), "key": key,
             **_plugin_fields(plugin), "model": None if model is None else bytes(model),
-            "max_steps": int(max_steps), "timeout": float(timeout)}
+            "max_steps": int(max_steps), "start": list(start), "timeout": float(timeout)}
 
 
-def plugin_env(model_path, max_steps, base=None):
+def plugin_env(model_path, max_steps, base=None, start=()):
     """The environment that makes ``clang-19 -Oz -fpass-plugin=...`` run the
     phase-ordering episode with an ONNX policy (or the compiled-in one when
-    ``model_path`` is None)."""
+    ``model_path`` is None), starting from the stock size flags ``start``
+    (names of :data:`mlbridge.train.baselines.FLAGS`; none: where -Oz ends)."""
     env = dict(os.environ if base is None else base)
     env.update(MLBRIDGE_PO_ENABLE="1", MLBRIDGE_PO_MAX_STEPS=str(max_steps))
+    if start:
+        env.update(MLBRIDGE_PO_START=",".join(start))
     if model_path:
         env.update(MLBRIDGE_PO_RUNNER="onnx", MLBRIDGE_PO_MODEL=os.fspath(model_path))
     else:
@@ -83,6 +89,7 @@ def _oracle(path, task):
     t0 = time.monotonic()
     states, looks, sizes, actions = [], [], [], []
     with PhaseOrderEnv([path], max_steps=task["max_steps"], lookahead=True,
+                       start=task.get("start", ()),
                        plugins=_plugin_info(task), timeout=task["timeout"]) as env:
         obs, info = env.reset()
         while True:
@@ -113,7 +120,8 @@ def _compile(path, task, workdir):
     if task["model"] is not None:
         model = workdir.file(task["model"], ".onnx")
         cmd.insert(3, f"-fpass-plugin={task['plugin']}")
-        env = tool_env(_plugin_info(task), plugin_env(model, task["max_steps"]))
+        env = tool_env(_plugin_info(task), plugin_env(model, task["max_steps"],
+                                                      start=task.get("start", ())))
     try:
         res = compile(cmd, env=env, timeout=task["timeout"])
     finally:

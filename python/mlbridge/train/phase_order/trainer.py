@@ -1,11 +1,14 @@
 """Phase ordering for code size, trained on real ``.text``.
 
 The episode (``MLBridgePhaseOrder.so`` in ``clang-19 -Oz``) starts where
-clang's ``-Oz`` pipeline ends, so STOP at once is exactly ``clang -Oz``;
-each action runs one of 20 (pass sequences of ``-Oz``, the whole ``-Oz``
-module pipeline again, ``mergefunc``, ``iroutliner``, the machine outliner
-for the module, ``nooutline`` on small functions) and the reward is the
-change of the object's ``.text``. docs/training.md describes the method.
+clang's ``-Oz`` pipeline ends, with the best stock size flags already
+applied (``start``, by default those chosen on validation,
+:mod:`mlbridge.train.baselines`), so STOP at once is exactly ``clang -Oz``
+with those flags; each action runs one of 21 (pass sequences of ``-Oz``,
+the whole ``-Oz`` module pipeline again, ``mergefunc``, ``iroutliner``, the
+machine outliner for the module on or off, ``nooutline`` on small
+functions) and the reward is the change of the object's ``.text``.
+docs/training.md describes the method.
 
 1. **Oracle episodes** (Ray workers, :func:`.task.oracle_task`): on each
    training module the plugin reports, at every state, the ``.text`` after
@@ -14,13 +17,13 @@ change of the object's ``.text``. docs/training.md describes the method.
 2. **Regression networks** learn, from the observation alone (27 counts as
    ``log(1 + x)``; with and without IR2Vec's module vector), the ``.text``
    change of every action in percent, on every state the oracle visited
-   (all 20 actions are labelled there).
+   (all 21 actions are labelled there).
 3. **The deployed policy** is that network plus one constant score for
    STOP, ``threshold``: it acts only where it predicts a gain above the
    threshold. The network (counts only, or counts and embedding) and the
    threshold are chosen on the validation libraries by compiling them with
-   the plugin and the candidate model (infinity, i.e. plain ``-Oz``, is
-   always a candidate; a threshold with a failed compile is rejected and
+   the plugin and the candidate model (infinity, i.e. STOP at once: the
+   start flags' object, is always a candidate; a threshold with a failed compile is rejected and
    ``log.jsonl`` says why).
 
     python -m mlbridge.train phase-order --out runs/phase-order
@@ -28,18 +31,35 @@ change of the object's ``.text``. docs/training.md describes the method.
 
 import json
 import logging
+import random
 import time
+from pathlib import Path
 
 import numpy as np
 
-from ...llvm.plugins.phase_order import OBSERVATION_SIZE
+from ...llvm.plugins.phase_order import NUM_OBSERVATIONS, OBSERVATION_SIZE
 from ..cluster import TaskFailed, WorkerPool
 from ..results import RunResults, TrainingError, write_atomically
 from ..selection import Rejected, best, sweep
 from .policy import NUM_PASS_ACTIONS, PhasePolicy
 from .task import compile_task, oracle_task
 
-__all__ = ["collect", "labels", "select_threshold", "compile_all", "train", "CLIP_PCT"]
+__all__ = ["collect", "labels", "select_threshold", "compile_all", "train", "CLIP_PCT",
+           "shipped_start", "SHIPPED_POLICY"]
+
+#: The shipped policy (Python form); its ``start`` says the flags its
+#: episodes start from.
+SHIPPED_POLICY = Path(__file__).resolve().parents[4] / "models" / "plugins" / \
+    "phase_order_policy.json"
+
+
+def shipped_start():
+    """The stock size flags the shipped policy's episodes start from (what
+    the plugin must be given, MLBRIDGE_PO_START, to run it as trained)."""
+    try:
+        return tuple(json.loads(SHIPPED_POLICY.read_text()).get("start", ()))
+    except FileNotFoundError:
+        return ()
 
 _log = logging.getLogger("mlbridge.train")
 
@@ -53,20 +73,35 @@ def _read_ir(m):
         return f.read()
 
 
-def collect(pool, modules, *, plugin, max_steps=3, progress=None):
+def collect(pool, modules, *, plugin, max_steps=3, start=(), progress=None,
+            max_minutes=None, chunk=16, checkpoint=None):
     """Oracle episodes on ``modules`` (objects with ``ir()`` and ``name``),
-    one task each; returns (episodes, failed tasks). Failed tasks are
-    logged and left out."""
-    tasks = [oracle_task(_read_ir(m), plugin=plugin, max_steps=max_steps, key=m.name)
-             for m in modules]
+    one task each, starting from the flags ``start``; returns (episodes,
+    failed tasks). Failed tasks are logged and left out. With
+    ``max_minutes`` the modules go in a fixed random order, ``chunk`` at a
+    time, and no chunk starts after that time (a time box);
+    ``checkpoint(episodes)`` is called after each chunk."""
+    order = list(modules)
+    if max_minutes is not None:
+        random.Random(0).shuffle(order)
+    t0 = time.monotonic()
     out, failed = [], []
-    for m, r in zip(modules, pool.map(tasks, progress=progress)):
-        if isinstance(r, dict):
-            r["module"], r["library"] = m.name, m.library
-            out.append(r)
-        else:
-            _log.warning("oracle episode failed: %s", r)
-            failed.append(r)
+    for i in range(0, len(order), chunk if max_minutes is not None else len(order) or 1):
+        if max_minutes is not None and time.monotonic() - t0 > 60.0 * max_minutes:
+            _log.info("oracle time box: %d of %d modules done", i, len(order))
+            break
+        part = order[i:i + chunk] if max_minutes is not None else order
+        tasks = [oracle_task(_read_ir(m), plugin=plugin, max_steps=max_steps, start=start,
+                             key=m.name) for m in part]
+        for m, r in zip(part, pool.map(tasks, progress=progress)):
+            if isinstance(r, dict):
+                r["module"], r["library"] = m.name, m.library
+                out.append(r)
+            else:
+                _log.warning("oracle episode failed: %s", r)
+                failed.append(r)
+        if checkpoint is not None and out:
+            checkpoint(out)
     return out, failed
 
 
@@ -85,13 +120,13 @@ def labels(episodes):
             np.asarray(Y, dtype=np.float32).reshape(-1, NUM_PASS_ACTIONS))
 
 
-def compile_all(pool, modules, *, plugin, model=None, max_steps=3, progress=None):
+def compile_all(pool, modules, *, plugin, model=None, max_steps=3, start=(), progress=None):
     """``{module name: .text}`` of compiling each module's bitcode with
     ``clang-19 -Oz`` and the plugin's policy (``model`` ONNX bytes; None:
-    plain -Oz). Raises :class:`Rejected` naming the failed compiles: a
+    plain -Oz) starting from the flags ``start``. Raises :class:`Rejected` naming the failed compiles: a
     policy that breaks a compile is not a candidate."""
     tasks = [compile_task(_read_ir(m), plugin=plugin, model=model, max_steps=max_steps,
-                          key=m.name) for m in modules]
+                          start=start, key=m.name) for m in modules]
     results = pool.map(tasks, progress=progress)
     failed = [f"{m.name}: {str(r.error).strip()[-300:]}" for m, r in zip(modules, results)
               if isinstance(r, TaskFailed)]
@@ -101,17 +136,26 @@ def compile_all(pool, modules, *, plugin, model=None, max_steps=3, progress=None
     return {m.name: r["text"] for m, r in zip(modules, results)}
 
 
-def oz_total(pool, modules, *, plugin, progress=None):
-    """The total .text of plain -Oz on ``modules``; TrainingError if a
-    compile fails."""
+def _stop_model():
+    """A policy that chooses STOP at once (the start flags' object)."""
+    return PhasePolicy(np.zeros((1, NUM_OBSERVATIONS)), np.zeros(1),
+                       np.zeros((NUM_PASS_ACTIONS, 1)), np.zeros(NUM_PASS_ACTIONS)).to_onnx()
+
+
+def oz_total(pool, modules, *, plugin, start=(), progress=None):
+    """The total .text of plain -Oz on ``modules`` (with the flags ``start``:
+    of the plugin stopping at once, which is -Oz with those flags);
+    TrainingError if a compile fails."""
     try:
-        return sum(compile_all(pool, modules, plugin=plugin, model=None,
+        return sum(compile_all(pool, modules, plugin=plugin,
+                               model=_stop_model() if start else None, start=start,
                                progress=progress).values())
     except Rejected as e:
-        raise TrainingError(f"plain -Oz on the validation modules: {e}") from None
+        what = f"-Oz from the flags {', '.join(start)}" if start else "plain -Oz"
+        raise TrainingError(f"{what} on the validation modules: {e}") from None
 
 
-def select_threshold(pool, modules, policy, *, plugin, candidates, max_steps=3,
+def select_threshold(pool, modules, policy, *, plugin, candidates, max_steps=3, start=(),
                      progress=None, log=None, base_total=None):
     """Compiles ``modules`` (validation) with the policy at each threshold
     and returns (best threshold, rows). Infinity (plain -Oz, measured unless
@@ -119,7 +163,7 @@ def select_threshold(pool, modules, policy, *, plugin, candidates, max_steps=3,
     TrainingError); a threshold must beat it to be chosen; a threshold with
     a failed compile is rejected."""
     if base_total is None:
-        base_total = oz_total(pool, modules, plugin=plugin, progress=progress)
+        base_total = oz_total(pool, modules, plugin=plugin, start=start, progress=progress)
     rows = [{"threshold": "inf", "text": base_total, "ratio": 1.0}]
 
     def measured(c):
@@ -131,7 +175,7 @@ def select_threshold(pool, modules, policy, *, plugin, candidates, max_steps=3,
 
     results = sweep(((thr, policy.with_threshold(thr)) for thr in candidates),
                     lambda p: sum(compile_all(pool, modules, plugin=plugin, model=p.to_onnx(),
-                                              max_steps=max_steps,
+                                              max_steps=max_steps, start=start,
                                               progress=progress).values()),
                     on_result=measured)
     winner = best(results)
@@ -162,12 +206,16 @@ def _read_npz(path):
 
 def train(train_modules, validation_modules, *, plugin, out_dir, workers=2, address=None,
           max_steps=3, data_from=None, thresholds=(0.05, 0.1, 0.2, 0.4, 0.8), hidden=32,
-          seed=0, variants=("counts", "counts+ir2vec"), progress_bars=True):
+          seed=0, variants=("counts", "counts+ir2vec"), start=(), oracle_minutes=None,
+          progress_bars=True):
     """The whole run (see the module docstring); writes into ``out_dir``:
     ``oracle.npz`` (the episodes), ``policy.json``, ``policy.onnx``,
     ``log.jsonl``, ``summary.json``, and returns the summary dict.
     ``variants``: the networks fitted and compared on validation
-    ("counts": the 27 counts; "counts+ir2vec": and IR2Vec's module vector).
+    ("counts": the 27 counts; "counts+ir2vec": and IR2Vec's module vector);
+    ``start``: the stock size flags every episode starts from (recorded in
+    ``policy.json``; the plugin must be given them to run the policy);
+    ``oracle_minutes``: the oracle episodes' time box (:func:`collect`).
     Raises TrainingError (writing nothing) when no oracle episode succeeds."""
     results = RunResults(out_dir)
 
@@ -186,8 +234,10 @@ def train(train_modules, validation_modules, *, plugin, out_dir, workers=2, addr
             episodes = _read_npz(data_from)
         else:
             b = bar(len(train_modules), "oracle episodes")
-            episodes, failed = collect(pool, train_modules, plugin=plugin, max_steps=max_steps,
-                                       progress=b.update if b else None)
+            episodes, failed = collect(
+                pool, train_modules, plugin=plugin, max_steps=max_steps, start=start,
+                progress=b.update if b else None, max_minutes=oracle_minutes,
+                checkpoint=lambda eps: _write_npz(results.path("oracle.npz"), eps))
             if b:
                 b.close()
             if not episodes:
@@ -197,13 +247,18 @@ def train(train_modules, validation_modules, *, plugin, out_dir, workers=2, addr
         _write_npz(results.path("oracle.npz"), episodes)
         base = sum(int(e["sizes"][0]) for e in episodes)
         final = sum(int(e["final_text"]) for e in episodes if "final_text" in e)
-        log({"stage": "oracle", "episodes": len(episodes), "oz_text": base,
+        log({"stage": "oracle", "episodes": len(episodes), "start_text": base,
              "oracle_text": final if final else None,
              "seconds": round(time.monotonic() - t0, 1)})
         X, Y = labels(episodes)
         b = bar(len(validation_modules) * (len(variants) * len(thresholds) + 1), "validation")
-        base_total = oz_total(pool, validation_modules, plugin=plugin,
-                              progress=b.update if b else None)
+        plain_total = oz_total(pool, validation_modules, plugin=plugin,
+                               progress=b.update if b else None)
+        base_total = plain_total if not start else oz_total(
+            pool, validation_modules, plugin=plugin, start=start,
+            progress=b.update if b else None)
+        log({"stage": "validation-baselines", "oz_text": plain_total,
+             "start": list(start), "start_text": base_total})
         chosen = None   # (validation .text, variant, threshold, policy)
         for variant in variants:
             fitted = PhasePolicy.fit(X, Y, hidden=hidden, seed=seed,
@@ -214,7 +269,8 @@ def train(train_modules, validation_modules, *, plugin, out_dir, workers=2, addr
                  "mse_zero_pct2": float(np.mean(Y ** 2))})
             thr, rows = select_threshold(
                 pool, validation_modules, fitted, plugin=plugin, candidates=thresholds,
-                max_steps=max_steps, progress=b.update if b else None, base_total=base_total,
+                max_steps=max_steps, start=start, progress=b.update if b else None,
+                base_total=base_total,
                 log=lambda r, v=variant: log(dict(stage="validation", variant=v, **r)))
             measured = {r["threshold"]: r["text"] for r in rows if "text" in r}
             text = measured[thr if np.isfinite(thr) else "inf"]
@@ -227,9 +283,10 @@ def train(train_modules, validation_modules, *, plugin, out_dir, workers=2, addr
         _, variant, thr, policy = chosen
         policy = policy.with_threshold(thr)
         with open(results.path("policy.json"), "w") as f:
-            json.dump(dict(policy.to_dict(), max_steps=max_steps), f)
+            json.dump(dict(policy.to_dict(), max_steps=max_steps, start=list(start)), f)
         policy.to_onnx(results.path("policy.onnx"))
         summary = {"stage": "done", "variant": variant, "threshold": thr,
+                   "start": list(start), "validation_oz_text": plain_total,
                    "validation": validation,
                    "train_modules": len(train_modules),
                    "validation_modules": len(validation_modules),
