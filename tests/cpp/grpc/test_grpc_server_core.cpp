@@ -318,7 +318,12 @@ TEST(GrpcServerCore, AnAnswerToAGoneCallNeverReachesTheNextCompiler) {
   Incoming InB = take(*Core);
   EXPECT_EQ(text(InB), "b");
   EXPECT_NE(InA.Id, InB.Id);
-  EXPECT_EQ(Core->answer(InA.Id, "for a"), AnswerResult::Gone);
+  // A's client sees CANCELLED before the server's OnCancel necessarily ran
+  // (another gRPC thread), so the core may not know yet: Gone or Sent (which
+  // gRPC then drops) are both right; what must hold is that it reaches
+  // nobody else, and that A cannot be answered twice.
+  const AnswerResult ForA = Core->answer(InA.Id, "for a");
+  EXPECT_TRUE(ForA == AnswerResult::Gone || ForA == AnswerResult::Sent);
   EXPECT_FALSE(Core->fail(InA.Id, grpc::StatusCode::UNKNOWN, "for a"));
   EXPECT_EQ(Core->answer(InB.Id, "for b"), AnswerResult::Sent);
   EXPECT_TRUE(CallB.get().ok());
