@@ -141,7 +141,10 @@ struct Candidate {
 /// Per virtual register state of ours.
 struct RangeInfo {
   unsigned Evictions = 0;
-  bool NoSplit = false; // a product of a split (or not worth splitting)
+  bool NoSplit = false; // a product of a per-block split: no more of those
+  /// The loop a piece was split around (it may be split around loops inside
+  /// it only; its copy out at the exits makes it live just outside).
+  const MachineLoop *Within = nullptr;
 };
 
 class MLBridgeRegAlloc : public MachineFunctionPass,
@@ -205,7 +208,14 @@ private:
   double priority(const LiveInterval &LI) const;
   void computeCandidates(const LiveInterval &LI);
   bool canSplit(Register R) const;
+  bool canBlockSplit(const LiveInterval &LI) const;
+  bool loopSplittable(const LiveInterval &LI, MachineLoop &L) const;
+  bool loopSplitPays(const LiveInterval &LI, MachineLoop &L) const;
+  void splitLoops(const LiveInterval &LI, SmallVectorImpl<MachineLoop *> &Out) const;
   void split(Register R);
+  void splitAroundLoops(Register R, ArrayRef<MachineLoop *> Around);
+  void splitPerBlock(Register R);
+  void finishSplit(Register R, std::vector<Register> &Pieces, bool Final);
   void spill(Register R);
   void assign(Register R, const Candidate &C);
   void enqueueNew(ArrayRef<Register> Regs);
@@ -231,6 +241,7 @@ private:
   LiveRegMatrix *Matrix = nullptr;
   VirtRegMap *VRM = nullptr;
   MachineLoopInfo *Loops = nullptr;
+  const MachineBlockFrequencyInfo *MBFI = nullptr;
   LiveDebugVariables *LDV = nullptr;
   RegisterClassInfo RCI;
   std::unique_ptr<VirtRegAuxInfo> VRAI;
@@ -418,16 +429,13 @@ static bool splittableBlock(const MachineBasicBlock &MBB,
   return true;
 }
 
-bool MLBridgeRegAlloc::canSplit(Register R) const {
-  auto It = Info.find(R);
+bool MLBridgeRegAlloc::canBlockSplit(const LiveInterval &LI) const {
+  auto It = Info.find(LI.reg());
   if (It != Info.end() && It->second.NoSplit)
-    return false;
-  const LiveInterval &LI = LIS->getInterval(R);
-  if (!LI.isSpillable())
     return false;
   // Live in two blocks at least, and some block where we may put the copies.
   DenseMap<const MachineBasicBlock *, SmallVector<const MachineInstr *, 4>> Used;
-  for (const MachineInstr &MI : MRI->reg_nodbg_instructions(R))
+  for (const MachineInstr &MI : MRI->reg_nodbg_instructions(LI.reg()))
     Used[MI.getParent()].push_back(&MI);
   unsigned LiveBlocks = 0;
   bool Eligible = false;
@@ -444,6 +452,100 @@ bool MLBridgeRegAlloc::canSplit(Register R) const {
       Eligible = true;
   }
   return LiveBlocks >= 2 && Eligible;
+}
+
+/// Whether R's part inside L can become a register of its own: a copy in
+/// at the end of the preheader when R comes into the loop, a copy out at
+/// the start of every exit it leaves through, each exit entered only from
+/// the loop and not an exception or asm-goto target.
+bool MLBridgeRegAlloc::loopSplittable(const LiveInterval &LI, MachineLoop &L) const {
+  if (LIS->isLiveInToMBB(LI, L.getHeader())) {
+    const MachineBasicBlock *P = L.getLoopPreheader();
+    if (!P)
+      return false;
+    for (const MachineInstr &T : P->terminators())
+      for (const MachineOperand &MO : T.operands())
+        if (MO.isReg() && MO.getReg() == LI.reg())
+          return false;
+  }
+  SmallVector<MachineBasicBlock *, 4> Exits;
+  L.getExitBlocks(Exits);
+  for (const MachineBasicBlock *E : Exits) {
+    if (!LIS->isLiveInToMBB(LI, E))
+      continue;
+    if (E->isEHPad() || E->isInlineAsmBrIndirectTarget())
+      return false;
+    for (const MachineBasicBlock *Pred : E->predecessors())
+      if (!L.contains(Pred))
+        return false;
+  }
+  return true;
+}
+
+/// Whether the copies around L are cheaper than what they keep out of the
+/// loop: at least one reload per block using LI in L were LI spilled.
+bool MLBridgeRegAlloc::loopSplitPays(const LiveInterval &LI, MachineLoop &L) const {
+  uint64_t Copies = 0, Uses = 0;
+  if (LIS->isLiveInToMBB(LI, L.getHeader()))
+    Copies += MBFI->getBlockFreq(L.getLoopPreheader()).getFrequency();
+  SmallVector<MachineBasicBlock *, 4> Exits;
+  L.getUniqueExitBlocks(Exits);
+  for (const MachineBasicBlock *E : Exits)
+    if (LIS->isLiveInToMBB(LI, E))
+      Copies += MBFI->getBlockFreq(E).getFrequency();
+  SmallPtrSet<const MachineBasicBlock *, 16> Seen;
+  for (const MachineInstr &MI : MRI->reg_nodbg_instructions(LI.reg()))
+    if (L.contains(MI.getParent()) && Seen.insert(MI.getParent()).second)
+      Uses += MBFI->getBlockFreq(MI.getParent()).getFrequency();
+  return Copies < Uses;
+}
+
+/// The loops a region split of LI goes around (greedy's region split,
+/// reduced to loops): for each block using LI in a loop, its outermost loop
+/// that LI is also live outside of, if the copies have places there.
+void MLBridgeRegAlloc::splitLoops(const LiveInterval &LI,
+                                  SmallVectorImpl<MachineLoop *> &Out) const {
+  Out.clear();
+  if (!LI.isSpillable() || LI.empty())
+    return;
+  // The blocks LI is live in, from its segments.
+  SmallVector<const MachineBasicBlock *, 16> Live;
+  const SlotIndexes &SI = *LIS->getSlotIndexes();
+  for (const LiveRange::Segment &S : LI) {
+    for (MachineFunction::const_iterator B = SI.getMBBFromIndex(S.start)->getIterator();
+         B != MF->end() && LIS->getMBBStartIdx(&*B) < S.end; ++B)
+      if (Live.empty() || Live.back() != &*B)
+        Live.push_back(&*B);
+  }
+  auto LiveOutside = [&](const MachineLoop *L) {
+    return any_of(Live, [&](const MachineBasicBlock *B) { return !L->contains(B); });
+  };
+  const auto It = Info.find(LI.reg());
+  const MachineLoop *Within = It == Info.end() ? nullptr : It->second.Within;
+  auto Eligible = [&](const MachineLoop *L) {
+    return (!Within || (L != Within && Within->contains(L))) && LiveOutside(L);
+  };
+  SmallPtrSet<const MachineBasicBlock *, 16> Seen;
+  for (const MachineInstr &MI : MRI->reg_nodbg_instructions(LI.reg())) {
+    if (!Seen.insert(MI.getParent()).second)
+      continue;
+    MachineLoop *L = Loops->getLoopFor(MI.getParent());
+    if (!L || !Eligible(L))
+      continue;
+    while (L->getParentLoop() && Eligible(L->getParentLoop()))
+      L = L->getParentLoop();
+    if (!is_contained(Out, L) && loopSplittable(LI, *L) && loopSplitPays(LI, *L))
+      Out.push_back(L);
+  }
+}
+
+bool MLBridgeRegAlloc::canSplit(Register R) const {
+  const LiveInterval &LI = LIS->getInterval(R);
+  if (!LI.isSpillable())
+    return false;
+  SmallVector<MachineLoop *, 4> Around;
+  splitLoops(LI, Around);
+  return !Around.empty() || canBlockSplit(LI);
 }
 
 void MLBridgeRegAlloc::prepareAction() {
@@ -501,6 +603,65 @@ void MLBridgeRegAlloc::spill(Register R) {
 
 void MLBridgeRegAlloc::split(Register R) {
   ++St.Splits;
+  SmallVector<MachineLoop *, 4> Around;
+  splitLoops(LIS->getInterval(R), Around);
+  if (!Around.empty())
+    splitAroundLoops(R, Around);
+  else
+    splitPerBlock(R);
+}
+
+/// Around loops: each loop of Around gets its own register for R's part in
+/// it (copy in at the preheader, copy out at the exits), the rest is another
+/// register. The pieces may be split again (around inner loops, or per
+/// block); each split leaves no piece live both inside and outside a loop
+/// it went around, so this ends.
+void MLBridgeRegAlloc::splitAroundLoops(Register R, ArrayRef<MachineLoop *> Around) {
+  LiveInterval &LI = LIS->getInterval(R);
+  SmallVector<Register, 8> NewRegs;
+  LiveRangeEdit LRE(&LI, NewRegs, *MF, *LIS, VRM, this, &DeadRemats);
+  const Register Rest = LRE.createFrom(R);
+  info(Rest).Within = info(R).Within;
+  std::vector<Register> Pieces;
+  for (MachineLoop *L : Around) {
+    const bool LiveIn = LIS->isLiveInToMBB(LI, L->getHeader());
+    SmallVector<MachineBasicBlock *, 4> Exits, LiveExits;
+    L->getUniqueExitBlocks(Exits);
+    for (MachineBasicBlock *E : Exits)
+      if (LIS->isLiveInToMBB(LI, E))
+        LiveExits.push_back(E);
+    const Register N = LRE.createFrom(R);
+    Pieces.push_back(N);
+    info(N).Within = L;
+    for (MachineOperand &MO : make_early_inc_range(MRI->reg_operands(R)))
+      if (L->contains(MO.getParent()->getParent()))
+        MO.setReg(N);
+    if (LiveIn) {
+      MachineBasicBlock *P = L->getLoopPreheader();
+      const MachineBasicBlock::iterator At = P->getFirstTerminator();
+      const DebugLoc DL = At != P->end() ? At->getDebugLoc() : DebugLoc();
+      LIS->InsertMachineInstrInMaps(
+          *BuildMI(*P, At, DL, TII->get(TargetOpcode::COPY), N).addReg(Rest));
+    }
+    for (MachineBasicBlock *E : LiveExits) {
+      const MachineBasicBlock::iterator At = E->SkipPHIsLabelsAndDebug(E->begin());
+      const DebugLoc DL = At != E->end() ? At->getDebugLoc() : DebugLoc();
+      LIS->InsertMachineInstrInMaps(
+          *BuildMI(*E, At, DL, TII->get(TargetOpcode::COPY), Rest).addReg(N));
+    }
+  }
+  for (MachineOperand &MO : make_early_inc_range(MRI->reg_operands(R)))
+    MO.setReg(Rest);
+  Pieces.push_back(Rest);
+  finishSplit(R, Pieces, /*Final=*/false);
+}
+
+/// Per block: every block using R (where copies may go) gets its own
+/// register for R's part in it (copy in before the first use when the
+/// value comes in, copy out before the terminators when it goes on); the
+/// rest, between the blocks, is another register. Its pieces are not split
+/// again.
+void MLBridgeRegAlloc::splitPerBlock(Register R) {
   LiveInterval &LI = LIS->getInterval(R);
   // The instructions using or defining R, by block, in program order.
   std::vector<std::pair<MachineBasicBlock *, SmallVector<MachineInstr *, 4>>> ByBlock;
@@ -516,13 +677,10 @@ void MLBridgeRegAlloc::split(Register R) {
       ByBlock[It->second].second.push_back(&MI);
     }
   }
-  // R itself keeps its live interval untouched and loses all its operands:
-  // the inline spiller takes the original interval as the extent of every
-  // piece split from it. The pieces: one per block (Pieces) and Rest,
-  // between the blocks and in the blocks we cannot split in.
   SmallVector<Register, 8> NewRegs;
   LiveRangeEdit LRE(&LI, NewRegs, *MF, *LIS, VRM, this, &DeadRemats);
   const Register Rest = LRE.createFrom(R);
+  info(Rest).Within = info(R).Within;
   std::vector<Register> Pieces;
   for (auto &[MBB, Instrs] : ByBlock) {
     if (!splittableBlock(*MBB, ArrayRef<const MachineInstr *>(
@@ -554,24 +712,34 @@ void MLBridgeRegAlloc::split(Register R) {
   for (MachineOperand &MO : make_early_inc_range(MRI->reg_operands(R)))
     MO.setReg(Rest);
   Pieces.push_back(Rest);
-  // Recompute the pieces; one whose liveness falls apart (Rest, between
-  // several blocks) becomes one register per connected component, as LLVM
-  // requires.
+  finishSplit(R, Pieces, /*Final=*/true);
+}
+
+/// After either split: R itself keeps its live interval untouched and has
+/// lost all its operands (the inline spiller takes the original interval as
+/// the extent of every piece split from it). Recomputes the pieces; one
+/// whose liveness falls apart (the rest, between several blocks or loops)
+/// becomes one register per connected component, as LLVM requires.
+void MLBridgeRegAlloc::finishSplit(Register R, std::vector<Register> &Pieces, bool Final) {
   const Register Original = VRM->getOriginal(R);
+  // A piece of a per-block split stays final through later loop splits.
+  Final = Final || info(R).NoSplit;
   for (size_t I = 0, E = Pieces.size(); I != E; ++I) {
     const Register N = Pieces[I];
     if (LIS->hasInterval(N))
       LIS->removeInterval(N);
     SmallVector<LiveInterval *, 4> Components;
     LIS->splitSeparateComponents(LIS->createAndComputeVirtRegInterval(N), Components);
+    const MachineLoop *Within = info(N).Within;
     for (LiveInterval *C : Components) {
       VRM->setIsSplitFromReg(C->reg(), Original);
+      info(C->reg()).Within = Within;
       Pieces.push_back(C->reg());
     }
   }
   for (Register N : Pieces) {
     VRAI->calculateSpillWeightAndHint(LIS->getInterval(N));
-    info(N).NoSplit = true;
+    info(N).NoSplit = Final;
   }
   if (LDV)
     LDV->splitRegister(R, Pieces, *LIS);
@@ -962,9 +1130,8 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
   LDV = &llvm_compat::liveDebugVariables(*this);
   MRI->freezeReservedRegs();
   RCI.runOnMachineFunction(*MF);
-  VRAI = std::make_unique<VirtRegAuxInfo>(
-      *MF, *LIS, *VRM, *Loops,
-      getAnalysis<MachineBlockFrequencyInfoWrapperPass>().getMBFI());
+  MBFI = &getAnalysis<MachineBlockFrequencyInfoWrapperPass>().getMBFI();
+  VRAI = std::make_unique<VirtRegAuxInfo>(*MF, *LIS, *VRM, *Loops, *MBFI);
   VRAI->calculateSpillWeightsAndHints();
   SpillerInstance.reset(llvm_compat::createInlineSpiller(*this, *MF, *VRM, *VRAI, *Matrix));
   Info.clear();
