@@ -187,7 +187,10 @@ public:
   // Features (RegAllocProtocol.h).
   void nodeFeatures(Register R, float *Out);
   void registerFeatures(const Candidate &C, float *Out) const;
-  bool interfere(Register A, Register B) const;
+  bool interfere(Register A, Register B);
+  /// Keeps the cached features of the window's ranges only.
+  void keepFeaturesOf(ArrayRef<Register> Window);
+  uint64_t intervalEpoch() const { return IntervalEpoch; }
 
   struct Stats {
     uint64_t Rounds = 0, Decisions = 0, Assigned = 0, Evictions = 0,
@@ -206,6 +209,7 @@ public:
 private:
   void enqueue(Register R);
   double priority(const LiveInterval &LI) const;
+  size_t candidateList(const LiveInterval &LI, SmallVectorImpl<MCPhysReg> &List) const;
   void computeCandidates(const LiveInterval &LI);
   bool canSplit(Register R) const;
   bool canBlockSplit(const LiveInterval &LI) const;
@@ -248,6 +252,46 @@ private:
   std::unique_ptr<Spiller> SpillerInstance;
   SmallPtrSet<MachineInstr *, 32> DeadRemats;
   DenseMap<Register, RangeInfo> Info;
+
+  // The window's features, cached across rounds (most rounds assign one
+  // range and change nothing else): what depends only on a range's
+  // interval, dropped when intervals change (a split, a spill); what
+  // depends on the assignment (free candidates, hints), dropped for the
+  // ranges an assignment can affect.
+  struct StaticFeatures {
+    float F[ra::NumNodeFeatures];
+  };
+  struct DynamicFeatures {
+    SmallVector<MCPhysReg, 32> List; // candidateList
+    uint64_t Free = 0;               // bit I: List[I] is free
+    size_t NumHints = 0;
+    SmallVector<Register, 2> HintRegs;    // virtual registers hinting at it
+    SmallVector<MCRegister, 2> Recheck;   // assigned or freed since
+  };
+  DenseMap<Register, StaticFeatures> StaticCache;
+  DenseMap<Register, DynamicFeatures> DynamicCache;
+  DenseMap<std::pair<unsigned, unsigned>, bool> OverlapCache;
+  /// Bumped whenever some interval changed (OverlapCache is then dropped).
+  uint64_t IntervalEpoch = 0;
+  void overlapsChanged() {
+    OverlapCache.clear();
+    ++IntervalEpoch;
+  }
+  void intervalsChanged() {
+    StaticCache.clear();
+    DynamicCache.clear();
+    overlapsChanged();
+  }
+  void intervalChanged(Register R) {
+    StaticCache.erase(R);
+    DynamicCache.erase(R);
+  }
+  /// R was assigned to, or taken from, physical register P.
+  void assignmentChanged(Register R, MCRegister P);
+  bool splitLegal(Register R) {
+    auto It = StaticCache.find(R);
+    return It != StaticCache.end() ? It->second.F[ra::NFSplittable] > 0.5f : canSplit(R);
+  }
 
   // Priority queue: highest priority first, then lowest register number.
   std::set<std::pair<double, unsigned>, std::greater<>> Queue;
@@ -355,15 +399,14 @@ void MLBridgeRegAlloc::applySelect(size_t Index) {
 
 // ---- candidates and legality -------------------------------------------------------
 
-void MLBridgeRegAlloc::computeCandidates(const LiveInterval &LI) {
-  Cands.clear();
-  Matrix->invalidateVirtRegs();
+/// The candidates of LI, hints first; returns how many are hints.
+size_t MLBridgeRegAlloc::candidateList(const LiveInterval &LI,
+                                       SmallVectorImpl<MCPhysReg> &List) const {
   const TargetRegisterClass *RC = MRI->getRegClass(LI.reg());
   ArrayRef<MCPhysReg> Order = RCI.getOrder(RC);
   SmallVector<MCPhysReg, 8> Hints;
   const bool HardHints =
       TRI->getRegAllocationHints(LI.reg(), Order, Hints, *MF, VRM, Matrix);
-  SmallVector<MCPhysReg, 32> List;
   for (MCPhysReg H : Hints)
     if (is_contained(Order, H) && !is_contained(List, H))
       List.push_back(H);
@@ -374,6 +417,14 @@ void MLBridgeRegAlloc::computeCandidates(const LiveInterval &LI) {
         List.push_back(P);
   if (List.size() > static_cast<size_t>(ra::MaxRegs))
     List.resize(ra::MaxRegs);
+  return NumHints;
+}
+
+void MLBridgeRegAlloc::computeCandidates(const LiveInterval &LI) {
+  Cands.clear();
+  Matrix->invalidateVirtRegs();
+  SmallVector<MCPhysReg, 32> List;
+  const size_t NumHints = candidateList(LI, List);
 
   const bool Unspillable = !LI.isSpillable();
   for (size_t I = 0; I < List.size(); ++I) {
@@ -553,7 +604,7 @@ void MLBridgeRegAlloc::prepareAction() {
   computeCandidates(LI);
   ActionMask[ra::ActAssign] =
       std::any_of(Cands.begin(), Cands.end(), [](const Candidate &C) { return C.Legal; });
-  ActionMask[ra::ActSplit] = canSplit(Current);
+  ActionMask[ra::ActSplit] = splitLegal(Current);
   ActionMask[ra::ActSpill] = LI.isSpillable();
 }
 
@@ -583,12 +634,15 @@ void MLBridgeRegAlloc::applyRegister(size_t Index) { assign(Current, Cands[Index
 
 void MLBridgeRegAlloc::assign(Register R, const Candidate &C) {
   for (const LiveInterval *Intf : C.Intf) {
+    const MCRegister P = VRM->getPhys(Intf->reg());
     Matrix->unassign(*Intf);
+    assignmentChanged(Intf->reg(), P);
     ++info(Intf->reg()).Evictions;
     ++St.Evictions;
     enqueue(Intf->reg());
   }
   Matrix->assign(LIS->getInterval(R), C.Reg);
+  assignmentChanged(R, C.Reg);
   ++St.Assigned;
 }
 
@@ -597,7 +651,20 @@ void MLBridgeRegAlloc::spill(Register R) {
   SmallVector<Register, 4> NewVRegs;
   LiveRangeEdit LRE(&LIS->getInterval(R), NewVRegs, *MF, *LIS, VRM, this,
                     &DeadRemats);
+  const Register Original = VRM->getOriginal(R);
   SpillerInstance->spill(LRE);
+  // The spiller rewrites R and its siblings (the pieces of one original);
+  // the ranges it shrinks or erases are reported to the delegate below.
+  SmallVector<Register, 8> Siblings;
+  for (const auto &KV : StaticCache)
+    if (VRM->getOriginal(KV.first) == Original)
+      Siblings.push_back(KV.first);
+  for (const auto &KV : DynamicCache)
+    if (VRM->getOriginal(KV.first) == Original)
+      Siblings.push_back(KV.first);
+  for (Register S : Siblings)
+    intervalChanged(S);
+  overlapsChanged();
   enqueueNew(NewVRegs);
 }
 
@@ -741,6 +808,9 @@ void MLBridgeRegAlloc::finishSplit(Register R, std::vector<Register> &Pieces, bo
     VRAI->calculateSpillWeightAndHint(LIS->getInterval(N));
     info(N).NoSplit = Final;
   }
+  // Only R changed (its operands went to the pieces, new registers); the
+  // assignment did not.
+  intervalChanged(R);
   if (LDV)
     LDV->splitRegister(R, Pieces, *LIS);
   if (VRM->getOriginal(R) != R && LIS->hasInterval(R)) // not an original:
@@ -752,8 +822,11 @@ void MLBridgeRegAlloc::finishSplit(Register R, std::vector<Register> &Pieces, bo
 
 bool MLBridgeRegAlloc::LRE_CanEraseVirtReg(Register R) {
   LiveInterval &LI = LIS->getInterval(R);
+  intervalChanged(R);
   if (VRM->hasPhys(R)) {
+    const MCRegister P = VRM->getPhys(R);
     Matrix->unassign(LI);
+    assignmentChanged(R, P);
     return true;
   }
   // Queued: dropped when it reaches the window (prepareSelect).
@@ -762,10 +835,14 @@ bool MLBridgeRegAlloc::LRE_CanEraseVirtReg(Register R) {
 }
 
 void MLBridgeRegAlloc::LRE_WillShrinkVirtReg(Register R) {
+  intervalChanged(R);
+  overlapsChanged();
   if (!VRM->hasPhys(R))
     return;
   // Assigned: take it back, it is decided again with its new extent.
+  const MCRegister P = VRM->getPhys(R);
   Matrix->unassign(LIS->getInterval(R));
+  assignmentChanged(R, P);
   enqueue(R);
 }
 
@@ -817,44 +894,91 @@ size_t MLBridgeRegAlloc::heuristicRegister() const {
 
 // ---- features -----------------------------------------------------------------------
 
-bool MLBridgeRegAlloc::interfere(Register A, Register B) const {
-  return LIS->getInterval(A).overlaps(LIS->getInterval(B));
+bool MLBridgeRegAlloc::interfere(Register A, Register B) {
+  const auto Key = std::make_pair(std::min(A.id(), B.id()), std::max(A.id(), B.id()));
+  auto [It, New] = OverlapCache.try_emplace(Key, false);
+  if (New)
+    It->second = LIS->getInterval(A).overlaps(LIS->getInterval(B));
+  return It->second;
+}
+
+/// R was assigned or unassigned: the ranges overlapping it recheck their
+/// candidates overlapping P; the ranges R is a hint of recompute theirs.
+void MLBridgeRegAlloc::assignmentChanged(Register R, MCRegister P) {
+  if (DynamicCache.empty())
+    return;
+  const LiveInterval &LI = LIS->getInterval(R);
+  SmallVector<Register, 8> Stale;
+  for (auto &[W, D] : DynamicCache) {
+    if (W == R || is_contained(D.HintRegs, R))
+      Stale.push_back(W);
+    else if (LIS->getInterval(W).overlaps(LI) && !is_contained(D.Recheck, P))
+      D.Recheck.push_back(P);
+  }
+  for (Register W : Stale)
+    DynamicCache.erase(W);
+}
+
+void MLBridgeRegAlloc::keepFeaturesOf(ArrayRef<Register> Window) {
+  SmallVector<Register, 8> Gone;
+  for (const auto &KV : DynamicCache)
+    if (!is_contained(Window, KV.first))
+      Gone.push_back(KV.first);
+  for (Register R : Gone)
+    DynamicCache.erase(R);
 }
 
 void MLBridgeRegAlloc::nodeFeatures(Register R, float *Out) {
   const LiveInterval &LI = LIS->getInterval(R);
-  const float Instrs =
-      static_cast<float>(LI.getSize()) / SlotIndex::InstrDist + 1.0f;
-  SmallPtrSet<const MachineInstr *, 16> Users;
-  unsigned Depth = 0;
-  for (const MachineInstr &MI : MRI->reg_nodbg_instructions(R))
-    if (Users.insert(&MI).second)
-      Depth = std::max(Depth, Loops->getLoopDepth(MI.getParent()));
-  const TargetRegisterClass *RC = MRI->getRegClass(R);
-  const size_t OrderSize = RCI.getOrder(RC).size();
-  const std::vector<Candidate> Saved = Cands;
-  computeCandidates(LI);
-  const size_t Free = std::count_if(Cands.begin(), Cands.end(),
-                                    [](const Candidate &C) { return C.Free; });
-  const bool Hinted = std::any_of(Cands.begin(), Cands.end(),
-                                  [](const Candidate &C) { return C.Hint; });
-  const size_t NCands = Cands.size();
-  Cands = Saved;
+  auto [SIt, SNew] = StaticCache.try_emplace(R);
+  float *F = SIt->second.F;
+  if (SNew) {
+    const float Instrs =
+        static_cast<float>(LI.getSize()) / SlotIndex::InstrDist + 1.0f;
+    SmallPtrSet<const MachineInstr *, 16> Users;
+    unsigned Depth = 0;
+    for (const MachineInstr &MI : MRI->reg_nodbg_instructions(R))
+      if (Users.insert(&MI).second)
+        Depth = std::max(Depth, Loops->getLoopDepth(MI.getParent()));
+    const TargetRegisterClass *RC = MRI->getRegClass(R);
+    F[ra::NFLogWeight] = LI.isSpillable() ? std::log1p(LI.weight()) : 0.0f;
+    F[ra::NFUnspillable] = LI.isSpillable() ? 0.0f : 1.0f;
+    F[ra::NFLogSize] = std::log1p(Instrs);
+    F[ra::NFUseDensity] = static_cast<float>(Users.size()) / Instrs;
+    F[ra::NFLogUses] = std::log1p(static_cast<float>(Users.size()));
+    F[ra::NFLoopDepth] = static_cast<float>(Depth);
+    F[ra::NFRegClass] =
+        static_cast<float>(RC->getID()) / static_cast<float>(TRI->getNumRegClasses());
+    F[ra::NFOrderSize] = static_cast<float>(RCI.getOrder(RC).size()) / ra::MaxRegs;
+    F[ra::NFSplittable] = canSplit(R) ? 1.0f : 0.0f;
+  }
+  auto [DIt, DNew] = DynamicCache.try_emplace(R);
+  DynamicFeatures &D = DIt->second;
+  if (DNew || !D.Recheck.empty()) {
+    Matrix->invalidateVirtRegs();
+    if (DNew) {
+      D.NumHints = candidateList(LI, D.List);
+      llvm_compat::virtualHints(*MRI, R, D.HintRegs);
+    }
+    for (size_t I = 0; I < D.List.size(); ++I) {
+      if (!DNew && none_of(D.Recheck, [&](MCRegister P) { return TRI->regsOverlap(P, D.List[I]); }))
+        continue;
+      const uint64_t Bit = uint64_t(1) << I;
+      if (Matrix->checkInterference(LI, D.List[I]) == LiveRegMatrix::IK_Free)
+        D.Free |= Bit;
+      else
+        D.Free &= ~Bit;
+    }
+    D.Recheck.clear();
+  }
   const auto It = Info.find(R);
   const unsigned Evicted = It == Info.end() ? 0 : It->second.Evictions;
-  Out[ra::NFLogWeight] = LI.isSpillable() ? std::log1p(LI.weight()) : 0.0f;
-  Out[ra::NFUnspillable] = LI.isSpillable() ? 0.0f : 1.0f;
-  Out[ra::NFLogSize] = std::log1p(Instrs);
-  Out[ra::NFUseDensity] = static_cast<float>(Users.size()) / Instrs;
-  Out[ra::NFLogUses] = std::log1p(static_cast<float>(Users.size()));
-  Out[ra::NFLoopDepth] = static_cast<float>(Depth);
-  Out[ra::NFRegClass] =
-      static_cast<float>(RC->getID()) / static_cast<float>(TRI->getNumRegClasses());
-  Out[ra::NFOrderSize] = static_cast<float>(OrderSize) / ra::MaxRegs;
-  Out[ra::NFHasHint] = Hinted ? 1.0f : 0.0f;
-  Out[ra::NFFreeFraction] = NCands ? static_cast<float>(Free) / NCands : 0.0f;
+  std::copy(F, F + ra::NumNodeFeatures, Out);
+  Out[ra::NFHasHint] = D.NumHints ? 1.0f : 0.0f;
+  Out[ra::NFFreeFraction] =
+      D.List.empty() ? 0.0f
+                     : static_cast<float>(llvm::popcount(D.Free)) / D.List.size();
   Out[ra::NFEvictions] = static_cast<float>(Evicted) / EvictionCap;
-  Out[ra::NFSplittable] = canSplit(R) ? 1.0f : 0.0f;
 }
 
 void MLBridgeRegAlloc::registerFeatures(const Candidate &C, float *Out) const {
@@ -964,11 +1088,14 @@ public:
   mlb::Status observe(mlb::ModelRunner &R) override {
     const int64_t AgentId = Phase;
     Binding.write(R, FAgent, &AgentId);
-    if (Phase == ra::AgentSelect || NodeF.empty())
+    if (Phase == ra::AgentSelect || NodeF.empty()) {
+      // The window's features stay in the runner's buffers for the round's
+      // other agents (no runner clears its inputs).
       fillWindow();
-    Binding.write(R, FNodeFeatures, NodeF.data());
-    Binding.write(R, FAdjacency, Adj.data());
-    Binding.write(R, FNodeMask, NodeMask.data());
+      Binding.write(R, FNodeFeatures, NodeF.data());
+      Binding.write(R, FAdjacency, Adj.data());
+      Binding.write(R, FNodeMask, NodeMask.data());
+    }
     std::vector<float> Selected(ra::MaxNodes, 0.0f);
     std::vector<float> AMask(ra::NumActions, 0.0f);
     std::vector<float> RegF(ra::MaxRegs * ra::NumRegFeatures, 0.0f);
@@ -1086,16 +1213,39 @@ private:
 
   void fillWindow() {
     const std::vector<Register> &W = RA.window();
+    RA.keepFeaturesOf(W);
     NodeF.assign(ra::MaxNodes * ra::NumNodeFeatures, 0.0f);
+    // Pairs already in the last window keep their entry while no interval
+    // changed (a round mostly removes one range and adds one).
+    const bool Reuse = RA.intervalEpoch() == Epoch && !Adj.empty();
+    std::swap(Adj, PrevAdj);
     Adj.assign(ra::MaxNodes * ra::MaxNodes, 0.0f);
     NodeMask.assign(ra::MaxNodes, 0.0f);
+    SmallVector<int, ra::MaxNodes> Prev(W.size(), -1);
+    if (Reuse) {
+      DenseMap<unsigned, int> PrevIndex;
+      for (size_t I = 0; I < PrevW.size(); ++I)
+        PrevIndex[PrevW[I].id()] = static_cast<int>(I);
+      for (size_t I = 0; I < W.size(); ++I) {
+        auto It = PrevIndex.find(W[I].id());
+        if (It != PrevIndex.end())
+          Prev[I] = It->second;
+      }
+    }
     for (size_t I = 0; I < W.size(); ++I) {
       RA.nodeFeatures(W[I], &NodeF[I * ra::NumNodeFeatures]);
       NodeMask[I] = 1.0f;
-      for (size_t J = 0; J < I; ++J)
-        if (RA.interfere(W[I], W[J]))
+      for (size_t J = 0; J < I; ++J) {
+        const bool Overlap =
+            Prev[I] >= 0 && Prev[J] >= 0
+                ? PrevAdj[Prev[I] * ra::MaxNodes + Prev[J]] > 0.5f
+                : RA.interfere(W[I], W[J]);
+        if (Overlap)
           Adj[I * ra::MaxNodes + J] = Adj[J * ra::MaxNodes + I] = 1.0f;
+      }
     }
+    PrevW = W;
+    Epoch = RA.intervalEpoch();
   }
 
   MLBridgeRegAlloc &RA;
@@ -1105,6 +1255,9 @@ private:
   size_t SelectedIndex = 0;
   bool OverBudget = false;
   std::vector<float> NodeF, Adj, NodeMask;
+  std::vector<float> PrevAdj;   // the last window's adjacency
+  std::vector<Register> PrevW;  // the last window
+  uint64_t Epoch = 0;           // RA.intervalEpoch() of the last window
 };
 
 // ---- the pass -----------------------------------------------------------------------
@@ -1135,6 +1288,7 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
   VRAI->calculateSpillWeightsAndHints();
   SpillerInstance.reset(llvm_compat::createInlineSpiller(*this, *MF, *VRM, *VRAI, *Matrix));
   Info.clear();
+  intervalsChanged();
   Queue.clear();
   Queued.clear();
   St = Stats();
