@@ -194,7 +194,7 @@ public:
 
   struct Stats {
     uint64_t Rounds = 0, Decisions = 0, Assigned = 0, Evictions = 0,
-             Splits = 0, Spills = 0, Illegal = 0, FallbackRounds = 0,
+             Splits = 0, LoopSplits = 0, Spills = 0, Illegal = 0, FallbackRounds = 0,
              ModelFailures = 0, OutOfRegisters = 0;
     uint64_t TraceHash = 1469598103934665603ull; // FNV-1a of the decisions
     void record(int64_t Agent, int64_t V) {
@@ -672,8 +672,10 @@ void MLBridgeRegAlloc::split(Register R) {
   ++St.Splits;
   SmallVector<MachineLoop *, 4> Around;
   splitLoops(LIS->getInterval(R), Around);
-  if (!Around.empty())
+  if (!Around.empty()) {
+    ++St.LoopSplits;
     splitAroundLoops(R, Around);
+  }
   else
     splitPerBlock(R);
 }
@@ -1403,6 +1405,7 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
             .add("assigned", static_cast<int64_t>(St.Assigned))
             .add("evictions", static_cast<int64_t>(St.Evictions))
             .add("splits", static_cast<int64_t>(St.Splits))
+            .add("loop_splits", static_cast<int64_t>(St.LoopSplits))
             .add("spills", static_cast<int64_t>(St.Spills))
             .add("illegal", static_cast<int64_t>(St.Illegal))
             .add("model_failures", static_cast<int64_t>(St.ModelFailures))
