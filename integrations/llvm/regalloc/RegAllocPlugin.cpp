@@ -217,7 +217,7 @@ private:
   bool loopSplitPays(const LiveInterval &LI, MachineLoop &L) const;
   void splitLoops(const LiveInterval &LI, SmallVectorImpl<MachineLoop *> &Out) const;
   void split(Register R);
-  void splitAroundLoops(Register R, ArrayRef<MachineLoop *> Around);
+  void splitAroundLoop(Register R, MachineLoop &L);
   void splitPerBlock(Register R);
   void finishSplit(Register R, std::vector<Register> &Pieces, bool Final);
   void spill(Register R);
@@ -673,51 +673,55 @@ void MLBridgeRegAlloc::split(Register R) {
   SmallVector<MachineLoop *, 4> Around;
   splitLoops(LIS->getInterval(R), Around);
   if (!Around.empty()) {
+    // One loop per split (its hottest): with two, one loop's preheader or
+    // exit may lie in the other, where the copy would read the rest while
+    // the value lives in the other loop's register. The rest is split
+    // around the next loop in a later round.
+    MachineLoop *Hottest = *std::max_element(
+        Around.begin(), Around.end(), [&](MachineLoop *A, MachineLoop *B) {
+          return MBFI->getBlockFreq(A->getHeader()) < MBFI->getBlockFreq(B->getHeader());
+        });
     ++St.LoopSplits;
-    splitAroundLoops(R, Around);
+    splitAroundLoop(R, *Hottest);
   }
   else
     splitPerBlock(R);
 }
 
-/// Around loops: each loop of Around gets its own register for R's part in
-/// it (copy in at the preheader, copy out at the exits), the rest is another
-/// register. The pieces may be split again (around inner loops, or per
-/// block); each split leaves no piece live both inside and outside a loop
-/// it went around, so this ends.
-void MLBridgeRegAlloc::splitAroundLoops(Register R, ArrayRef<MachineLoop *> Around) {
+/// Around loop L: R's part in L gets its own register (copy in at the
+/// preheader, copy out at the exits), the rest is another register. The
+/// piece inside may be split again around loops inside L, or per block.
+void MLBridgeRegAlloc::splitAroundLoop(Register R, MachineLoop &L) {
   LiveInterval &LI = LIS->getInterval(R);
   SmallVector<Register, 8> NewRegs;
   LiveRangeEdit LRE(&LI, NewRegs, *MF, *LIS, VRM, this, &DeadRemats);
   const Register Rest = LRE.createFrom(R);
   info(Rest).Within = info(R).Within;
   std::vector<Register> Pieces;
-  for (MachineLoop *L : Around) {
-    const bool LiveIn = LIS->isLiveInToMBB(LI, L->getHeader());
-    SmallVector<MachineBasicBlock *, 4> Exits, LiveExits;
-    L->getUniqueExitBlocks(Exits);
-    for (MachineBasicBlock *E : Exits)
-      if (LIS->isLiveInToMBB(LI, E))
-        LiveExits.push_back(E);
-    const Register N = LRE.createFrom(R);
-    Pieces.push_back(N);
-    info(N).Within = L;
-    for (MachineOperand &MO : make_early_inc_range(MRI->reg_operands(R)))
-      if (L->contains(MO.getParent()->getParent()))
-        MO.setReg(N);
-    if (LiveIn) {
-      MachineBasicBlock *P = L->getLoopPreheader();
-      const MachineBasicBlock::iterator At = P->getFirstTerminator();
-      const DebugLoc DL = At != P->end() ? At->getDebugLoc() : DebugLoc();
-      LIS->InsertMachineInstrInMaps(
-          *BuildMI(*P, At, DL, TII->get(TargetOpcode::COPY), N).addReg(Rest));
-    }
-    for (MachineBasicBlock *E : LiveExits) {
-      const MachineBasicBlock::iterator At = E->SkipPHIsLabelsAndDebug(E->begin());
-      const DebugLoc DL = At != E->end() ? At->getDebugLoc() : DebugLoc();
-      LIS->InsertMachineInstrInMaps(
-          *BuildMI(*E, At, DL, TII->get(TargetOpcode::COPY), Rest).addReg(N));
-    }
+  const bool LiveIn = LIS->isLiveInToMBB(LI, L.getHeader());
+  SmallVector<MachineBasicBlock *, 4> Exits, LiveExits;
+  L.getUniqueExitBlocks(Exits);
+  for (MachineBasicBlock *E : Exits)
+    if (LIS->isLiveInToMBB(LI, E))
+      LiveExits.push_back(E);
+  const Register N = LRE.createFrom(R);
+  Pieces.push_back(N);
+  info(N).Within = &L;
+  for (MachineOperand &MO : make_early_inc_range(MRI->reg_operands(R)))
+    if (L.contains(MO.getParent()->getParent()))
+      MO.setReg(N);
+  if (LiveIn) {
+    MachineBasicBlock *P = L.getLoopPreheader();
+    const MachineBasicBlock::iterator At = P->getFirstTerminator();
+    const DebugLoc DL = At != P->end() ? At->getDebugLoc() : DebugLoc();
+    LIS->InsertMachineInstrInMaps(
+        *BuildMI(*P, At, DL, TII->get(TargetOpcode::COPY), N).addReg(Rest));
+  }
+  for (MachineBasicBlock *E : LiveExits) {
+    const MachineBasicBlock::iterator At = E->SkipPHIsLabelsAndDebug(E->begin());
+    const DebugLoc DL = At != E->end() ? At->getDebugLoc() : DebugLoc();
+    LIS->InsertMachineInstrInMaps(
+        *BuildMI(*E, At, DL, TII->get(TargetOpcode::COPY), Rest).addReg(N));
   }
   for (MachineOperand &MO : make_early_inc_range(MRI->reg_operands(R)))
     MO.setReg(Rest);
