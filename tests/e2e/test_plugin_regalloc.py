@@ -2,8 +2,8 @@
 llc-19 / clang-19 on real C programs, and the mlbridge-ra-score pass.
 
 * Register pressure (programs/regalloc/pressure.c: GPR and XMM, loops,
-  calls): the heuristic spills, splits and evicts; -verify-machineinstrs is
-  clean; the program prints what greedy's build prints.
+  calls): the heuristic spills, splits (around loops and per block) and
+  evicts; -verify-machineinstrs is clean; the program prints what greedy's build prints.
 * The plugin tests' programs (hand-written and csmith) with the heuristic and
   the seeded random legal policy (fuzzing): verifier clean, same output as
   greedy.
@@ -67,8 +67,10 @@ def test_pressure_spills_splits_evicts_and_matches_greedy(ra, plugins, pressure_
     assert got == want and len(want.splitlines()) == 3
     log = {line["function"]: line for line in ours.log}
     assert set(log) >= {"gpr_pressure", "xmm_pressure", "mixed", "main"}
-    for key in ("spills", "splits", "evictions"):
+    for key in ("spills", "splits", "loop_splits", "evictions"):
         assert sum(line[key] for line in log.values()) > 0, key
+    # Both kinds of split: around loops and per block.
+    assert sum(line["splits"] - line["loop_splits"] for line in log.values()) > 0
     assert all(line["illegal"] == 0 and line["fallbacks"] == 0 for line in log.values())
     assert all(line["runner"] == "heuristic" for line in log.values())
     # Scored the same way: every function of both allocations.

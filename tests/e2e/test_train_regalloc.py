@@ -161,3 +161,19 @@ def test_short_ray_training_of_the_eviction_advisor(items, pool, tmp_path):
     assert log[0]["requests"] > 0 and 0.0 <= log[0]["accuracy"] <= 1.0
     assert LinearEviction.load(out / "evict_policy.json").theta.tolist() == \
         log[1 + summary["selected_iteration"]]["theta"]
+
+
+def test_function_losses_add_up(items):
+    """``python -m mlbridge.train.regalloc losses``: per function, ours minus
+    greedy; the differences add up to the difference of the totals, and the
+    weighted components to the differences of the scores."""
+    from mlbridge.train.regalloc.__main__ import function_losses
+    rows, parts = function_losses(items[:2])
+    names = {(name, g.function) for _, name, g, _ in rows}
+    assert ("p1", "f10") in names and ("p2", "leaf20") in names
+    assert [abs(r[0]) for r in rows] == sorted((abs(r[0]) for r in rows), reverse=True)
+    for d, _, g, o in rows:
+        assert d == pytest.approx(o.score - g.score)
+    total = sum(r[0] for r in rows)
+    assert sum(parts.values()) == pytest.approx(total, rel=1e-6, abs=1e-6)
+    assert any(r[0] != 0 for r in rows)  # the pressure functions differ from greedy

@@ -174,6 +174,22 @@ inline llvm::Spiller *createInlineSpiller(llvm::MachineFunctionPass &P,
 }
 #endif
 
+/// The virtual registers MachineRegisterInfo lists as VReg's allocation
+/// hints (LLVM 22 returns a pointer, null for none; 19 a reference).
+inline void virtualHints(const llvm::MachineRegisterInfo &MRI, llvm::Register VReg,
+                         llvm::SmallVectorImpl<llvm::Register> &Out) {
+#if LLVM_VERSION_MAJOR >= 22
+  const auto *H = MRI.getRegAllocationHints(VReg);
+  if (!H)
+    return;
+  for (llvm::Register R : H->second)
+#else
+  for (llvm::Register R : MRI.getRegAllocationHints(VReg).second)
+#endif
+    if (R.isVirtual())
+      Out.push_back(R);
+}
+
 // ---- the machine outliner's switch (-enable-machine-outliner) ---------------
 /// The code generator reads its cl::opt when it builds its pipeline, after
 /// the optimization pipeline in clang: a plugin sets it for the module it

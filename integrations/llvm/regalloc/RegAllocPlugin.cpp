@@ -144,7 +144,10 @@ struct Candidate {
 /// Per virtual register state of ours.
 struct RangeInfo {
   unsigned Evictions = 0;
-  bool NoSplit = false; // a product of a split (or not worth splitting)
+  bool NoSplit = false; // a product of a per-block split: no more of those
+  /// The loop a piece was split around (it may be split around loops inside
+  /// it only; its copy out at the exits makes it live just outside).
+  const MachineLoop *Within = nullptr;
 };
 
 class MLBridgeRegAlloc : public MachineFunctionPass,
@@ -187,11 +190,14 @@ public:
   // Features (RegAllocProtocol.h).
   void nodeFeatures(Register R, float *Out);
   void registerFeatures(const Candidate &C, float *Out) const;
-  bool interfere(Register A, Register B) const;
+  bool interfere(Register A, Register B);
+  /// Keeps the cached features of the window's ranges only.
+  void keepFeaturesOf(ArrayRef<Register> Window);
+  uint64_t intervalEpoch() const { return IntervalEpoch; }
 
   struct Stats {
     uint64_t Rounds = 0, Decisions = 0, Assigned = 0, Evictions = 0,
-             Splits = 0, Spills = 0, Illegal = 0, FallbackRounds = 0,
+             Splits = 0, LoopSplits = 0, Spills = 0, Illegal = 0, FallbackRounds = 0,
              ModelFailures = 0, OutOfRegisters = 0;
     uint64_t TraceHash = 1469598103934665603ull; // FNV-1a of the decisions
     void record(int64_t Agent, int64_t V) {
@@ -206,9 +212,17 @@ public:
 private:
   void enqueue(Register R);
   double priority(const LiveInterval &LI) const;
+  size_t candidateList(const LiveInterval &LI, SmallVectorImpl<MCPhysReg> &List) const;
   void computeCandidates(const LiveInterval &LI);
   bool canSplit(Register R) const;
+  bool canBlockSplit(const LiveInterval &LI) const;
+  bool loopSplittable(const LiveInterval &LI, MachineLoop &L) const;
+  bool loopSplitPays(const LiveInterval &LI, MachineLoop &L) const;
+  void splitLoops(const LiveInterval &LI, SmallVectorImpl<MachineLoop *> &Out) const;
   void split(Register R);
+  void splitAroundLoop(Register R, MachineLoop &L);
+  void splitPerBlock(Register R);
+  void finishSplit(Register R, std::vector<Register> &Pieces, bool Final);
   void spill(Register R);
   void assign(Register R, const Candidate &C);
   void enqueueNew(ArrayRef<Register> Regs);
@@ -234,12 +248,53 @@ private:
   LiveRegMatrix *Matrix = nullptr;
   VirtRegMap *VRM = nullptr;
   MachineLoopInfo *Loops = nullptr;
+  const MachineBlockFrequencyInfo *MBFI = nullptr;
   LiveDebugVariables *LDV = nullptr;
   RegisterClassInfo RCI;
   std::unique_ptr<VirtRegAuxInfo> VRAI;
   std::unique_ptr<Spiller> SpillerInstance;
   SmallPtrSet<MachineInstr *, 32> DeadRemats;
   DenseMap<Register, RangeInfo> Info;
+
+  // The window's features, cached across rounds (most rounds assign one
+  // range and change nothing else): what depends only on a range's
+  // interval, dropped when intervals change (a split, a spill); what
+  // depends on the assignment (free candidates, hints), dropped for the
+  // ranges an assignment can affect.
+  struct StaticFeatures {
+    float F[ra::NumNodeFeatures];
+  };
+  struct DynamicFeatures {
+    SmallVector<MCPhysReg, 32> List; // candidateList
+    uint64_t Free = 0;               // bit I: List[I] is free
+    size_t NumHints = 0;
+    SmallVector<Register, 2> HintRegs;    // virtual registers hinting at it
+    SmallVector<MCRegister, 2> Recheck;   // assigned or freed since
+  };
+  DenseMap<Register, StaticFeatures> StaticCache;
+  DenseMap<Register, DynamicFeatures> DynamicCache;
+  DenseMap<std::pair<unsigned, unsigned>, bool> OverlapCache;
+  /// Bumped whenever some interval changed (OverlapCache is then dropped).
+  uint64_t IntervalEpoch = 0;
+  void overlapsChanged() {
+    OverlapCache.clear();
+    ++IntervalEpoch;
+  }
+  void intervalsChanged() {
+    StaticCache.clear();
+    DynamicCache.clear();
+    overlapsChanged();
+  }
+  void intervalChanged(Register R) {
+    StaticCache.erase(R);
+    DynamicCache.erase(R);
+  }
+  /// R was assigned to, or taken from, physical register P.
+  void assignmentChanged(Register R, MCRegister P);
+  bool splitLegal(Register R) {
+    auto It = StaticCache.find(R);
+    return It != StaticCache.end() ? It->second.F[ra::NFSplittable] > 0.5f : canSplit(R);
+  }
 
   // Priority queue: highest priority first, then lowest register number.
   std::set<std::pair<double, unsigned>, std::greater<>> Queue;
@@ -347,15 +402,14 @@ void MLBridgeRegAlloc::applySelect(size_t Index) {
 
 // ---- candidates and legality -------------------------------------------------------
 
-void MLBridgeRegAlloc::computeCandidates(const LiveInterval &LI) {
-  Cands.clear();
-  Matrix->invalidateVirtRegs();
+/// The candidates of LI, hints first; returns how many are hints.
+size_t MLBridgeRegAlloc::candidateList(const LiveInterval &LI,
+                                       SmallVectorImpl<MCPhysReg> &List) const {
   const TargetRegisterClass *RC = MRI->getRegClass(LI.reg());
   ArrayRef<MCPhysReg> Order = RCI.getOrder(RC);
   SmallVector<MCPhysReg, 8> Hints;
   const bool HardHints =
       TRI->getRegAllocationHints(LI.reg(), Order, Hints, *MF, VRM, Matrix);
-  SmallVector<MCPhysReg, 32> List;
   for (MCPhysReg H : Hints)
     if (is_contained(Order, H) && !is_contained(List, H))
       List.push_back(H);
@@ -366,6 +420,14 @@ void MLBridgeRegAlloc::computeCandidates(const LiveInterval &LI) {
         List.push_back(P);
   if (List.size() > static_cast<size_t>(ra::MaxRegs))
     List.resize(ra::MaxRegs);
+  return NumHints;
+}
+
+void MLBridgeRegAlloc::computeCandidates(const LiveInterval &LI) {
+  Cands.clear();
+  Matrix->invalidateVirtRegs();
+  SmallVector<MCPhysReg, 32> List;
+  const size_t NumHints = candidateList(LI, List);
 
   const bool Unspillable = !LI.isSpillable();
   for (size_t I = 0; I < List.size(); ++I) {
@@ -421,16 +483,13 @@ static bool splittableBlock(const MachineBasicBlock &MBB,
   return true;
 }
 
-bool MLBridgeRegAlloc::canSplit(Register R) const {
-  auto It = Info.find(R);
+bool MLBridgeRegAlloc::canBlockSplit(const LiveInterval &LI) const {
+  auto It = Info.find(LI.reg());
   if (It != Info.end() && It->second.NoSplit)
-    return false;
-  const LiveInterval &LI = LIS->getInterval(R);
-  if (!LI.isSpillable())
     return false;
   // Live in two blocks at least, and some block where we may put the copies.
   DenseMap<const MachineBasicBlock *, SmallVector<const MachineInstr *, 4>> Used;
-  for (const MachineInstr &MI : MRI->reg_nodbg_instructions(R))
+  for (const MachineInstr &MI : MRI->reg_nodbg_instructions(LI.reg()))
     Used[MI.getParent()].push_back(&MI);
   unsigned LiveBlocks = 0;
   bool Eligible = false;
@@ -449,12 +508,106 @@ bool MLBridgeRegAlloc::canSplit(Register R) const {
   return LiveBlocks >= 2 && Eligible;
 }
 
+/// Whether R's part inside L can become a register of its own: a copy in
+/// at the end of the preheader when R comes into the loop, a copy out at
+/// the start of every exit it leaves through, each exit entered only from
+/// the loop and not an exception or asm-goto target.
+bool MLBridgeRegAlloc::loopSplittable(const LiveInterval &LI, MachineLoop &L) const {
+  if (LIS->isLiveInToMBB(LI, L.getHeader())) {
+    const MachineBasicBlock *P = L.getLoopPreheader();
+    if (!P)
+      return false;
+    for (const MachineInstr &T : P->terminators())
+      for (const MachineOperand &MO : T.operands())
+        if (MO.isReg() && MO.getReg() == LI.reg())
+          return false;
+  }
+  SmallVector<MachineBasicBlock *, 4> Exits;
+  L.getExitBlocks(Exits);
+  for (const MachineBasicBlock *E : Exits) {
+    if (!LIS->isLiveInToMBB(LI, E))
+      continue;
+    if (E->isEHPad() || E->isInlineAsmBrIndirectTarget())
+      return false;
+    for (const MachineBasicBlock *Pred : E->predecessors())
+      if (!L.contains(Pred))
+        return false;
+  }
+  return true;
+}
+
+/// Whether the copies around L are cheaper than what they keep out of the
+/// loop: at least one reload per block using LI in L were LI spilled.
+bool MLBridgeRegAlloc::loopSplitPays(const LiveInterval &LI, MachineLoop &L) const {
+  uint64_t Copies = 0, Uses = 0;
+  if (LIS->isLiveInToMBB(LI, L.getHeader()))
+    Copies += MBFI->getBlockFreq(L.getLoopPreheader()).getFrequency();
+  SmallVector<MachineBasicBlock *, 4> Exits;
+  L.getUniqueExitBlocks(Exits);
+  for (const MachineBasicBlock *E : Exits)
+    if (LIS->isLiveInToMBB(LI, E))
+      Copies += MBFI->getBlockFreq(E).getFrequency();
+  SmallPtrSet<const MachineBasicBlock *, 16> Seen;
+  for (const MachineInstr &MI : MRI->reg_nodbg_instructions(LI.reg()))
+    if (L.contains(MI.getParent()) && Seen.insert(MI.getParent()).second)
+      Uses += MBFI->getBlockFreq(MI.getParent()).getFrequency();
+  return Copies < Uses;
+}
+
+/// The loops a region split of LI goes around (greedy's region split,
+/// reduced to loops): for each block using LI in a loop, its outermost loop
+/// that LI is also live outside of, if the copies have places there.
+void MLBridgeRegAlloc::splitLoops(const LiveInterval &LI,
+                                  SmallVectorImpl<MachineLoop *> &Out) const {
+  Out.clear();
+  if (!LI.isSpillable() || LI.empty())
+    return;
+  // The blocks LI is live in, from its segments.
+  SmallVector<const MachineBasicBlock *, 16> Live;
+  const SlotIndexes &SI = *LIS->getSlotIndexes();
+  for (const LiveRange::Segment &S : LI) {
+    for (MachineFunction::const_iterator B = SI.getMBBFromIndex(S.start)->getIterator();
+         B != MF->end() && LIS->getMBBStartIdx(&*B) < S.end; ++B)
+      if (Live.empty() || Live.back() != &*B)
+        Live.push_back(&*B);
+  }
+  auto LiveOutside = [&](const MachineLoop *L) {
+    return any_of(Live, [&](const MachineBasicBlock *B) { return !L->contains(B); });
+  };
+  const auto It = Info.find(LI.reg());
+  const MachineLoop *Within = It == Info.end() ? nullptr : It->second.Within;
+  auto Eligible = [&](const MachineLoop *L) {
+    return (!Within || (L != Within && Within->contains(L))) && LiveOutside(L);
+  };
+  SmallPtrSet<const MachineBasicBlock *, 16> Seen;
+  for (const MachineInstr &MI : MRI->reg_nodbg_instructions(LI.reg())) {
+    if (!Seen.insert(MI.getParent()).second)
+      continue;
+    MachineLoop *L = Loops->getLoopFor(MI.getParent());
+    if (!L || !Eligible(L))
+      continue;
+    while (L->getParentLoop() && Eligible(L->getParentLoop()))
+      L = L->getParentLoop();
+    if (!is_contained(Out, L) && loopSplittable(LI, *L) && loopSplitPays(LI, *L))
+      Out.push_back(L);
+  }
+}
+
+bool MLBridgeRegAlloc::canSplit(Register R) const {
+  const LiveInterval &LI = LIS->getInterval(R);
+  if (!LI.isSpillable())
+    return false;
+  SmallVector<MachineLoop *, 4> Around;
+  splitLoops(LI, Around);
+  return !Around.empty() || canBlockSplit(LI);
+}
+
 void MLBridgeRegAlloc::prepareAction() {
   const LiveInterval &LI = LIS->getInterval(Current);
   computeCandidates(LI);
   ActionMask[ra::ActAssign] =
       std::any_of(Cands.begin(), Cands.end(), [](const Candidate &C) { return C.Legal; });
-  ActionMask[ra::ActSplit] = canSplit(Current);
+  ActionMask[ra::ActSplit] = splitLegal(Current);
   ActionMask[ra::ActSpill] = LI.isSpillable();
 }
 
@@ -484,12 +637,15 @@ void MLBridgeRegAlloc::applyRegister(size_t Index) { assign(Current, Cands[Index
 
 void MLBridgeRegAlloc::assign(Register R, const Candidate &C) {
   for (const LiveInterval *Intf : C.Intf) {
+    const MCRegister P = VRM->getPhys(Intf->reg());
     Matrix->unassign(*Intf);
+    assignmentChanged(Intf->reg(), P);
     ++info(Intf->reg()).Evictions;
     ++St.Evictions;
     enqueue(Intf->reg());
   }
   Matrix->assign(LIS->getInterval(R), C.Reg);
+  assignmentChanged(R, C.Reg);
   ++St.Assigned;
 }
 
@@ -498,12 +654,90 @@ void MLBridgeRegAlloc::spill(Register R) {
   SmallVector<Register, 4> NewVRegs;
   LiveRangeEdit LRE(&LIS->getInterval(R), NewVRegs, *MF, *LIS, VRM, this,
                     &DeadRemats);
+  const Register Original = VRM->getOriginal(R);
   SpillerInstance->spill(LRE);
+  // The spiller rewrites R and its siblings (the pieces of one original);
+  // the ranges it shrinks or erases are reported to the delegate below.
+  SmallVector<Register, 8> Siblings;
+  for (const auto &KV : StaticCache)
+    if (VRM->getOriginal(KV.first) == Original)
+      Siblings.push_back(KV.first);
+  for (const auto &KV : DynamicCache)
+    if (VRM->getOriginal(KV.first) == Original)
+      Siblings.push_back(KV.first);
+  for (Register S : Siblings)
+    intervalChanged(S);
+  overlapsChanged();
   enqueueNew(NewVRegs);
 }
 
 void MLBridgeRegAlloc::split(Register R) {
   ++St.Splits;
+  SmallVector<MachineLoop *, 4> Around;
+  splitLoops(LIS->getInterval(R), Around);
+  if (!Around.empty()) {
+    // One loop per split (its hottest): with two, one loop's preheader or
+    // exit may lie in the other, where the copy would read the rest while
+    // the value lives in the other loop's register. The rest is split
+    // around the next loop in a later round.
+    MachineLoop *Hottest = *std::max_element(
+        Around.begin(), Around.end(), [&](MachineLoop *A, MachineLoop *B) {
+          return MBFI->getBlockFreq(A->getHeader()) < MBFI->getBlockFreq(B->getHeader());
+        });
+    ++St.LoopSplits;
+    splitAroundLoop(R, *Hottest);
+  }
+  else
+    splitPerBlock(R);
+}
+
+/// Around loop L: R's part in L gets its own register (copy in at the
+/// preheader, copy out at the exits), the rest is another register. The
+/// piece inside may be split again around loops inside L, or per block.
+void MLBridgeRegAlloc::splitAroundLoop(Register R, MachineLoop &L) {
+  LiveInterval &LI = LIS->getInterval(R);
+  SmallVector<Register, 8> NewRegs;
+  LiveRangeEdit LRE(&LI, NewRegs, *MF, *LIS, VRM, this, &DeadRemats);
+  const Register Rest = LRE.createFrom(R);
+  info(Rest).Within = info(R).Within;
+  std::vector<Register> Pieces;
+  const bool LiveIn = LIS->isLiveInToMBB(LI, L.getHeader());
+  SmallVector<MachineBasicBlock *, 4> Exits, LiveExits;
+  L.getUniqueExitBlocks(Exits);
+  for (MachineBasicBlock *E : Exits)
+    if (LIS->isLiveInToMBB(LI, E))
+      LiveExits.push_back(E);
+  const Register N = LRE.createFrom(R);
+  Pieces.push_back(N);
+  info(N).Within = &L;
+  for (MachineOperand &MO : make_early_inc_range(MRI->reg_operands(R)))
+    if (L.contains(MO.getParent()->getParent()))
+      MO.setReg(N);
+  if (LiveIn) {
+    MachineBasicBlock *P = L.getLoopPreheader();
+    const MachineBasicBlock::iterator At = P->getFirstTerminator();
+    const DebugLoc DL = At != P->end() ? At->getDebugLoc() : DebugLoc();
+    LIS->InsertMachineInstrInMaps(
+        *BuildMI(*P, At, DL, TII->get(TargetOpcode::COPY), N).addReg(Rest));
+  }
+  for (MachineBasicBlock *E : LiveExits) {
+    const MachineBasicBlock::iterator At = E->SkipPHIsLabelsAndDebug(E->begin());
+    const DebugLoc DL = At != E->end() ? At->getDebugLoc() : DebugLoc();
+    LIS->InsertMachineInstrInMaps(
+        *BuildMI(*E, At, DL, TII->get(TargetOpcode::COPY), Rest).addReg(N));
+  }
+  for (MachineOperand &MO : make_early_inc_range(MRI->reg_operands(R)))
+    MO.setReg(Rest);
+  Pieces.push_back(Rest);
+  finishSplit(R, Pieces, /*Final=*/false);
+}
+
+/// Per block: every block using R (where copies may go) gets its own
+/// register for R's part in it (copy in before the first use when the
+/// value comes in, copy out before the terminators when it goes on); the
+/// rest, between the blocks, is another register. Its pieces are not split
+/// again.
+void MLBridgeRegAlloc::splitPerBlock(Register R) {
   LiveInterval &LI = LIS->getInterval(R);
   // The instructions using or defining R, by block, in program order.
   std::vector<std::pair<MachineBasicBlock *, SmallVector<MachineInstr *, 4>>> ByBlock;
@@ -519,13 +753,10 @@ void MLBridgeRegAlloc::split(Register R) {
       ByBlock[It->second].second.push_back(&MI);
     }
   }
-  // R itself keeps its live interval untouched and loses all its operands:
-  // the inline spiller takes the original interval as the extent of every
-  // piece split from it. The pieces: one per block (Pieces) and Rest,
-  // between the blocks and in the blocks we cannot split in.
   SmallVector<Register, 8> NewRegs;
   LiveRangeEdit LRE(&LI, NewRegs, *MF, *LIS, VRM, this, &DeadRemats);
   const Register Rest = LRE.createFrom(R);
+  info(Rest).Within = info(R).Within;
   std::vector<Register> Pieces;
   for (auto &[MBB, Instrs] : ByBlock) {
     if (!splittableBlock(*MBB, ArrayRef<const MachineInstr *>(
@@ -557,25 +788,38 @@ void MLBridgeRegAlloc::split(Register R) {
   for (MachineOperand &MO : make_early_inc_range(MRI->reg_operands(R)))
     MO.setReg(Rest);
   Pieces.push_back(Rest);
-  // Recompute the pieces; one whose liveness falls apart (Rest, between
-  // several blocks) becomes one register per connected component, as LLVM
-  // requires.
+  finishSplit(R, Pieces, /*Final=*/true);
+}
+
+/// After either split: R itself keeps its live interval untouched and has
+/// lost all its operands (the inline spiller takes the original interval as
+/// the extent of every piece split from it). Recomputes the pieces; one
+/// whose liveness falls apart (the rest, between several blocks or loops)
+/// becomes one register per connected component, as LLVM requires.
+void MLBridgeRegAlloc::finishSplit(Register R, std::vector<Register> &Pieces, bool Final) {
   const Register Original = VRM->getOriginal(R);
+  // A piece of a per-block split stays final through later loop splits.
+  Final = Final || info(R).NoSplit;
   for (size_t I = 0, E = Pieces.size(); I != E; ++I) {
     const Register N = Pieces[I];
     if (LIS->hasInterval(N))
       LIS->removeInterval(N);
     SmallVector<LiveInterval *, 4> Components;
     LIS->splitSeparateComponents(LIS->createAndComputeVirtRegInterval(N), Components);
+    const MachineLoop *Within = info(N).Within;
     for (LiveInterval *C : Components) {
       VRM->setIsSplitFromReg(C->reg(), Original);
+      info(C->reg()).Within = Within;
       Pieces.push_back(C->reg());
     }
   }
   for (Register N : Pieces) {
     VRAI->calculateSpillWeightAndHint(LIS->getInterval(N));
-    info(N).NoSplit = true;
+    info(N).NoSplit = Final;
   }
+  // Only R changed (its operands went to the pieces, new registers); the
+  // assignment did not.
+  intervalChanged(R);
   if (LDV)
     LDV->splitRegister(R, Pieces, *LIS);
   if (VRM->getOriginal(R) != R && LIS->hasInterval(R)) // not an original:
@@ -587,8 +831,11 @@ void MLBridgeRegAlloc::split(Register R) {
 
 bool MLBridgeRegAlloc::LRE_CanEraseVirtReg(Register R) {
   LiveInterval &LI = LIS->getInterval(R);
+  intervalChanged(R);
   if (VRM->hasPhys(R)) {
+    const MCRegister P = VRM->getPhys(R);
     Matrix->unassign(LI);
+    assignmentChanged(R, P);
     return true;
   }
   // Queued: dropped when it reaches the window (prepareSelect).
@@ -597,10 +844,14 @@ bool MLBridgeRegAlloc::LRE_CanEraseVirtReg(Register R) {
 }
 
 void MLBridgeRegAlloc::LRE_WillShrinkVirtReg(Register R) {
+  intervalChanged(R);
+  overlapsChanged();
   if (!VRM->hasPhys(R))
     return;
   // Assigned: take it back, it is decided again with its new extent.
+  const MCRegister P = VRM->getPhys(R);
   Matrix->unassign(LIS->getInterval(R));
+  assignmentChanged(R, P);
   enqueue(R);
 }
 
@@ -652,44 +903,91 @@ size_t MLBridgeRegAlloc::heuristicRegister() const {
 
 // ---- features -----------------------------------------------------------------------
 
-bool MLBridgeRegAlloc::interfere(Register A, Register B) const {
-  return LIS->getInterval(A).overlaps(LIS->getInterval(B));
+bool MLBridgeRegAlloc::interfere(Register A, Register B) {
+  const auto Key = std::make_pair(std::min(A.id(), B.id()), std::max(A.id(), B.id()));
+  auto [It, New] = OverlapCache.try_emplace(Key, false);
+  if (New)
+    It->second = LIS->getInterval(A).overlaps(LIS->getInterval(B));
+  return It->second;
+}
+
+/// R was assigned or unassigned: the ranges overlapping it recheck their
+/// candidates overlapping P; the ranges R is a hint of recompute theirs.
+void MLBridgeRegAlloc::assignmentChanged(Register R, MCRegister P) {
+  if (DynamicCache.empty())
+    return;
+  const LiveInterval &LI = LIS->getInterval(R);
+  SmallVector<Register, 8> Stale;
+  for (auto &[W, D] : DynamicCache) {
+    if (W == R || is_contained(D.HintRegs, R))
+      Stale.push_back(W);
+    else if (LIS->getInterval(W).overlaps(LI) && !is_contained(D.Recheck, P))
+      D.Recheck.push_back(P);
+  }
+  for (Register W : Stale)
+    DynamicCache.erase(W);
+}
+
+void MLBridgeRegAlloc::keepFeaturesOf(ArrayRef<Register> Window) {
+  SmallVector<Register, 8> Gone;
+  for (const auto &KV : DynamicCache)
+    if (!is_contained(Window, KV.first))
+      Gone.push_back(KV.first);
+  for (Register R : Gone)
+    DynamicCache.erase(R);
 }
 
 void MLBridgeRegAlloc::nodeFeatures(Register R, float *Out) {
   const LiveInterval &LI = LIS->getInterval(R);
-  const float Instrs =
-      static_cast<float>(LI.getSize()) / SlotIndex::InstrDist + 1.0f;
-  SmallPtrSet<const MachineInstr *, 16> Users;
-  unsigned Depth = 0;
-  for (const MachineInstr &MI : MRI->reg_nodbg_instructions(R))
-    if (Users.insert(&MI).second)
-      Depth = std::max(Depth, Loops->getLoopDepth(MI.getParent()));
-  const TargetRegisterClass *RC = MRI->getRegClass(R);
-  const size_t OrderSize = RCI.getOrder(RC).size();
-  const std::vector<Candidate> Saved = Cands;
-  computeCandidates(LI);
-  const size_t Free = std::count_if(Cands.begin(), Cands.end(),
-                                    [](const Candidate &C) { return C.Free; });
-  const bool Hinted = std::any_of(Cands.begin(), Cands.end(),
-                                  [](const Candidate &C) { return C.Hint; });
-  const size_t NCands = Cands.size();
-  Cands = Saved;
+  auto [SIt, SNew] = StaticCache.try_emplace(R);
+  float *F = SIt->second.F;
+  if (SNew) {
+    const float Instrs =
+        static_cast<float>(LI.getSize()) / SlotIndex::InstrDist + 1.0f;
+    SmallPtrSet<const MachineInstr *, 16> Users;
+    unsigned Depth = 0;
+    for (const MachineInstr &MI : MRI->reg_nodbg_instructions(R))
+      if (Users.insert(&MI).second)
+        Depth = std::max(Depth, Loops->getLoopDepth(MI.getParent()));
+    const TargetRegisterClass *RC = MRI->getRegClass(R);
+    F[ra::NFLogWeight] = LI.isSpillable() ? std::log1p(LI.weight()) : 0.0f;
+    F[ra::NFUnspillable] = LI.isSpillable() ? 0.0f : 1.0f;
+    F[ra::NFLogSize] = std::log1p(Instrs);
+    F[ra::NFUseDensity] = static_cast<float>(Users.size()) / Instrs;
+    F[ra::NFLogUses] = std::log1p(static_cast<float>(Users.size()));
+    F[ra::NFLoopDepth] = static_cast<float>(Depth);
+    F[ra::NFRegClass] =
+        static_cast<float>(RC->getID()) / static_cast<float>(TRI->getNumRegClasses());
+    F[ra::NFOrderSize] = static_cast<float>(RCI.getOrder(RC).size()) / ra::MaxRegs;
+    F[ra::NFSplittable] = canSplit(R) ? 1.0f : 0.0f;
+  }
+  auto [DIt, DNew] = DynamicCache.try_emplace(R);
+  DynamicFeatures &D = DIt->second;
+  if (DNew || !D.Recheck.empty()) {
+    Matrix->invalidateVirtRegs();
+    if (DNew) {
+      D.NumHints = candidateList(LI, D.List);
+      llvm_compat::virtualHints(*MRI, R, D.HintRegs);
+    }
+    for (size_t I = 0; I < D.List.size(); ++I) {
+      if (!DNew && none_of(D.Recheck, [&](MCRegister P) { return TRI->regsOverlap(P, D.List[I]); }))
+        continue;
+      const uint64_t Bit = uint64_t(1) << I;
+      if (Matrix->checkInterference(LI, D.List[I]) == LiveRegMatrix::IK_Free)
+        D.Free |= Bit;
+      else
+        D.Free &= ~Bit;
+    }
+    D.Recheck.clear();
+  }
   const auto It = Info.find(R);
   const unsigned Evicted = It == Info.end() ? 0 : It->second.Evictions;
-  Out[ra::NFLogWeight] = LI.isSpillable() ? std::log1p(LI.weight()) : 0.0f;
-  Out[ra::NFUnspillable] = LI.isSpillable() ? 0.0f : 1.0f;
-  Out[ra::NFLogSize] = std::log1p(Instrs);
-  Out[ra::NFUseDensity] = static_cast<float>(Users.size()) / Instrs;
-  Out[ra::NFLogUses] = std::log1p(static_cast<float>(Users.size()));
-  Out[ra::NFLoopDepth] = static_cast<float>(Depth);
-  Out[ra::NFRegClass] =
-      static_cast<float>(RC->getID()) / static_cast<float>(TRI->getNumRegClasses());
-  Out[ra::NFOrderSize] = static_cast<float>(OrderSize) / ra::MaxRegs;
-  Out[ra::NFHasHint] = Hinted ? 1.0f : 0.0f;
-  Out[ra::NFFreeFraction] = NCands ? static_cast<float>(Free) / NCands : 0.0f;
+  std::copy(F, F + ra::NumNodeFeatures, Out);
+  Out[ra::NFHasHint] = D.NumHints ? 1.0f : 0.0f;
+  Out[ra::NFFreeFraction] =
+      D.List.empty() ? 0.0f
+                     : static_cast<float>(llvm::popcount(D.Free)) / D.List.size();
   Out[ra::NFEvictions] = static_cast<float>(Evicted) / EvictionCap;
-  Out[ra::NFSplittable] = canSplit(R) ? 1.0f : 0.0f;
 }
 
 void MLBridgeRegAlloc::registerFeatures(const Candidate &C, float *Out) const {
@@ -804,11 +1102,14 @@ public:
   mlb::Status observe(mlb::ModelRunner &R) override {
     const int64_t AgentId = Phase;
     Binding.write(R, FAgent, &AgentId);
-    if (Phase == ra::AgentSelect || NodeF.empty())
+    if (Phase == ra::AgentSelect || NodeF.empty()) {
+      // The window's features stay in the runner's buffers for the round's
+      // other agents (no runner clears its inputs).
       fillWindow();
-    Binding.write(R, FNodeFeatures, NodeF.data());
-    Binding.write(R, FAdjacency, Adj.data());
-    Binding.write(R, FNodeMask, NodeMask.data());
+      Binding.write(R, FNodeFeatures, NodeF.data());
+      Binding.write(R, FAdjacency, Adj.data());
+      Binding.write(R, FNodeMask, NodeMask.data());
+    }
     std::vector<float> Selected(ra::MaxNodes, 0.0f);
     std::vector<float> AMask(ra::NumActions, 0.0f);
     std::vector<float> RegF(ra::MaxRegs * ra::NumRegFeatures, 0.0f);
@@ -930,17 +1231,40 @@ private:
 
   void fillWindow() {
     const std::vector<Register> &W = RA.window();
+    RA.keepFeaturesOf(W);
     NodeF.assign(ra::MaxNodes * ra::NumNodeFeatures, 0.0f);
+    // Pairs already in the last window keep their entry while no interval
+    // changed (a round mostly removes one range and adds one).
+    const bool Reuse = RA.intervalEpoch() == Epoch && !Adj.empty();
+    std::swap(Adj, PrevAdj);
     Adj.assign(ra::MaxNodes * ra::MaxNodes, 0.0f);
     NodeMask.assign(ra::MaxNodes, 0.0f);
+    SmallVector<int, ra::MaxNodes> Prev(W.size(), -1);
+    if (Reuse) {
+      DenseMap<unsigned, int> PrevIndex;
+      for (size_t I = 0; I < PrevW.size(); ++I)
+        PrevIndex[PrevW[I].id()] = static_cast<int>(I);
+      for (size_t I = 0; I < W.size(); ++I) {
+        auto It = PrevIndex.find(W[I].id());
+        if (It != PrevIndex.end())
+          Prev[I] = It->second;
+      }
+    }
     Obs.nodeVectors(*RA.MF, W, NodeE);
     for (size_t I = 0; I < W.size(); ++I) {
       RA.nodeFeatures(W[I], &NodeF[I * ra::NumNodeFeatures]);
       NodeMask[I] = 1.0f;
-      for (size_t J = 0; J < I; ++J)
-        if (RA.interfere(W[I], W[J]))
+      for (size_t J = 0; J < I; ++J) {
+        const bool Overlap =
+            Prev[I] >= 0 && Prev[J] >= 0
+                ? PrevAdj[Prev[I] * ra::MaxNodes + Prev[J]] > 0.5f
+                : RA.interfere(W[I], W[J]);
+        if (Overlap)
           Adj[I * ra::MaxNodes + J] = Adj[J * ra::MaxNodes + I] = 1.0f;
+      }
     }
+    PrevW = W;
+    Epoch = RA.intervalEpoch();
   }
 
   MLBridgeRegAlloc &RA;
@@ -951,6 +1275,9 @@ private:
   bool OverBudget = false;
   ra::MIR2VecObservation &Obs;
   std::vector<float> NodeF, Adj, NodeMask, NodeE;
+  std::vector<float> PrevAdj;   // the last window's adjacency
+  std::vector<Register> PrevW;  // the last window
+  uint64_t Epoch = 0;           // RA.intervalEpoch() of the last window
 };
 
 // ---- the pass -----------------------------------------------------------------------
@@ -976,12 +1303,12 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
   LDV = &llvm_compat::liveDebugVariables(*this);
   MRI->freezeReservedRegs();
   RCI.runOnMachineFunction(*MF);
-  VRAI = std::make_unique<VirtRegAuxInfo>(
-      *MF, *LIS, *VRM, *Loops,
-      getAnalysis<MachineBlockFrequencyInfoWrapperPass>().getMBFI());
+  MBFI = &getAnalysis<MachineBlockFrequencyInfoWrapperPass>().getMBFI();
+  VRAI = std::make_unique<VirtRegAuxInfo>(*MF, *LIS, *VRM, *Loops, *MBFI);
   VRAI->calculateSpillWeightsAndHints();
   SpillerInstance.reset(llvm_compat::createInlineSpiller(*this, *MF, *VRM, *VRAI, *Matrix));
   Info.clear();
+  intervalsChanged();
   Queue.clear();
   Queued.clear();
   St = Stats();
@@ -1098,6 +1425,7 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
             .add("assigned", static_cast<int64_t>(St.Assigned))
             .add("evictions", static_cast<int64_t>(St.Evictions))
             .add("splits", static_cast<int64_t>(St.Splits))
+            .add("loop_splits", static_cast<int64_t>(St.LoopSplits))
             .add("spills", static_cast<int64_t>(St.Spills))
             .add("illegal", static_cast<int64_t>(St.Illegal))
             .add("model_failures", static_cast<int64_t>(St.ModelFailures))

@@ -3,6 +3,7 @@ programs (docs/results.md, "Register allocation").
 
     python -m mlbridge.train.regalloc heldout --out heldout.json   # score per library, all allocators
     python -m mlbridge.train.regalloc heldout --mode evict         # greedy + trained eviction advisor
+    python -m mlbridge.train.regalloc losses --libraries lz4       # per function vs greedy (validation)
     python -m mlbridge.train.regalloc callgrind --seeds 1001 1002  # csmith programs: Ir, output
     python -m mlbridge.train.regalloc demo                         # one library, two lines
 
@@ -215,6 +216,43 @@ def cmd_heldout(args):
                        "total": total, "units": rows}, f, indent=1)
 
 
+def function_losses(items, policy="heuristic", verify=False):
+    """Per function of ``items``: greedy's and ours' :class:`FunctionScore`
+    (``policy`` as for :func:`mlbridge.llvm.plugins.regalloc.allocate`),
+    as ``[(ours - greedy, item name, greedy, ours)]``, largest loss first,
+    and the weighted component totals of ours minus greedy's."""
+    from ...llvm.plugins import regalloc as ra
+    weights = {"copies": 0.2, "loads": 4, "stores": 1, "load_stores": 5,
+               "cheap_remats": 0.2, "expensive_remats": 1}
+    rows, parts = [], dict.fromkeys(weights, 0.0)
+    with tempfile.TemporaryDirectory() as tmp:
+        for it in items:
+            ir = Path(tmp) / "unit.bc"
+            ir.write_bytes(it.ir)
+            g = ra.allocate(ir, "greedy", verify=False, workdir=tmp).scores
+            o = ra.allocate(ir, "mlbridge", policy=policy, verify=verify, workdir=tmp).scores
+            for f in g.keys() & o.keys():
+                rows.append((o[f].score - g[f].score, it.name, g[f], o[f]))
+                for k, w in weights.items():
+                    parts[k] += w * (getattr(o[f], k) - getattr(g[f], k))
+    rows.sort(key=lambda r: -abs(r[0]))
+    return rows, parts
+
+
+def cmd_losses(args):
+    items = load_items(_modules(args.split, args.libraries))
+    rows, parts = function_losses(items, None if args.policy == "model" else args.policy,
+                                  verify=args.verify)
+    g = sum(r[2].score for r in rows)
+    print(f"{len(items)} units, {len(rows)} functions: ours / greedy = "
+          f"{(g + sum(r[0] for r in rows)) / g:.4f}")
+    print("ours - greedy, weighted: " + ", ".join(f"{k} {v:+,.0f}" for k, v in parts.items()))
+    for d, name, gs, os_ in rows[:args.top]:
+        print(f"{d:+14,.0f} {gs.score:14,.0f} {name} {gs.function}: " + " ".join(
+            f"{k}={getattr(gs, k):,.0f}/{getattr(os_, k):,.0f}"
+            for k in ("copies", "loads", "stores", "load_stores", "expensive_remats")))
+
+
 _IR = re.compile(r"Collected\s*:\s*(\d+)")
 
 
@@ -303,6 +341,13 @@ def main(argv=None):
     q.add_argument("--out", default=None, help="write every unit's numbers (JSON) here")
     q.add_argument("--quiet", action="store_true")
     q.set_defaults(func=cmd_heldout)
+    q = sub.add_parser("losses", help="per function, ours against greedy (never held-out)")
+    q.add_argument("--split", choices=("train", "validation"), default="validation")
+    q.add_argument("--libraries", nargs="*", default=None)
+    q.add_argument("--policy", default="heuristic", choices=("heuristic", "model", "random"))
+    q.add_argument("--verify", action="store_true", help="-verify-machineinstrs on ours")
+    q.add_argument("--top", type=int, default=20)
+    q.set_defaults(func=cmd_losses)
     q = sub.add_parser("callgrind", help="csmith programs: Ir and output, greedy vs ours")
     q.add_argument("--seeds", type=int, nargs="+", default=[1001, 1002, 1003])
     q.add_argument("--model", default=None, help="an ONNX policy (default: the built-in one)")

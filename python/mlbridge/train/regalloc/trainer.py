@@ -184,7 +184,9 @@ class _Alloc:
     def fit(data, seed):
         heads, info = [], {}
         for k, agent in enumerate(("select", "action", "register")):
-            X, M, A = (np.concatenate([d[k][j] for d in data]) for j in range(3))
+            # a module without requests of this agent has empty 1-D arrays
+            rows = [d[k] for d in data if len(d[k][2])]
+            X, M, A = (np.concatenate([r[j] for r in rows]) for j in range(3))
             w, acc = fit_imitation(X, M, A, seed=seed)
             heads.append(w)
             info[f"{agent}_requests"], info[f"{agent}_accuracy"] = int(len(A)), acc
