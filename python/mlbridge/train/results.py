@@ -10,7 +10,24 @@ import json
 import os
 import time
 
-__all__ = ["RunResults", "TrainingError", "write_atomically"]
+__all__ = ["JsonFile", "RunResults", "TrainingError", "write_atomically"]
+
+
+class JsonFile:
+    """Saving and loading for a class with ``to_dict()`` and a
+    ``from_dict(d)`` classmethod (the trained policies): one JSON file,
+    written atomically."""
+
+    def save(self, path):
+        def write(tmp):
+            with open(tmp, "w") as f:
+                json.dump(self.to_dict(), f)
+        write_atomically(path, write)
+
+    @classmethod
+    def load(cls, path):
+        with open(path) as f:
+            return cls.from_dict(json.load(f))
 
 
 class TrainingError(RuntimeError):

@@ -25,11 +25,10 @@ Python), the ONNX graph of :meth:`InlinePolicy.to_onnx` (ONNX Runtime in
 the plugin), and that graph compiled to C++ (the plugin's built-in model).
 """
 
-import json
-
 import numpy as np
 
 from ...llvm.advisors import INLINE_FEATURES
+from ..results import JsonFile
 
 __all__ = ["MODEL_FEATURES", "EMBEDDINGS", "EMBEDDING_DIM", "NUM_CHANNELS", "InlinePolicy", "feature_matrix",
            "embedding_matrix"]
@@ -86,7 +85,7 @@ def _standardizer(C):
     return mu, sd
 
 
-class InlinePolicy:
+class InlinePolicy(JsonFile):
     """The network above. ``mu``/``sd`` standardize the feature channels,
     ``emu``/``esd`` the embedding channels (fixed after behavioural
     cloning); the trainable parameters (:meth:`params`) are ``W1, b1, w2,
@@ -247,15 +246,6 @@ class InlinePolicy:
                              "inlining policy of this version)")
         return cls(d["W1"], d["b1"], d["w2"], d["b2"], d["mu"], d["sd"], P=d.get("P"),
                    emu=d.get("emu"), esd=d.get("esd"), meta=d.get("meta"))
-
-    def save(self, path):
-        with open(path, "w") as f:
-            json.dump(self.to_dict(), f)
-
-    @classmethod
-    def load(cls, path):
-        with open(path) as f:
-            return cls.from_dict(json.load(f))
 
     def to_onnx(self, path=None):
         """The policy as an ONNX model: one float32 ``[1, 1]`` input per name

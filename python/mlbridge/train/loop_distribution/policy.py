@@ -29,10 +29,11 @@ the plugin runs through ONNX Runtime or compiles in.
 
 from __future__ import annotations
 
-import json
 from typing import Dict
 
 import numpy as np
+
+from ..results import JsonFile
 
 __all__ = ["MAX_NODES", "EMBEDDING_DIM", "ROUNDS", "GraphPolicy", "NEG", "fit"]
 
@@ -50,7 +51,7 @@ def _torch():
     return torch
 
 
-class GraphPolicy:
+class GraphPolicy(JsonFile):
     """Weights (numpy float32) of the network; ``features``: F."""
 
     NAMES = ("mu", "sd", "W_in", "b_in", "W_f", "W_b", "U_z", "V_z", "b_z", "U_h", "V_h",
@@ -184,15 +185,6 @@ class GraphPolicy:
     @classmethod
     def from_dict(cls, d):
         return cls(d["weights"], d.get("new_loop_bias", 0.0))
-
-    def save(self, path):
-        with open(path, "w") as f:
-            json.dump(self.to_dict(), f)
-
-    @classmethod
-    def load(cls, path):
-        with open(path) as f:
-            return cls.from_dict(json.load(f))
 
     def onnx_nodes(self, inputs, out):
         """The graph nodes; ``inputs``: names of (features [N,F], adjacency
