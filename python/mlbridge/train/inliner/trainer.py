@@ -472,9 +472,10 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
                     f"validation {row.get('validation_ratio', 'rejected')}")
         workers_used = len(pool)
         replaced = pool.replaced
-    # ties: the first measured (the cloned policy, then the earlier iterate,
-    # then the smaller margin)
-    winner = best(candidates)
+    # Ties: the candidate that agrees with LLVM on more training requests
+    # (the fewer deviations validation cannot tell apart, the fewer to lose
+    # on other code), then the first measured.
+    winner = best(candidates, prefer=lambda c: -float(np.mean(c.policy.decide(X, E, y) == y)))
     if winner is None:
         raise TrainingError("every validation candidate was rejected: " + "; ".join(
             f"iteration {c.label}: {c.rejected}" for c in candidates))
