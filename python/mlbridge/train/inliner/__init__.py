@@ -42,6 +42,8 @@ def add_arguments(q):
                         "policy's least confident, on which LLVM's decision stands")
     q.add_argument("--warm-start", default=None,
                    help="start from this policy.json instead of cloning LLVM's decisions")
+    q.add_argument("--max-minutes", type=float, default=None,
+                   help="time box: no ES iteration starts after this many minutes")
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--max-validation", type=int, default=None)
     q.add_argument("--validation-ir", nargs="*", default=None)
@@ -65,7 +67,8 @@ def main(args):
                       modules_per_iteration=args.modules_per_iteration, change=args.change,
                       lr=args.lr, hidden=args.hidden, project=args.project,
                       embeddings=args.embeddings, eval_every=args.eval_every, seed=args.seed,
-                      defer_shares=args.defer_shares, warm_start=args.warm_start)
+                      defer_shares=args.defer_shares, warm_start=args.warm_start,
+                      max_minutes=args.max_minutes)
     return train(train_mods, val_mods, args.out, workers=args.workers,
                  address=args.address, config=cfg, build_dir=args.build_dir,
                  progress=not args.quiet, cache_dir=args.cache)

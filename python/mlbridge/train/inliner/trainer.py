@@ -65,7 +65,7 @@ class TrainConfig:
     def __init__(self, *, iterations=12, pairs=6, modules_per_iteration=16, change=0.02,
                  lr=None, hidden=32, project=8, embeddings=False, eval_every=3,
                  bc_epochs=300, seed=0, task_timeout=900.0, defer_shares=(0.02, 0.05, 0.2),
-                 warm_start=None):
+                 warm_start=None, max_minutes=None):
         self.iterations = int(iterations)
         self.pairs = int(pairs)
         self.modules_per_iteration = int(modules_per_iteration)
@@ -82,6 +82,9 @@ class TrainConfig:
         self.defer_shares = [float(q) for q in defer_shares]
         # a policy.json to start from instead of cloning LLVM's decisions
         self.warm_start = None if warm_start is None else os.fspath(warm_start)
+        # no ES iteration starts after this many minutes of the run (the
+        # iterate then reached is validated as the last one)
+        self.max_minutes = None if max_minutes is None else float(max_minutes)
 
     def as_dict(self):
         return dict(vars(self))
@@ -429,6 +432,7 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
         theta = policy.params()
         # A module without code or without a question has no reward to give.
         es_mods = [m for m in train_mods if m.default_text > 0 and len(m.X)]
+        last = cfg.iterations
         for it in range(1, cfg.iterations + 1):
             t_it = time.monotonic()
             c0 = run.compiles
@@ -449,7 +453,10 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
             row.update({"train_reward": float(np.mean(rewards)),
                         "best_perturbation_reward": float(np.max(rewards)),
                         "train_agreement_with_llvm": float(np.mean(policy.decide(X, E) == y))})
-            if it % cfg.eval_every == 0 or it == cfg.iterations:
+            if (cfg.max_minutes is not None
+                    and time.monotonic() - t_start > 60.0 * cfg.max_minutes):
+                last = it   # the time is up: this iterate is the last one
+            if it % cfg.eval_every == 0 or it == last:
                 validate(policy, it, row)
             row.update({"compiles": run.compiles - c0, "seconds": time.monotonic() - t_it,
                         "failures": run.failures})
@@ -457,6 +464,8 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
             say(f"ES iteration {it}: sampled-module reward {row['train_reward']:+.5f}, "
                 f"validation {row.get('validation_ratio', '-')}, {row['compiles']} compiles "
                 f"in {row['seconds']:.0f} s")
+            if it == last:
+                break
         # -- deferral margin (on the best candidate so far) -------------------------
         winner = best(candidates)
         if winner is not None:
