@@ -65,14 +65,16 @@ def test_default_decisions_reproduce_clang_oz(modules, pool):
         assert r["inlined"] == int(r["defaults"].sum())
 
 
-def _onnx_decisions(path, X, E=None):
+def _onnx_decisions(model, X, E=None, defaults=None):
     import onnxruntime as ort
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     out = []
     for i, x in enumerate(X):
         feeds = {n: np.array([[x[j]]], np.float32) for j, n in enumerate(MODEL_FEATURES)}
         if E is not None:
             feeds.update({n: E[i, k][None].astype(np.float32) for k, n in enumerate(EMBEDDINGS)})
+        if defaults is not None:
+            feeds["inlining_default"] = np.array([[defaults[i]]], np.float32)
         out.append(int(sess.run(None, feeds)[0][0]))
     return out
 
@@ -83,14 +85,22 @@ def test_two_es_iterations_on_two_ray_workers_write_log_curve_and_model(modules,
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "mlbridge.train", "inliner",
            "--out", str(out), "--workers", "2", "--iterations", "2", "--pairs", "2",
-           "--eval-every", "1", "--quiet", "--train-ir", str(modules[0]["ir"]),
+           "--eval-every", "1", "--defer-shares", "0.3", "--quiet",
+           "--train-ir", str(modules[0]["ir"]),
            str(modules[1]["ir"]), "--validation-ir", str(modules[2]["ir"])]
     if embeddings:
         cmd.append("--embeddings")
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=540)
     assert res.returncode == 0, res.stderr[-3000:]
     rows = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
-    assert [(r["stage"], r["iteration"]) for r in rows] == [("clone", 0), ("es", 1), ("es", 2)]
+    assert [(r["stage"], r["iteration"]) for r in rows[:3]] == [("clone", 0), ("es", 1),
+                                                                 ("es", 2)]
+    # The best of them, deferring to LLVM on its least confident 30 %.
+    best = min(rows[:3], key=lambda r: r["validation_total"])
+    assert len(rows) == 4 and rows[3]["stage"] == "margin"
+    assert rows[3]["iteration"] == best["iteration"] and rows[3]["margin"] > 0
+    assert rows[3]["train_agreement_with_llvm"] >= best.get("train_agreement_with_llvm",
+                                                             best.get("train_accuracy"))
     # Cloning LLVM's decisions on these small modules is nearly exact.
     assert rows[0]["train_accuracy"] > 0.9
     assert rows[0]["validation_baseline"] == modules[2]["oz_text"]
@@ -108,7 +118,16 @@ def test_two_es_iterations_on_two_ray_workers_write_log_curve_and_model(modules,
     rng = np.random.default_rng(0)
     X = np.abs(rng.normal(0, 50, size=(64, len(MODEL_FEATURES)))).round()
     E = rng.normal(0, 30, size=(64, 2, 300)) if embeddings else None
-    assert _onnx_decisions(out / "policy.onnx", X, E) == policy.decide(X, E).tolist()
+    assert _onnx_decisions(str(out / "policy.onnx"), X, E) == policy.decide(X, E).tolist()
+    # So does a policy with a deferral margin, which reads LLVM's decision:
+    # it overrules LLVM only where its score is beyond the margin.
+    d = rng.integers(0, 2, size=64)
+    f = policy.with_margin(0.0).logits(X, E)
+    m = float(np.quantile(np.abs(f), 0.5))
+    deferring = policy.with_margin(m)
+    got = deferring.decide(X, E, d)
+    assert got.tolist() == np.where(np.abs(f) <= m, d, f > 0).tolist()
+    assert _onnx_decisions(deferring.to_onnx(), X, E, d) == got.tolist()
 
 
 def test_training_when_every_compile_fails_says_so_and_writes_nothing(modules, tmp_path):

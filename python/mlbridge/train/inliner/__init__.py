@@ -37,6 +37,13 @@ def add_arguments(q):
                         "through MLBridgeInlineAdvisor.so)")
     q.add_argument("--eval-every", type=int, default=3,
                    help="validate every N-th ES iterate (and the last)")
+    q.add_argument("--defer-shares", type=float, nargs="*", default=[0.02, 0.05, 0.2],
+                   help="deferral-margin candidates: shares of the training requests, the "
+                        "policy's least confident, on which LLVM's decision stands")
+    q.add_argument("--warm-start", default=None,
+                   help="start from this policy.json instead of cloning LLVM's decisions")
+    q.add_argument("--max-minutes", type=float, default=None,
+                   help="time box: no ES iteration starts after this many minutes")
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--max-validation", type=int, default=None)
     q.add_argument("--validation-ir", nargs="*", default=None)
@@ -59,7 +66,9 @@ def main(args):
     cfg = TrainConfig(iterations=args.iterations, pairs=args.pairs,
                       modules_per_iteration=args.modules_per_iteration, change=args.change,
                       lr=args.lr, hidden=args.hidden, project=args.project,
-                      embeddings=args.embeddings, eval_every=args.eval_every, seed=args.seed)
+                      embeddings=args.embeddings, eval_every=args.eval_every, seed=args.seed,
+                      defer_shares=args.defer_shares, warm_start=args.warm_start,
+                      max_minutes=args.max_minutes)
     return train(train_mods, val_mods, args.out, workers=args.workers,
                  address=args.address, config=cfg, build_dir=args.build_dir,
                  progress=not args.quiet, cache_dir=args.cache)

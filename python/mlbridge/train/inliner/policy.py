@@ -19,6 +19,13 @@ reach the hidden layer as ``k`` numbers each:
     z = [std(c(x)), P std(c(e_caller)), P std(c(e_callee))]
     f = w2 . relu(W1 z + b1) + b2        inline iff f > 0
 
+A policy with a *deferral margin* ``m > 0`` (chosen on validation, see
+:mod:`.trainer`) lets LLVM's decision ``d`` stand where the network is not
+confident: it inlines iff ``f + m (2d - 1) > 0``, i.e. it overrules LLVM
+only where ``|f| > m`` says otherwise. Such a policy reads LLVM's decision
+(the input ``inlining_default``, which costs the plugin one more inline-cost
+analysis per call site).
+
 The same arithmetic exists three times, kept equal by the tests:
 :meth:`InlinePolicy.logits` (numpy: training, and serving a compiler from
 Python), the ONNX graph of :meth:`InlinePolicy.to_onnx` (ONNX Runtime in
@@ -91,13 +98,27 @@ class InlinePolicy(JsonFile):
     cloning); the trainable parameters (:meth:`params`) are ``W1, b1, w2,
     b2`` and, with embeddings, ``P`` (``[k, 2D]``)."""
 
-    def __init__(self, W1, b1, w2, b2, mu, sd, *, P=None, emu=None, esd=None, meta=None):
+    def __init__(self, W1, b1, w2, b2, mu, sd, *, P=None, emu=None, esd=None, meta=None,
+                 margin=0.0):
         f32 = lambda a: None if a is None else np.asarray(a, dtype=np.float32)  # noqa: E731
         self.W1, self.b1, self.w2 = f32(W1), f32(b1), f32(w2)
         self.b2 = np.float32(b2)
         self.mu, self.sd = f32(mu), f32(sd)
         self.P, self.emu, self.esd = f32(P), f32(emu), f32(esd)
         self.meta = dict(meta or {})
+        if not margin >= 0:
+            raise ValueError(f"deferral margin {margin} < 0")
+        self.margin = np.float32(margin)
+
+    @property
+    def needs_default(self):
+        """Whether the policy reads LLVM's own decision (a deferral margin)."""
+        return bool(self.margin > 0)
+
+    def with_margin(self, margin):
+        """A copy that lets LLVM's decision stand where ``|f| <= margin``."""
+        return InlinePolicy(self.W1, self.b1, self.w2, self.b2, self.mu, self.sd, P=self.P,
+                            emu=self.emu, esd=self.esd, meta=self.meta, margin=margin)
 
     @property
     def embedding_dim(self):
@@ -134,16 +155,25 @@ class InlinePolicy(JsonFile):
         H = np.maximum(Z @ W1.T + b1, np.float32(0))
         return H @ self.w2 + self.b2
 
-    def decide(self, X, E=None):
-        """Decisions (0/1 int64)."""
-        return (self.logits(X, E) > 0).astype(np.int64)
+    def decide(self, X, E=None, defaults=None):
+        """Decisions (0/1 int64); ``defaults``: LLVM's decisions at the same
+        requests (needed with a deferral margin)."""
+        f = self.logits(X, E)
+        if self.needs_default:
+            if defaults is None:
+                raise ValueError("a policy with a deferral margin needs LLVM's decisions")
+            # The ONNX graph's arithmetic: f + (d * 2m + (-m)), in float32.
+            d = np.asarray(defaults, dtype=np.float32).reshape(f.shape)
+            f = f + (d * np.float32(2 * self.margin) + np.float32(-self.margin))
+        return (f > 0).astype(np.int64)
 
     def __call__(self, obs):
-        """A policy for :func:`mlbridge.llvm.run` / :func:`mlbridge.toolchain.compile`."""
+        """A policy for :func:`mlbridge.llvm.run` / :func:`mlbridge.toolchain.compile`
+        (which sends ``inlining_default`` when :attr:`needs_default`)."""
         E = embedding_matrix([obs], self.embedding_dim) if self.P is not None else None
-        return int(self.decide(feature_matrix([obs]), E)[0])
-
-    needs_default = False
+        d = [int(np.asarray(obs["inlining_default"]).reshape(-1)[0])] if self.needs_default \
+            else None
+        return int(self.decide(feature_matrix([obs]), E, d)[0])
 
     # -- parameters (evolution strategies) --------------------------------------------
     def params(self):
@@ -168,7 +198,7 @@ class InlinePolicy(JsonFile):
             raise ValueError(f"{len(theta)} parameters for a policy of {i}")
         return InlinePolicy(vals[0], vals[1], vals[2], float(vals[3][0]), self.mu, self.sd,
                             P=vals[4] if self.P is not None else None, emu=self.emu,
-                            esd=self.esd, meta=self.meta)
+                            esd=self.esd, meta=self.meta, margin=self.margin)
 
     # -- behavioural cloning -----------------------------------------------------------
     @classmethod
@@ -237,6 +267,8 @@ class InlinePolicy(JsonFile):
         if self.P is not None:
             d.update({"P": self.P.tolist(), "emu": self.emu.tolist(), "esd": self.esd.tolist(),
                       "embeddings": list(EMBEDDINGS)})
+        if self.needs_default:
+            d["margin"] = float(self.margin)
         return d
 
     @classmethod
@@ -245,12 +277,14 @@ class InlinePolicy(JsonFile):
             raise ValueError("policy was trained on other features (not a whole-decision "
                              "inlining policy of this version)")
         return cls(d["W1"], d["b1"], d["w2"], d["b2"], d["mu"], d["sd"], P=d.get("P"),
-                   emu=d.get("emu"), esd=d.get("esd"), meta=d.get("meta"))
+                   emu=d.get("emu"), esd=d.get("esd"), meta=d.get("meta"),
+                   margin=d.get("margin", 0.0))
 
     def to_onnx(self, path=None):
         """The policy as an ONNX model: one float32 ``[1, 1]`` input per name
         in :data:`MODEL_FEATURES` (and ``caller_embedding``,
-        ``callee_embedding`` float32 ``[1, D]`` with embeddings), output
+        ``callee_embedding`` float32 ``[1, D]`` with embeddings, and
+        ``inlining_default`` float32 ``[1, 1]`` with a deferral margin), output
         ``inlining_decision`` int64 ``[1]`` (what ``MLBridgeInlineAdvisor.so``
         binds by name). The standardization is folded into the first
         layer and the projection. Returns the serialized model; writes it
@@ -288,8 +322,19 @@ class InlinePolicy(JsonFile):
             node("Gemm", ["z", "W1", "b1"], ["a1"], transB=1),
             node("Relu", ["a1"], ["h1"]),
             node("Gemm", ["h1", "w2", "b2"], ["f"], transB=1),
-            # ArgMax over [0, f]: 1 (inline) exactly when f > 0.
-            node("Concat", ["zero", "f"], ["logits"], axis=1),
+        ]
+        score = "f"
+        if self.needs_default:
+            # f + (d * 2m + (-m)): LLVM's decision d stands where |f| <= m.
+            inputs += input_spec(("inlining_default",), [1, 1])
+            constants.update({"two_margin": [[2 * self.margin]], "minus_margin": [[-self.margin]]})
+            nodes += [node("Mul", ["inlining_default", "two_margin"], ["dm"]),
+                      node("Add", ["dm", "minus_margin"], ["shift"]),
+                      node("Add", ["f", "shift"], ["g"])]
+            score = "g"
+        nodes += [
+            # ArgMax over [0, score]: 1 (inline) exactly when score > 0.
+            node("Concat", ["zero", score], ["logits"], axis=1),
             node("ArgMax", ["logits"], ["inlining_decision"], axis=1, keepdims=0),
         ]
         constants.update({"W1": W1f, "b1": b1, "w2": self.w2.reshape(1, -1), "b2": [self.b2]})

@@ -72,7 +72,7 @@ def execute(task, workdir):
     record = bool(task.get("record"))
     # LLVM's decision is asked for only where it is used (it costs one more
     # inline-cost analysis per call site).
-    want_default = policy is None or record
+    want_default = policy is None or record or policy.needs_default
     dim = (policy.embedding_dim if policy is not None
            else EMBEDDING_DIM if task.get("embeddings") else 0)
     rows, embeddings, decisions, defaults = [], [], [], []
@@ -84,7 +84,8 @@ def execute(task, workdir):
         x = feature_matrix([obs])
         e = embedding_matrix([obs], dim) if dim else None
         default = int(obs["inlining_default"][0]) if want_default else -1
-        a = int(policy.decide(x, e)[0]) if policy is not None else default
+        a = (int(policy.decide(x, e, [default] if policy.needs_default else None)[0])
+             if policy is not None else default)
         if i in flips:
             a = 1 - a
         state["inlined"] += a

@@ -21,6 +21,12 @@ against the measured ``.text`` of the training modules.
    smallest total ``.text`` wins. A candidate with a failed compile on any
    validation module is rejected (:mod:`..selection`). Held-out libraries
    are never touched.
+5. *Deferral margin*, selected on validation too: the winner, made to let
+   LLVM's decision stand on its least confident ``defer_shares`` of the
+   training requests (the margin is that quantile of ``|f|``; see
+   :class:`.policy.InlinePolicy`), competes with the candidates above.
+   This is the guard against the policy's disagreements with LLVM that do
+   not carry over to other code.
 
 A module's requests follow from the decisions before them, so a policy
 that makes LLVM's decision at every request of the default trajectory
@@ -58,7 +64,8 @@ class TrainConfig:
 
     def __init__(self, *, iterations=12, pairs=6, modules_per_iteration=16, change=0.02,
                  lr=None, hidden=32, project=8, embeddings=False, eval_every=3,
-                 bc_epochs=300, seed=0, task_timeout=900.0):
+                 bc_epochs=300, seed=0, task_timeout=900.0, defer_shares=(0.02, 0.05, 0.2),
+                 warm_start=None, max_minutes=None):
         self.iterations = int(iterations)
         self.pairs = int(pairs)
         self.modules_per_iteration = int(modules_per_iteration)
@@ -71,6 +78,13 @@ class TrainConfig:
         self.bc_epochs = int(bc_epochs)
         self.seed = int(seed)
         self.task_timeout = float(task_timeout)
+        # shares of the training requests on which the margin lets LLVM decide
+        self.defer_shares = [float(q) for q in defer_shares]
+        # a policy.json to start from instead of cloning LLVM's decisions
+        self.warm_start = None if warm_start is None else os.fspath(warm_start)
+        # no ES iteration starts after this many minutes of the run (the
+        # iterate then reached is validated as the last one)
+        self.max_minutes = None if max_minutes is None else float(max_minutes)
 
     def as_dict(self):
         return dict(vars(self))
@@ -105,7 +119,8 @@ class _Module:
         default trajectory (then it compiles this module exactly like -Oz)."""
         if self.X is None or len(self.X) == 0:
             return True
-        return bool(np.array_equal(policy.decide(self.X, self.E), self.defaults))
+        return bool(np.array_equal(policy.decide(self.X, self.E, self.defaults),
+                                   self.defaults))
 
 
 class _DefaultRollouts:
@@ -310,7 +325,7 @@ def _plot(rows, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     es = [r for r in rows if r["stage"] == "es"]
-    val = [r for r in rows if r.get("validation_ratio") is not None]
+    val = [r for r in rows if r.get("validation_ratio") is not None and r["stage"] != "margin"]
     fig, ax = plt.subplots(figsize=(6, 3.6))
     if es:
         ax.plot([r["iteration"] for r in es], [1 - r["train_reward"] for r in es], ".-",
@@ -372,8 +387,15 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
         y = np.concatenate([m.defaults for m in have])
         E = np.concatenate([m.E for m in have]) if cfg.embeddings else None
         t0 = time.monotonic()
-        policy = InlinePolicy.clone(X, y, E, hidden=cfg.hidden, project=cfg.project,
-                                    epochs=cfg.bc_epochs, seed=cfg.seed)
+        if cfg.warm_start:
+            policy = InlinePolicy.load(cfg.warm_start).with_margin(0.0)
+            if (policy.P is not None) != cfg.embeddings:
+                raise TrainingError(f"{cfg.warm_start}: a policy "
+                                    f"{'with' if policy.P is not None else 'without'} "
+                                    "embeddings; pass --embeddings to match")
+        else:
+            policy = InlinePolicy.clone(X, y, E, hidden=cfg.hidden, project=cfg.project,
+                                        epochs=cfg.bc_epochs, seed=cfg.seed)
         vhave = [m for m in val_mods if len(m.X)]
         vX = np.concatenate([m.X for m in vhave])
         vy = np.concatenate([m.defaults for m in vhave])
@@ -395,7 +417,8 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
                 row["validation_rejected"] = c.rejected
             return row
 
-        row = {"stage": "clone", "iteration": 0, "requests": int(len(y)),
+        row = {"stage": "warm-start" if cfg.warm_start else "clone", "iteration": 0,
+               "requests": int(len(y)),
                "llvm_inline_share": float(y.mean()), "train_accuracy": acc,
                "validation_accuracy": vacc, "validation_baseline": int(base_val),
                "seconds": time.monotonic() - t0}
@@ -409,6 +432,7 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
         theta = policy.params()
         # A module without code or without a question has no reward to give.
         es_mods = [m for m in train_mods if m.default_text > 0 and len(m.X)]
+        last = cfg.iterations
         for it in range(1, cfg.iterations + 1):
             t_it = time.monotonic()
             c0 = run.compiles
@@ -429,7 +453,10 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
             row.update({"train_reward": float(np.mean(rewards)),
                         "best_perturbation_reward": float(np.max(rewards)),
                         "train_agreement_with_llvm": float(np.mean(policy.decide(X, E) == y))})
-            if it % cfg.eval_every == 0 or it == cfg.iterations:
+            if (cfg.max_minutes is not None
+                    and time.monotonic() - t_start > 60.0 * cfg.max_minutes):
+                last = it   # the time is up: this iterate is the last one
+            if it % cfg.eval_every == 0 or it == last:
                 validate(policy, it, row)
             row.update({"compiles": run.compiles - c0, "seconds": time.monotonic() - t_it,
                         "failures": run.failures})
@@ -437,15 +464,33 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
             say(f"ES iteration {it}: sampled-module reward {row['train_reward']:+.5f}, "
                 f"validation {row.get('validation_ratio', '-')}, {row['compiles']} compiles "
                 f"in {row['seconds']:.0f} s")
+            if it == last:
+                break
+        # -- deferral margin (on the best candidate so far) -------------------------
+        winner = best(candidates)
+        if winner is not None:
+            scores = np.abs(winner.policy.logits(X, E))
+            for q in cfg.defer_shares:
+                m = float(np.quantile(scores, q))
+                p = winner.policy.with_margin(m)
+                row = {"stage": "margin", "iteration": winner.label, "defer_share": q,
+                       "margin": m,
+                       "train_agreement_with_llvm": float(np.mean(p.decide(X, E, y) == y))}
+                rows.append(results.log(validate(p, f"{winner.label} margin {m:.4g}", row)))
+                say(f"deferral margin {m:.4g} ({q:.0%} of the training requests): "
+                    f"validation {row.get('validation_ratio', 'rejected')}")
         workers_used = len(pool)
         replaced = pool.replaced
-    winner = best(candidates, prefer=lambda c: c.label)
+    # Ties: the candidate that agrees with LLVM on more training requests
+    # (the fewer deviations validation cannot tell apart, the fewer to lose
+    # on other code), then the first measured.
+    winner = best(candidates, prefer=lambda c: -float(np.mean(c.policy.decide(X, E, y) == y)))
     if winner is None:
         raise TrainingError("every validation candidate was rejected: " + "; ".join(
             f"iteration {c.label}: {c.rejected}" for c in candidates))
     _plot(rows, results.path("curve.png"))
     selected = winner.policy
-    selected.meta.update({"selected_iteration": winner.label,
+    selected.meta.update({"selected_candidate": winner.label,
                           "validation_ratio": winner.total / base_val,
                           "embeddings": cfg.embeddings})
     selected.save(results.path("policy.json"))
@@ -455,7 +500,7 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
         "train_modules": len(train_mods), "validation_modules": len(val_mods),
         "train_libraries": sorted({m.library for m in train_mods}),
         "validation_libraries": sorted({m.library for m in val_mods}),
-        "validation_baseline": int(base_val), "selected_iteration": winner.label,
+        "validation_baseline": int(base_val), "selected_candidate": winner.label,
         "selected_validation_ratio": winner.total / base_val,
         "validation_candidates": {str(c.label): (None if c.total is None else int(c.total))
                                   for c in candidates},
