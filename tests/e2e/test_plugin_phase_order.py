@@ -168,17 +168,20 @@ def test_outlining_actions_in_clang_match_the_flag_and_keep_programs_correct(
                     plugin_reference_outputs[name], f"{name}: {entry['actions']}"
 
 
+@pytest.mark.parametrize("without", [None, "ir-outliner"])
 def test_start_from_the_best_flags_reproduces_their_object(plugins, clang, plugin_corpus,
-                                                          shipped_policy, tmp_path, e2e):
-    """-mlbridge-po-start with the best flags chosen on validation: STOP at
-    once gives the object of `clang -Oz` with those flags byte for byte, and
-    machine-outliner-off after the start that of the flags without the
+                                                          shipped_policy, tmp_path, e2e, without):
+    """-mlbridge-po-start with the best flags chosen on validation (and with
+    them but the IR outliner, which the policy then runs as an action): STOP
+    at once gives the object of `clang -Oz` with those flags byte for byte,
+    and machine-outliner-off after the start that of the flags without the
     machine outliner (on code the outliners shrink, so the flags matter)."""
     from mlbridge.llvm.plugins import ACTIONS
     from mlbridge.train.baselines import FLAGS, load_best_flags
     from mlbridge.train.phase_order import PhasePolicy
     best = load_best_flags(19)   # (chosen for LLVM 19; the same flags on LLVM 22)
-    assert "machine-outliner" in best, best
+    assert "machine-outliner" in best and (without is None or without in best), best
+    best = [n for n in best if n != without]
     stop, off = tmp_path / "stop.onnx", tmp_path / "off.onnx"
     shipped_policy.with_threshold(float("inf")).to_onnx(stop)
     PhasePolicy.scripted([ACTIONS.index("machine-outliner-off")]).to_onnx(off)
@@ -204,6 +207,16 @@ def test_start_from_the_best_flags_reproduces_their_object(plugins, clang, plugi
             assert out.read_bytes() == expected.read_bytes(), f"{name}: {tag} {entry}"
         grew += objs["best"].read_bytes() != objs["oz"].read_bytes()
     assert grew, "the best flags changed none of the objects: nothing was compared"
+    if without == "ir-outliner":   # the IR outliner as the policy's action shrinks code
+        from mlbridge.llvm.tools import elf_text_size
+        iro = tmp_path / "iro.onnx"
+        PhasePolicy.scripted([ACTIONS.index("iroutliner")]).to_onnx(iro)
+        out, log = tmp_path / "iro.o", tmp_path / "iro.log"
+        res, entry = clang_episode(plugins, clang, sources["repeated_calls"], out, log, "onnx",
+                                   iro, start=best)
+        assert entry["actions"][0] == ACTIONS.index("iroutliner"), entry
+        assert entry["code_size"][1] < entry["code_size"][0], entry
+        assert elf_text_size(out) == entry["code_size"][-1]
     # An unknown flag name: a clear warning, no start, plain -Oz's object.
     out, log = tmp_path / "bogus.o", tmp_path / "bogus.log"
     res, entry = clang_episode(plugins, clang, sources["repeated_calls"], out, log, "onnx", stop,

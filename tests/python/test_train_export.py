@@ -54,3 +54,21 @@ def test_the_phase_order_agent_export_computes_what_the_network_computes():
     x = np.abs(np.random.default_rng(0).normal(0, 100, (1, NUM_OBSERVATIONS))).astype(np.float32)
     got = sess.run(None, {"observation": x})[0]
     np.testing.assert_allclose(got, net(torch.from_numpy(x)).detach().numpy(), atol=1e-5)
+
+
+def test_a_phase_order_margin_lowers_one_actions_predicted_gain_in_the_exported_model():
+    """with_margin (the IR outliner's price) changes that action's score in
+    the ONNX model the plugin runs by exactly the margin, no other."""
+    rng = np.random.default_rng(1)
+    n = PhasePolicy.from_dict(json.loads((MODELS / "plugins" / "phase_order_policy.json")
+                                         .read_text())).W2.shape[0]
+    policy = PhasePolicy(rng.normal(size=(4, NUM_OBSERVATIONS)), rng.normal(size=4),
+                         rng.normal(size=(n, 4)), rng.normal(size=n), threshold=0.25)
+    x = np.abs(rng.normal(0, 100, (1, NUM_OBSERVATIONS))).astype(np.float32)
+
+    def scores(p):
+        sess = ort.InferenceSession(p.to_onnx(), providers=["CPUExecutionProvider"])
+        return sess.run(None, {"observation": x})[0][0]
+    before, after = scores(policy), scores(policy.with_margin(3, 0.7))
+    np.testing.assert_allclose(before[3] - after[3], 0.7, atol=1e-5)
+    np.testing.assert_allclose(np.delete(before, 3), np.delete(after, 3), atol=1e-6)

@@ -101,6 +101,15 @@ class PhasePolicy:
     def with_threshold(self, threshold):
         return PhasePolicy(self.W1, self.b1, self.W2, self.b2, threshold, We=self.We)
 
+    def with_margin(self, action, pct):
+        """The same policy, taking ``action`` only where its predicted gain
+        exceeds the threshold by ``pct`` more (percent of .text): the price
+        of an action that costs compile time (the IR outliner), folded into
+        its bias so the plugin's model is unchanged in form."""
+        b2 = self.b2.copy()
+        b2[action] -= pct
+        return PhasePolicy(self.W1, self.b1, self.W2, b2, self.threshold, We=self.We)
+
     def to_dict(self):
         d = {"W1": self.W1.tolist(), "b1": self.b1.tolist(), "W2": self.W2.tolist(),
              "b2": self.b2.tolist(), "threshold": self.threshold}
