@@ -18,7 +18,8 @@ from conftest import require_llvm_tool
 from mlbridge import toolchain
 from mlbridge.train.cluster import Workdir
 from mlbridge.train.regalloc.allocator import AllocatorPolicy
-from mlbridge.train.regalloc.evict import (CANDIDATE, GreedyRule, LinearEviction, NUM_PARAMS,
+from mlbridge.train.regalloc.evict import (CANDIDATE, COLUMN_FEATURES, GreedyRule,
+                                           LinearEviction, NUM_FEATURES, NUM_PARAMS,
                                            column_matrix)
 from mlbridge.train.regalloc.task import alloc_task, evict_task, run_task
 from mlbridge.train.regalloc.trainer import Item, _reward, train
@@ -94,6 +95,27 @@ def test_eviction_reward_on_a_tiny_example(items, workdir):
     assert r == pytest.approx(1.0 - noevict["total"] / greedy["total"]) and r != 0.0
 
 
+def test_the_greedy_rule_as_weights_allocates_as_the_rule(items, workdir):
+    """The warm start of eviction training: GreedyRule's own weights, served
+    over pipes, answer every request as the rule does (same score), and the
+    rule is close to LLVM's default advisor."""
+    it = items[2]
+    greedy = run_task(evict_task(it.ir), workdir)
+    rule = run_task(evict_task(it.ir, rule="greedy-rule"), workdir)
+    linear = run_task(evict_task(it.ir, theta=GreedyRule.theta()), workdir)
+    assert rule["requests"] > 0 and linear["requests"] == rule["requests"]
+    assert linear["scores"] == rule["scores"]
+    assert rule["total"] == pytest.approx(greedy["total"], rel=0.02)
+
+
+def test_first_format_eviction_policy_loads_with_shared_weights():
+    w = list(np.arange(NUM_FEATURES, dtype=float))
+    p = LinearEviction.from_dict({"features": list(COLUMN_FEATURES), "theta": w + [0.5]})
+    assert p.theta.tolist() == w + w + [0.5]
+    with pytest.raises(ValueError, match="other features"):
+        LinearEviction.from_dict({"features": ["x"], "theta": [0.0]})
+
+
 def test_eviction_policies_mask_and_compare_weights():
     from mlbridge.llvm import synthetic
     dens = np.zeros((1, 33), dtype=np.float32)
@@ -104,6 +126,7 @@ def test_eviction_policies_mask_and_compare_weights():
     dens[0, 3] = 0.9
     assert GreedyRule()(synthetic.evict_observation([3, 7, 32], use_def_density=dens)) == 32
     assert LinearEviction(np.full(NUM_PARAMS, -5.0)).decide(X, mask) in (3, 7, 32)
+    assert LinearEviction(GreedyRule.theta()).decide(X, mask) == 3
 
 
 def test_python_over_pipes_decides_as_the_plugin_in_process(items, workdir):
@@ -158,7 +181,10 @@ def test_short_ray_training_of_the_eviction_advisor(items, pool, tmp_path):
     summary = train(items[:3], items[3:], out, mode="evict", iterations=2, population=1,
                     batch=2, progress=False, pool=pool)
     log = _check_run(out, summary, ["evict_policy.json"])
-    assert log[0]["requests"] > 0 and 0.0 <= log[0]["accuracy"] <= 1.0
+    # the warm start is the greedy rule's own weights: it answers as the rule
+    assert log[0]["requests"] > 0 and log[0]["accuracy"] == 1.0
+    assert log[1]["theta"] == GreedyRule.theta().tolist()
+    assert log[2]["theta"] != log[1]["theta"]      # ES moved it
     assert LinearEviction.load(out / "evict_policy.json").theta.tolist() == \
         log[1 + summary["selected_iteration"]]["theta"]
 

@@ -24,6 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from ...corpus import Corpus
 from ..cluster import TaskFailed, Workdir, WorkerPool
 from .evict import SHIPPED_POLICY, LinearEviction
@@ -163,23 +165,33 @@ def heldout_evict(pool, items, theta, bar=None):
 
 
 def evict_table(rows):
+    """Markdown per library: the totals, their ratio, and the mean of the
+    units' ratios (units with a positive greedy score), which no single hot
+    function dominates."""
     libs = {}
     for r in rows.values():
         lib = libs.setdefault(r["library"], {"units": 0, "left_out": 0, "greedy": 0.0,
-                                             "trained": 0.0})
+                                             "trained": 0.0, "ratios": []})
         if r["greedy"] is None or r["trained"] is None:
             lib["left_out"] += 1
             continue
         lib["units"] += 1
         lib["greedy"] += r["greedy"]
         lib["trained"] += r["trained"]
+        if r["greedy"] > 0:
+            lib["ratios"].append(r["trained"] / r["greedy"])
     total = {k: sum(v[k] for v in libs.values()) for k in ("units", "left_out", "greedy",
                                                            "trained")}
+    total["ratios"] = [x for v in libs.values() for x in v["ratios"]]
+    total["mean_ratio"] = float(np.mean(total["ratios"])) if total["ratios"] else None
     lines = ["| library | units (left out) | greedy, default advisor | greedy, trained "
-             "advisor | ratio |", "|---|---:|---:|---:|---:|"]
+             "advisor | ratio of totals | mean of unit ratios |",
+             "|---|---:|---:|---:|---:|---:|"]
     for name, v in sorted(libs.items()) + [("**total**", total)]:
+        mean = np.mean(v["ratios"]) if v["ratios"] else float("nan")
         lines.append(f"| {name} | {v['units']} ({v['left_out']}) | {v['greedy']:,.0f} | "
-                     f"{v['trained']:,.0f} | {v['trained'] / (v['greedy'] or float('nan')):.4f} |")
+                     f"{v['trained']:,.0f} | {v['trained'] / (v['greedy'] or float('nan')):.4f} | "
+                     f"{mean:.4f} |")
     return "\n".join(lines), total
 
 

@@ -8,15 +8,17 @@ spilled). Each column carries 19 features (``mask`` says which columns are
 legal; ``progress`` is one number per request).
 
 * :class:`LinearEviction` -- the trained policy: a score per column, linear
-  in the column's features (``sign(x) log(1 + |x|)``) plus a bias on column
-  32; the best legal column wins. Comparing a register's score with column
-  32's compares its interfering ranges with the range being allocated.
-* :class:`GreedyRule` -- the imitation target: the test LLVM's default
-  advisor makes, rebuilt from the features (fewest broken hints, then the
-  lowest spill-weight density; evict only a lighter range, else split or
-  spill; when evicting is compulsory, the cheapest legal register). Its
-  inputs are normalised per request, so it is an approximation of the
-  default advisor, measured as such in the results.
+  in the column's features (``sign(x) log(1 + |x|)``); the registers'
+  columns share one weight vector, column 32 has its own and a bias; the
+  best legal column wins. Comparing a register's score with column 32's
+  compares its interfering ranges with the range being allocated.
+* :class:`GreedyRule` -- the warm start: the test LLVM's default advisor
+  makes, rebuilt from the features (fewest broken hints, then the lowest
+  spill-weight density; evict only a lighter range, else split or spill;
+  when evicting is compulsory, the cheapest legal register). Its inputs are
+  normalised per request, so it approximates the default advisor (measured
+  as such in the results); :meth:`GreedyRule.theta` is the same rule as
+  :class:`LinearEviction` weights.
 * :class:`TrainedEviction` -- the shipped :class:`LinearEviction`
   (``models/plugins/regalloc_training/evict_policy.json``), for
   ``python -m mlbridge.llvm evict --policy
@@ -33,7 +35,8 @@ import numpy as np
 
 from ...llvm.policies import Policy
 
-__all__ = ["COLUMN_FEATURES", "NUM_COLUMNS", "NUM_PARAMS", "column_matrix", "LinearEviction",
+__all__ = ["COLUMN_FEATURES", "NUM_COLUMNS", "NUM_FEATURES", "NUM_PARAMS",
+           "column_matrix", "column_feature", "LinearEviction",
            "GreedyRule", "TrainedEviction", "Recorder", "SHIPPED_POLICY", "fit_imitation",
            "JsonFile"]
 
@@ -48,8 +51,10 @@ COLUMN_FEATURES = (
 )
 NUM_COLUMNS = 33
 CANDIDATE = NUM_COLUMNS - 1
-#: Weights of :class:`LinearEviction`: one per feature, then column 32's bias.
-NUM_PARAMS = len(COLUMN_FEATURES) + 1
+NUM_FEATURES = len(COLUMN_FEATURES)
+#: Weights of :class:`LinearEviction`: the registers' columns' (one per
+#: feature), column 32's (one per feature), column 32's bias.
+NUM_PARAMS = 2 * NUM_FEATURES + 1
 
 SHIPPED_POLICY = (Path(__file__).resolve().parents[4] / "models" / "plugins"
                   / "regalloc_training" / "evict_policy.json")
@@ -59,20 +64,29 @@ _DENSITY = COLUMN_FEATURES.index("use_def_density")
 
 
 def column_matrix(obs):
-    """(features [33, NUM_PARAMS] float64, mask [33] bool) of one request:
-    the transformed column features and the column-32 indicator (a
-    non-finite feature counts as 1, the largest normalised value)."""
-    X = np.empty((NUM_COLUMNS, NUM_PARAMS))
+    """(design [33, NUM_PARAMS] float64, mask [33] bool) of one request: the
+    transformed features of the register columns in the first
+    ``NUM_FEATURES`` entries of their rows, column 32's in the next
+    ``NUM_FEATURES`` of its row, then column 32's indicator (a non-finite
+    feature counts as 1, the largest normalised value)."""
+    F = np.empty((NUM_COLUMNS, NUM_FEATURES))
     for j, name in enumerate(COLUMN_FEATURES):
-        X[:, j] = np.asarray(obs[name], dtype=np.float64).reshape(-1)
+        F[:, j] = np.asarray(obs[name], dtype=np.float64).reshape(-1)
     # An unspillable range's weight is infinite, so normalised by the
     # maximum it reads NaN (inf / inf): it is the maximum, 1.
-    X[~np.isfinite(X)] = 1.0
-    X[:, :-1] = np.sign(X[:, :-1]) * np.log1p(np.abs(X[:, :-1]))
-    X[:, -1] = 0.0
+    F[~np.isfinite(F)] = 1.0
+    F = np.sign(F) * np.log1p(np.abs(F))
+    X = np.zeros((NUM_COLUMNS, NUM_PARAMS))
+    X[:CANDIDATE, :NUM_FEATURES] = F[:CANDIDATE]
+    X[CANDIDATE, NUM_FEATURES:-1] = F[CANDIDATE]
     X[CANDIDATE, -1] = 1.0
     mask = np.asarray(obs["mask"]).reshape(-1) != 0
     return X, mask
+
+
+def column_feature(X, j):
+    """Feature ``j`` of every column of a :func:`column_matrix` design."""
+    return X[:, j] + X[:, NUM_FEATURES + j]
 
 
 class JsonFile:
@@ -115,7 +129,11 @@ class LinearEviction(JsonFile, Policy):
     def from_dict(cls, d):
         if list(d["features"]) != list(COLUMN_FEATURES):
             raise ValueError("the eviction policy was trained on other features")
-        return cls(d["theta"])
+        theta = list(d["theta"])
+        if len(theta) == NUM_FEATURES + 1:
+            # the first format: one weight vector shared by all 33 columns
+            theta = theta[:-1] + theta
+        return cls(theta)
 
 
 class GreedyRule(Policy):
@@ -130,14 +148,30 @@ class GreedyRule(Policy):
         regs = mask.copy()
         regs[CANDIDATE] = False
         if regs.any():
-            cost = np.where(regs, X[:, _BROKEN] * 1e6 + X[:, _DENSITY], np.inf)
+            broken, density = column_feature(X, _BROKEN), column_feature(X, _DENSITY)
+            cost = np.where(regs, broken * 1e6 + density, np.inf)
             best = int(np.argmin(cost))
-            if not mask[CANDIDATE] or X[best, _DENSITY] < X[CANDIDATE, _DENSITY]:
+            if not mask[CANDIDATE] or density[best] < density[CANDIDATE]:
                 return best
         return CANDIDATE if mask[CANDIDATE] else int(np.argmax(mask))
 
     def __call__(self, obs):
         return self.decide(*column_matrix(obs))
+
+    @staticmethod
+    def theta(scale=4.0):
+        """The rule as :class:`LinearEviction` weights (the same answer
+        wherever no two densities are within 1e-9; ``scale``: the density
+        weight's size): registers score ``-scale (2 broken hints +
+        density)`` (a broken hint, log1p 1 > any normalised density,
+        outweighs the density), column 32 ``-scale density`` plus a bias
+        that breaks a tie towards not evicting."""
+        theta = np.zeros(NUM_PARAMS)
+        theta[_BROKEN] = -2.0 * scale
+        theta[_DENSITY] = -scale
+        theta[NUM_FEATURES + _DENSITY] = -scale
+        theta[-1] = 1e-9
+        return theta
 
 
 class TrainedEviction(LinearEviction):
