@@ -105,7 +105,7 @@ def test_two_es_iterations_on_two_ray_workers_write_log_curve_and_model(modules,
     assert rows[0]["train_accuracy"] > 0.9
     assert rows[0]["validation_baseline"] == modules[2]["oz_text"]
     assert all("validation_total" in r for r in rows)
-    for r in rows[1:]:
+    for r in rows[1:3]:
         assert r["sigma"] > 0 and r["compiles"] >= 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["workers"] == 2 and summary["train_modules"] == 2
