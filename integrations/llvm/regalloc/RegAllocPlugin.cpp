@@ -204,7 +204,7 @@ public:
 
   struct Stats {
     uint64_t Rounds = 0, Decisions = 0, Assigned = 0, Evictions = 0,
-             Splits = 0, LoopSplits = 0, Spills = 0, Illegal = 0, FallbackRounds = 0,
+             Splits = 0, LoopSplits = 0, LocalSplits = 0, Spills = 0, Illegal = 0, FallbackRounds = 0,
              ModelFailures = 0, OutOfRegisters = 0;
     uint64_t TraceHash = 1469598103934665603ull; // FNV-1a of the decisions
     void record(int64_t Agent, int64_t V) {
@@ -223,6 +223,8 @@ private:
   void computeCandidates(const LiveInterval &LI);
   bool canSplit(Register R) const;
   bool canBlockSplit(const LiveInterval &LI) const;
+  MachineInstr *localSplitPoint(const LiveInterval &LI) const;
+  void splitLocal(Register R, MachineInstr &At);
   bool loopSplittable(const LiveInterval &LI, MachineLoop &L) const;
   bool loopSplitPays(const LiveInterval &LI, MachineLoop &L) const;
   void splitLoops(const LiveInterval &LI, SmallVectorImpl<MachineLoop *> &Out) const;
@@ -615,7 +617,33 @@ bool MLBridgeRegAlloc::canSplit(Register R) const {
     return false;
   SmallVector<MachineLoop *, 4> Around;
   splitLoops(LI, Around);
-  return !Around.empty() || canBlockSplit(LI);
+  return !Around.empty() || canBlockSplit(LI) || localSplitPoint(LI);
+}
+
+/// Where a range inside one block may be split in two (greedy's local
+/// split, reduced to halves): before the middle instruction using it, when
+/// it reads the value there; both halves are shorter, so splitting again
+/// ends. Not for subregister operands or terminators.
+MachineInstr *MLBridgeRegAlloc::localSplitPoint(const LiveInterval &LI) const {
+  if (!LI.isSpillable() || LI.empty() || !LIS->intervalIsInOneMBB(LI))
+    return nullptr;
+  SmallVector<MachineInstr *, 8> Instrs;
+  for (MachineOperand &MO : MRI->reg_nodbg_operands(LI.reg())) {
+    if (MO.getSubReg())
+      return nullptr;
+    if (!is_contained(Instrs, MO.getParent()))
+      Instrs.push_back(MO.getParent());
+  }
+  // The halves have N/2 + 1 and N - N/2 + 1 instructions (with the copy).
+  if (Instrs.size() < 4)
+    return nullptr;
+  sort(Instrs, [&](MachineInstr *A, MachineInstr *B) {
+    return LIS->getInstructionIndex(*A) < LIS->getInstructionIndex(*B);
+  });
+  MachineInstr *At = Instrs[Instrs.size() / 2];
+  if (At->isTerminator() || At->isInlineAsm() || !At->readsVirtualRegister(LI.reg()))
+    return nullptr;
+  return At;
 }
 
 void MLBridgeRegAlloc::prepareAction() {
@@ -701,9 +729,12 @@ void MLBridgeRegAlloc::split(Register R) {
         });
     ++St.LoopSplits;
     splitAroundLoop(R, *Hottest);
-  }
-  else
+  } else if (canBlockSplit(LIS->getInterval(R)))
     splitPerBlock(R);
+  else if (MachineInstr *At = localSplitPoint(LIS->getInterval(R))) {
+    ++St.LocalSplits;
+    splitLocal(R, *At);
+  }
 }
 
 /// Around loop L: R's part in L gets its own register (copy in at the
@@ -745,6 +776,28 @@ void MLBridgeRegAlloc::splitAroundLoop(Register R, MachineLoop &L) {
     MO.setReg(Rest);
   Pieces.push_back(Rest);
   finishSplit(R, Pieces, /*Final=*/false);
+}
+
+/// Inside one block: the instructions before At use one register, At and
+/// those after another, with a copy from the first to the second before At.
+void MLBridgeRegAlloc::splitLocal(Register R, MachineInstr &At) {
+  LiveInterval &LI = LIS->getInterval(R);
+  SmallVector<Register, 4> NewRegs;
+  LiveRangeEdit LRE(&LI, NewRegs, *MF, *LIS, VRM, this, &DeadRemats);
+  const Register First = LRE.createFrom(R), Second = LRE.createFrom(R);
+  info(First).Within = info(Second).Within = info(R).Within;
+  const SlotIndex Split = LIS->getInstructionIndex(At);
+  for (MachineOperand &MO : make_early_inc_range(MRI->reg_operands(R))) {
+    const MachineInstr &MI = *MO.getParent();
+    const bool After = !MI.isDebugInstr() ? LIS->getInstructionIndex(MI) >= Split
+                                          : false;
+    MO.setReg(After ? Second : First);
+  }
+  LIS->InsertMachineInstrInMaps(*BuildMI(*At.getParent(), At, At.getDebugLoc(),
+                                         TII->get(TargetOpcode::COPY), Second)
+                                     .addReg(First));
+  std::vector<Register> Pieces{First, Second};
+  finishSplit(R, Pieces, info(R).NoSplit);
 }
 
 /// Per block: every block using R (where copies may go) gets its own
@@ -1502,6 +1555,7 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
             .add("evictions", static_cast<int64_t>(St.Evictions))
             .add("splits", static_cast<int64_t>(St.Splits))
             .add("loop_splits", static_cast<int64_t>(St.LoopSplits))
+            .add("local_splits", static_cast<int64_t>(St.LocalSplits))
             .add("spills", static_cast<int64_t>(St.Spills))
             .add("illegal", static_cast<int64_t>(St.Illegal))
             .add("model_failures", static_cast<int64_t>(St.ModelFailures))
