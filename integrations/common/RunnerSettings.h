@@ -25,11 +25,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace mlbridge::integrations {
@@ -178,7 +180,12 @@ public:
 private:
   template <typename U, typename T>
   static void convert(ModelRunner &R, size_t J, const T *V, size_t N) {
-    if (U *Dst = R.getTensor<U>(J))
+    U *Dst = R.getTensor<U>(J);
+    if (!Dst)
+      return;
+    if constexpr (std::is_same_v<U, T>)
+      std::memcpy(Dst, V, N * sizeof(T)); // the common case, per decision
+    else
       for (size_t K = 0; K < N; ++K)
         Dst[K] = static_cast<U>(V[K]);
   }

@@ -67,10 +67,11 @@ def test_pressure_spills_splits_evicts_and_matches_greedy(ra, plugins, pressure_
     assert got == want and len(want.splitlines()) == 3
     log = {line["function"]: line for line in ours.log}
     assert set(log) >= {"gpr_pressure", "xmm_pressure", "mixed", "main"}
-    for key in ("spills", "splits", "loop_splits", "evictions"):
+    for key in ("spills", "splits", "loop_splits", "local_splits", "evictions"):
         assert sum(line[key] for line in log.values()) > 0, key
-    # Both kinds of split: around loops and per block.
-    assert sum(line["splits"] - line["loop_splits"] for line in log.values()) > 0
+    # All three kinds of split: around loops, per block, inside a block.
+    assert sum(line["splits"] - line["loop_splits"] - line["local_splits"]
+               for line in log.values()) > 0
     assert all(line["illegal"] == 0 and line["fallbacks"] == 0 for line in log.values())
     assert all(line["runner"] == "heuristic" for line in log.values())
     # Scored the same way: every function of both allocations.

@@ -63,7 +63,9 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <random>
 #include <set>
@@ -193,11 +195,16 @@ public:
   bool interfere(Register A, Register B);
   /// Keeps the cached features of the window's ranges only.
   void keepFeaturesOf(ArrayRef<Register> Window);
-  uint64_t intervalEpoch() const { return IntervalEpoch; }
+  /// Bumped whenever R's interval changes (a pair's overlap stays valid
+  /// while both versions do).
+  uint32_t intervalVersion(Register R) const {
+    const unsigned I = R.virtRegIndex();
+    return I < Versions.size() ? Versions[I] : 0;
+  }
 
   struct Stats {
     uint64_t Rounds = 0, Decisions = 0, Assigned = 0, Evictions = 0,
-             Splits = 0, LoopSplits = 0, Spills = 0, Illegal = 0, FallbackRounds = 0,
+             Splits = 0, LoopSplits = 0, LocalSplits = 0, Spills = 0, Illegal = 0, FallbackRounds = 0,
              ModelFailures = 0, OutOfRegisters = 0;
     uint64_t TraceHash = 1469598103934665603ull; // FNV-1a of the decisions
     void record(int64_t Agent, int64_t V) {
@@ -216,6 +223,8 @@ private:
   void computeCandidates(const LiveInterval &LI);
   bool canSplit(Register R) const;
   bool canBlockSplit(const LiveInterval &LI) const;
+  MachineInstr *localSplitPoint(const LiveInterval &LI) const;
+  void splitLocal(Register R, MachineInstr &At);
   bool loopSplittable(const LiveInterval &LI, MachineLoop &L) const;
   bool loopSplitPays(const LiveInterval &LI, MachineLoop &L) const;
   void splitLoops(const LiveInterval &LI, SmallVectorImpl<MachineLoop *> &Out) const;
@@ -273,21 +282,30 @@ private:
   };
   DenseMap<Register, StaticFeatures> StaticCache;
   DenseMap<Register, DynamicFeatures> DynamicCache;
-  DenseMap<std::pair<unsigned, unsigned>, bool> OverlapCache;
-  /// Bumped whenever some interval changed (OverlapCache is then dropped).
-  uint64_t IntervalEpoch = 0;
-  void overlapsChanged() {
-    OverlapCache.clear();
-    ++IntervalEpoch;
-  }
+  struct Overlap {
+    bool Overlaps;
+    uint32_t VersionA, VersionB; // of the lower and higher register
+  };
+  DenseMap<std::pair<unsigned, unsigned>, Overlap> OverlapCache;
+  /// intervalVersion, by virtual register index.
+  std::vector<uint32_t> Versions;
   void intervalsChanged() {
     StaticCache.clear();
     DynamicCache.clear();
-    overlapsChanged();
+    OverlapCache.clear();
+    Versions.clear();
   }
+  /// R's interval changed: its features and overlaps are computed again.
+  /// Only the ranges the allocator touches change (a spill: the spilled
+  /// range's siblings, which are cached when they were ever in the window;
+  /// the others through the LiveRangeEdit delegate), never another's.
   void intervalChanged(Register R) {
     StaticCache.erase(R);
     DynamicCache.erase(R);
+    const unsigned I = R.virtRegIndex();
+    if (I >= Versions.size())
+      Versions.resize(I + 1, 0);
+    ++Versions[I];
   }
   /// R was assigned to, or taken from, physical register P.
   void assignmentChanged(Register R, MCRegister P);
@@ -599,7 +617,33 @@ bool MLBridgeRegAlloc::canSplit(Register R) const {
     return false;
   SmallVector<MachineLoop *, 4> Around;
   splitLoops(LI, Around);
-  return !Around.empty() || canBlockSplit(LI);
+  return !Around.empty() || canBlockSplit(LI) || localSplitPoint(LI);
+}
+
+/// Where a range inside one block may be split in two (greedy's local
+/// split, reduced to halves): before the middle instruction using it, when
+/// it reads the value there; both halves are shorter, so splitting again
+/// ends. Not for subregister operands or terminators.
+MachineInstr *MLBridgeRegAlloc::localSplitPoint(const LiveInterval &LI) const {
+  if (!LI.isSpillable() || LI.empty() || !LIS->intervalIsInOneMBB(LI))
+    return nullptr;
+  SmallVector<MachineInstr *, 8> Instrs;
+  for (MachineOperand &MO : MRI->reg_nodbg_operands(LI.reg())) {
+    if (MO.getSubReg())
+      return nullptr;
+    if (!is_contained(Instrs, MO.getParent()))
+      Instrs.push_back(MO.getParent());
+  }
+  // The halves have N/2 + 1 and N - N/2 + 1 instructions (with the copy).
+  if (Instrs.size() < 4)
+    return nullptr;
+  sort(Instrs, [&](MachineInstr *A, MachineInstr *B) {
+    return LIS->getInstructionIndex(*A) < LIS->getInstructionIndex(*B);
+  });
+  MachineInstr *At = Instrs[Instrs.size() / 2];
+  if (At->isTerminator() || At->isInlineAsm() || !At->readsVirtualRegister(LI.reg()))
+    return nullptr;
+  return At;
 }
 
 void MLBridgeRegAlloc::prepareAction() {
@@ -667,7 +711,6 @@ void MLBridgeRegAlloc::spill(Register R) {
       Siblings.push_back(KV.first);
   for (Register S : Siblings)
     intervalChanged(S);
-  overlapsChanged();
   enqueueNew(NewVRegs);
 }
 
@@ -686,9 +729,12 @@ void MLBridgeRegAlloc::split(Register R) {
         });
     ++St.LoopSplits;
     splitAroundLoop(R, *Hottest);
-  }
-  else
+  } else if (canBlockSplit(LIS->getInterval(R)))
     splitPerBlock(R);
+  else if (MachineInstr *At = localSplitPoint(LIS->getInterval(R))) {
+    ++St.LocalSplits;
+    splitLocal(R, *At);
+  }
 }
 
 /// Around loop L: R's part in L gets its own register (copy in at the
@@ -730,6 +776,28 @@ void MLBridgeRegAlloc::splitAroundLoop(Register R, MachineLoop &L) {
     MO.setReg(Rest);
   Pieces.push_back(Rest);
   finishSplit(R, Pieces, /*Final=*/false);
+}
+
+/// Inside one block: the instructions before At use one register, At and
+/// those after another, with a copy from the first to the second before At.
+void MLBridgeRegAlloc::splitLocal(Register R, MachineInstr &At) {
+  LiveInterval &LI = LIS->getInterval(R);
+  SmallVector<Register, 4> NewRegs;
+  LiveRangeEdit LRE(&LI, NewRegs, *MF, *LIS, VRM, this, &DeadRemats);
+  const Register First = LRE.createFrom(R), Second = LRE.createFrom(R);
+  info(First).Within = info(Second).Within = info(R).Within;
+  const SlotIndex Split = LIS->getInstructionIndex(At);
+  for (MachineOperand &MO : make_early_inc_range(MRI->reg_operands(R))) {
+    const MachineInstr &MI = *MO.getParent();
+    const bool After = !MI.isDebugInstr() ? LIS->getInstructionIndex(MI) >= Split
+                                          : false;
+    MO.setReg(After ? Second : First);
+  }
+  LIS->InsertMachineInstrInMaps(*BuildMI(*At.getParent(), At, At.getDebugLoc(),
+                                         TII->get(TargetOpcode::COPY), Second)
+                                     .addReg(First));
+  std::vector<Register> Pieces{First, Second};
+  finishSplit(R, Pieces, info(R).NoSplit);
 }
 
 /// Per block: every block using R (where copies may go) gets its own
@@ -845,7 +913,6 @@ bool MLBridgeRegAlloc::LRE_CanEraseVirtReg(Register R) {
 
 void MLBridgeRegAlloc::LRE_WillShrinkVirtReg(Register R) {
   intervalChanged(R);
-  overlapsChanged();
   if (!VRM->hasPhys(R))
     return;
   // Assigned: take it back, it is decided again with its new extent.
@@ -904,11 +971,14 @@ size_t MLBridgeRegAlloc::heuristicRegister() const {
 // ---- features -----------------------------------------------------------------------
 
 bool MLBridgeRegAlloc::interfere(Register A, Register B) {
-  const auto Key = std::make_pair(std::min(A.id(), B.id()), std::max(A.id(), B.id()));
-  auto [It, New] = OverlapCache.try_emplace(Key, false);
-  if (New)
-    It->second = LIS->getInterval(A).overlaps(LIS->getInterval(B));
-  return It->second;
+  if (A.id() > B.id())
+    std::swap(A, B);
+  const uint32_t VA = intervalVersion(A), VB = intervalVersion(B);
+  auto [It, New] = OverlapCache.try_emplace({A.id(), B.id()});
+  Overlap &O = It->second;
+  if (New || O.VersionA != VA || O.VersionB != VB)
+    O = {LIS->getInterval(A).overlaps(LIS->getInterval(B)), VA, VB};
+  return O.Overlaps;
 }
 
 /// R was assigned or unassigned: the ranges overlapping it recheck their
@@ -916,12 +986,11 @@ bool MLBridgeRegAlloc::interfere(Register A, Register B) {
 void MLBridgeRegAlloc::assignmentChanged(Register R, MCRegister P) {
   if (DynamicCache.empty())
     return;
-  const LiveInterval &LI = LIS->getInterval(R);
   SmallVector<Register, 8> Stale;
   for (auto &[W, D] : DynamicCache) {
     if (W == R || is_contained(D.HintRegs, R))
       Stale.push_back(W);
-    else if (LIS->getInterval(W).overlaps(LI) && !is_contained(D.Recheck, P))
+    else if (!is_contained(D.Recheck, P) && interfere(W, R))
       D.Recheck.push_back(P);
   }
   for (Register W : Stale)
@@ -1102,7 +1171,8 @@ public:
   mlb::Status observe(mlb::ModelRunner &R) override {
     const int64_t AgentId = Phase;
     Binding.write(R, FAgent, &AgentId);
-    if (Phase == ra::AgentSelect || NodeF.empty()) {
+    if (Phase == ra::AgentSelect || !WindowFilled) {
+      WindowFilled = true;
       // The window's features stay in the runner's buffers for the round's
       // other agents (no runner clears its inputs).
       fillWindow();
@@ -1110,10 +1180,17 @@ public:
       Binding.write(R, FAdjacency, Adj.data());
       Binding.write(R, FNodeMask, NodeMask.data());
     }
-    std::vector<float> Selected(ra::MaxNodes, 0.0f);
-    std::vector<float> AMask(ra::NumActions, 0.0f);
-    std::vector<float> RegF(ra::MaxRegs * ra::NumRegFeatures, 0.0f);
-    std::vector<float> RMask(ra::MaxRegs, 0.0f);
+    // The register agent sees what the action agent saw (the runner kept
+    // it); the select agent sees zeros, written only after other agents'.
+    if (Phase == ra::AgentRegister && DecisionWritten)
+      return writeEmbeddings(R);
+    if (Phase == ra::AgentSelect && !DecisionWritten)
+      return writeEmbeddings(R);
+    DecisionWritten = Phase != ra::AgentSelect;
+    std::fill(Selected.begin(), Selected.end(), 0.0f);
+    std::fill(AMask.begin(), AMask.end(), 0.0f);
+    std::fill(RegF.begin(), RegF.end(), 0.0f);
+    std::fill(RMask.begin(), RMask.end(), 0.0f);
     if (Phase != ra::AgentSelect) {
       Selected[SelectedIndex] = 1.0f;
       for (int64_t A = 0; A < ra::NumActions; ++A)
@@ -1127,6 +1204,10 @@ public:
     Binding.write(R, FActionMask, AMask.data());
     Binding.write(R, FRegisterFeatures, RegF.data());
     Binding.write(R, FRegisterMask, RMask.data());
+    return writeEmbeddings(R);
+  }
+
+  mlb::Status writeEmbeddings(mlb::ModelRunner &R) {
     if (Obs.enabled()) {
       Binding.write(R, NumModelFeatures, Obs.functionVector().data());
       Binding.write(R, NumModelFeatures + 1, NodeE.data());
@@ -1216,7 +1297,7 @@ private:
 
   mlb::Status nextRound() {
     Phase = ra::AgentSelect;
-    NodeF.clear();
+    WindowFilled = false;
     if (RA.St.Rounds >= Budget) {
       OverBudget = true;
       setDone();
@@ -1229,42 +1310,73 @@ private:
     return mlb::Status::ok();
   }
 
+  /// Bit J of a byte as float J (0 or 1), for expanding the adjacency rows.
+  static const float (*byteAsFloats())[8] {
+    static const auto Table = [] {
+      std::array<std::array<float, 8>, 256> T{};
+      for (unsigned B = 0; B < 256; ++B)
+        for (unsigned J = 0; J < 8; ++J)
+          T[B][J] = (B >> J) & 1 ? 1.0f : 0.0f;
+      return T;
+    }();
+    return reinterpret_cast<const float(*)[8]>(Table.data());
+  }
+
   void fillWindow() {
+    const float(*ByteAsFloats)[8] = byteAsFloats();
     const std::vector<Register> &W = RA.window();
     RA.keepFeaturesOf(W);
-    NodeF.assign(ra::MaxNodes * ra::NumNodeFeatures, 0.0f);
-    // Pairs already in the last window keep their entry while no interval
-    // changed (a round mostly removes one range and adds one).
-    const bool Reuse = RA.intervalEpoch() == Epoch && !Adj.empty();
-    std::swap(Adj, PrevAdj);
-    Adj.assign(ra::MaxNodes * ra::MaxNodes, 0.0f);
-    NodeMask.assign(ra::MaxNodes, 0.0f);
-    SmallVector<int, ra::MaxNodes> Prev(W.size(), -1);
-    if (Reuse) {
-      DenseMap<unsigned, int> PrevIndex;
-      for (size_t I = 0; I < PrevW.size(); ++I)
+    std::fill(NodeF.begin(), NodeF.end(), 0.0f);
+    std::fill(NodeMask.begin(), NodeMask.end(), 0.0f);
+    // A pair of ranges both in the last window keeps its entry while neither
+    // interval changed (a round mostly removes one range and adds one).
+    Prev.assign(W.size(), -1);
+    PrevIndex.clear();
+    for (size_t I = 0; I < PrevW.size(); ++I)
+      if (RA.intervalVersion(PrevW[I]) == PrevVersions[I])
         PrevIndex[PrevW[I].id()] = static_cast<int>(I);
-      for (size_t I = 0; I < W.size(); ++I) {
-        auto It = PrevIndex.find(W[I].id());
-        if (It != PrevIndex.end())
-          Prev[I] = It->second;
-      }
+    for (size_t I = 0; I < W.size(); ++I) {
+      auto It = PrevIndex.find(W[I].id());
+      if (It != PrevIndex.end())
+        Prev[I] = It->second;
     }
+    NewOf.assign(PrevW.size(), -1);
+    for (size_t I = 0; I < W.size(); ++I)
+      if (Prev[I] >= 0)
+        NewOf[Prev[I]] = static_cast<int>(I);
+    std::swap(Rows, PrevRows);
+    Rows.fill(0);
     Obs.nodeVectors(*RA.MF, W, NodeE);
     for (size_t I = 0; I < W.size(); ++I) {
       RA.nodeFeatures(W[I], &NodeF[I * ra::NumNodeFeatures]);
       NodeMask[I] = 1.0f;
-      for (size_t J = 0; J < I; ++J) {
-        const bool Overlap =
-            Prev[I] >= 0 && Prev[J] >= 0
-                ? PrevAdj[Prev[I] * ra::MaxNodes + Prev[J]] > 0.5f
-                : RA.interfere(W[I], W[J]);
-        if (Overlap)
-          Adj[I * ra::MaxNodes + J] = Adj[J * ra::MaxNodes + I] = 1.0f;
+      if (Prev[I] < 0) { // new in the window: its overlaps are computed
+        for (size_t J = 0; J < W.size(); ++J)
+          if (J != I && (Prev[J] >= 0 || J > I) && RA.interfere(W[I], W[J])) {
+            Rows[I] |= uint64_t(1) << J;
+            Rows[J] |= uint64_t(1) << I;
+          }
+        continue;
+      }
+      // Was in the last window: its overlaps with the others that were.
+      for (uint64_t B = PrevRows[Prev[I]]; B; B &= B - 1) {
+        const int J = NewOf[llvm::countr_zero(B)];
+        if (J >= 0)
+          Rows[I] |= uint64_t(1) << J;
       }
     }
+    // As floats for the runner: only the rows that changed.
+    for (size_t I = 0; I < Rows.size(); ++I)
+      if (Rows[I] != AdjRowsWritten[I]) {
+        for (size_t Byte = 0; Byte < 8; ++Byte)
+          std::memcpy(&Adj[I * ra::MaxNodes + 8 * Byte], ByteAsFloats[(Rows[I] >> (8 * Byte)) & 0xff],
+                      sizeof(ByteAsFloats[0]));
+        AdjRowsWritten[I] = Rows[I];
+      }
     PrevW = W;
-    Epoch = RA.intervalEpoch();
+    PrevVersions.resize(W.size());
+    for (size_t I = 0; I < W.size(); ++I)
+      PrevVersions[I] = RA.intervalVersion(W[I]);
   }
 
   MLBridgeRegAlloc &RA;
@@ -1274,10 +1386,27 @@ private:
   size_t SelectedIndex = 0;
   bool OverBudget = false;
   ra::MIR2VecObservation &Obs;
-  std::vector<float> NodeF, Adj, NodeMask, NodeE;
-  std::vector<float> PrevAdj;   // the last window's adjacency
-  std::vector<Register> PrevW;  // the last window
-  uint64_t Epoch = 0;           // RA.intervalEpoch() of the last window
+  std::vector<float> NodeF = std::vector<float>(ra::MaxNodes * ra::NumNodeFeatures);
+  std::vector<float> Adj = std::vector<float>(ra::MaxNodes * ra::MaxNodes);
+  std::vector<float> NodeMask = std::vector<float>(ra::MaxNodes);
+  std::vector<float> NodeE;
+  bool WindowFilled = false; // this round's window is in NodeF, Adj, NodeMask
+  /// The runner holds an action decision's selected, action_mask and
+  /// register features (else the select agent's zeros).
+  bool DecisionWritten = true;
+  // The window's adjacency as bit rows (bit J of row I: ranges I and J
+  // overlap), this round's and the last one's, and the rows Adj holds.
+  std::array<uint64_t, ra::MaxNodes> Rows{}, PrevRows{}, AdjRowsWritten{};
+  std::vector<Register> PrevW;          // the last window
+  std::vector<uint32_t> PrevVersions;   // its ranges' interval versions
+  SmallVector<int, ra::MaxNodes> Prev;  // this window's index -> the last's
+  SmallVector<int, ra::MaxNodes> NewOf; // the last window's index -> this one's
+  DenseMap<unsigned, int> PrevIndex;
+  // The per-decision features, kept to avoid allocating per request.
+  std::vector<float> Selected = std::vector<float>(ra::MaxNodes);
+  std::vector<float> AMask = std::vector<float>(ra::NumActions);
+  std::vector<float> RegF = std::vector<float>(ra::MaxRegs * ra::NumRegFeatures);
+  std::vector<float> RMask = std::vector<float>(ra::MaxRegs);
 };
 
 // ---- the pass -----------------------------------------------------------------------
@@ -1426,6 +1555,7 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
             .add("evictions", static_cast<int64_t>(St.Evictions))
             .add("splits", static_cast<int64_t>(St.Splits))
             .add("loop_splits", static_cast<int64_t>(St.LoopSplits))
+            .add("local_splits", static_cast<int64_t>(St.LocalSplits))
             .add("spills", static_cast<int64_t>(St.Spills))
             .add("illegal", static_cast<int64_t>(St.Illegal))
             .add("model_failures", static_cast<int64_t>(St.ModelFailures))
