@@ -2,8 +2,8 @@
 # The main job: the size models shipped inside MLBridgeInlineAdvisor.so and
 # MLBridgePhaseOrder.so on held-out real code (libraries they never saw):
 # plain clang-19 -Oz, the best stock size flags (chosen on the validation
-# libraries), each plugin (the phase-ordering episode starts from those
-# flags), and both plugins in one clang process -- .text and compile CPU per library; then the inliner's
+# libraries), each plugin (the phase-ordering episode starts from two of
+# those flags and decides where the IR outliner runs), and both plugins in one clang process -- .text and compile CPU per library; then the inliner's
 # policy in Python serving stock clang-19 over named pipes, checked to
 # decide the same. Then one held-out loop kernel distributed by
 # MLBridgeLoopDistribution.so's built-in model (callgrind Ir against plain

@@ -6,7 +6,8 @@ they never saw.
    ``models/size/best_flags_llvm19.json``), with each plugin
    (``-fpass-plugin=MLBridgeInlineAdvisor.so``, ``MLBridgePhaseOrder.so``:
    models compiled into the plugins, no Python, no runtime library; the
-   phase-ordering episode starts from the best flags) and with both
+   phase-ordering episode starts from function merging and the machine
+   outliner and decides where the IR outliner runs) and with both
    plugins in one process; prints
    ``.text`` bytes per library and the compile CPU against plain ``-Oz``
    (:func:`mlbridge.train.evaluate.measure`, the measurement of
