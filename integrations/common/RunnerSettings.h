@@ -183,9 +183,10 @@ private:
     U *Dst = R.getTensor<U>(J);
     if (!Dst)
       return;
-    if constexpr (std::is_same_v<U, T>)
-      std::memcpy(Dst, V, N * sizeof(T)); // the common case, per decision
-    else
+    if constexpr (std::is_same_v<U, T>) {
+      if (N) // (memcpy from an empty vector's null data() is undefined)
+        std::memcpy(Dst, V, N * sizeof(T)); // the common case, per decision
+    } else
       for (size_t K = 0; K < N; ++K)
         Dst[K] = static_cast<U>(V[K]);
   }
