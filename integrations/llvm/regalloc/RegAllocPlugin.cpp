@@ -1311,19 +1311,20 @@ private:
   }
 
   /// Bit J of a byte as float J (0 or 1), for expanding the adjacency rows.
-  static const float (*byteAsFloats())[8] {
-    static const auto Table = [] {
-      std::array<std::array<float, 8>, 256> T{};
+  using ByteFloats = std::array<std::array<float, 8>, 256>;
+  static const ByteFloats &byteAsFloats() {
+    static const ByteFloats Table = [] {
+      ByteFloats T{};
       for (unsigned B = 0; B < 256; ++B)
         for (unsigned J = 0; J < 8; ++J)
           T[B][J] = (B >> J) & 1 ? 1.0f : 0.0f;
       return T;
     }();
-    return reinterpret_cast<const float(*)[8]>(Table.data());
+    return Table;
   }
 
   void fillWindow() {
-    const float(*ByteAsFloats)[8] = byteAsFloats();
+    const ByteFloats &ByteAsFloats = byteAsFloats();
     const std::vector<Register> &W = RA.window();
     RA.keepFeaturesOf(W);
     std::fill(NodeF.begin(), NodeF.end(), 0.0f);
@@ -1369,8 +1370,8 @@ private:
     for (size_t I = 0; I < Rows.size(); ++I)
       if (Rows[I] != AdjRowsWritten[I]) {
         for (size_t Byte = 0; Byte < 8; ++Byte)
-          std::memcpy(&Adj[I * ra::MaxNodes + 8 * Byte], ByteAsFloats[(Rows[I] >> (8 * Byte)) & 0xff],
-                      sizeof(ByteAsFloats[0]));
+          std::memcpy(&Adj[I * ra::MaxNodes + 8 * Byte],
+                      ByteAsFloats[(Rows[I] >> (8 * Byte)) & 0xff].data(), 8 * sizeof(float));
         AdjRowsWritten[I] = Rows[I];
       }
     PrevW = W;
