@@ -49,12 +49,13 @@ import numpy as np
 from ...toolchain import toolchain
 from ..cache import RolloutCache
 from ..cluster import TaskFailed, WorkerPool
+from ..es import Adam, es_gradient, sample_modules
 from ..results import RunResults, TrainingError
 from ..selection import Rejected, best, sweep
 from .policy import MODEL_FEATURES, InlinePolicy
 from .task import make_task
 
-__all__ = ["TrainConfig", "train", "evaluate_policy", "es_gradient"]
+__all__ = ["TrainConfig", "train", "evaluate_policy"]
 
 _log = logging.getLogger("mlbridge.train")
 
@@ -235,34 +236,6 @@ def evaluate_policy(run, policy, modules, what):
     return sum(sizes.values()), len(todo)
 
 
-def es_gradient(rewards_plus, rewards_minus, eps, sigma):
-    """The antithetic ES estimate of the reward's gradient:
-    ``sum_p (R+_p - R-_p) eps_p / (2 P sigma)``, the reward differences
-    divided by their standard deviation (scale-free steps)."""
-    d = np.asarray(rewards_plus, np.float64) - np.asarray(rewards_minus, np.float64)
-    s = d.std()
-    if s > 0:
-        d = d / s
-    return (d[:, None] * np.asarray(eps)).sum(axis=0) / (2 * len(d) * sigma)
-
-
-def _sample_modules(mods, k, rng):
-    """``k`` modules spread over all libraries: libraries in a random
-    order, one module each, round after round."""
-    by_lib = {}
-    for m in mods:
-        by_lib.setdefault(m.library, []).append(m)
-    pools = [list(rng.permutation(len(v))) for v in by_lib.values()]
-    libs = list(by_lib.values())
-    order = rng.permutation(len(libs))
-    out = []
-    while len(out) < min(k, len(mods)):
-        for li in order:
-            if pools[li] and len(out) < k:
-                out.append(libs[li][pools[li].pop()])
-    return out
-
-
 def _calibrate_sigma(policy, X, E, target, rng):
     """The perturbation scale at which ``theta + sigma eps`` changes about
     ``target`` of the decisions on the recorded requests."""
@@ -276,20 +249,6 @@ def _calibrate_sigma(policy, X, E, target, rng):
         if best_err is None or err < best_err:
             best_sigma, best_err = float(sigma), err
     return best_sigma
-
-
-class _Adam:
-    def __init__(self, lr):
-        self.lr, self.m, self.v, self.t = lr, 0.0, 0.0, 0
-
-    def step(self, theta, grad):
-        """One ascent step along ``grad``."""
-        self.t += 1
-        self.m = 0.9 * self.m + 0.1 * grad
-        self.v = 0.999 * self.v + 0.001 * grad * grad
-        mh = self.m / (1 - 0.9 ** self.t)
-        vh = self.v / (1 - 0.999 ** self.t)
-        return theta + self.lr * mh / (np.sqrt(vh) + 1e-8)
 
 
 def _rewards(run, policies, modules, what):
@@ -428,7 +387,7 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
 
         # -- evolution strategies --------------------------------------------------
         sigma = _calibrate_sigma(policy, X, E, cfg.change, rng)
-        adam = _Adam(cfg.lr if cfg.lr is not None else sigma / 10)
+        adam = Adam(cfg.lr if cfg.lr is not None else sigma / 10)
         theta = policy.params()
         # A module without code or without a question has no reward to give.
         es_mods = [m for m in train_mods if m.default_text > 0 and len(m.X)]
@@ -436,7 +395,7 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
         for it in range(1, cfg.iterations + 1):
             t_it = time.monotonic()
             c0 = run.compiles
-            mods = _sample_modules(es_mods, cfg.modules_per_iteration, rng)
+            mods = sample_modules(es_mods, cfg.modules_per_iteration, rng)
             eps = rng.standard_normal((cfg.pairs, len(theta)))
             cands = ([policy.with_params(theta + sigma * e) for e in eps]
                      + [policy.with_params(theta - sigma * e) for e in eps])
