@@ -111,3 +111,16 @@ def test_expand_sources_lists_exclusions_with_reasons(tmp_path):
     from mlbridge.corpus import CorpusError
     with pytest.raises(CorpusError, match="matches no file"):
         expand_sources(tmp_path, {"name": "t", "sources": ["nothing/*.c"]})
+
+
+def test_a_symlinked_source_cache_gives_the_same_units(tmp_path):
+    """Checkouts that reach one source cache through a symlink (git
+    worktrees) name the same sources and flags, so they share its cached
+    bitcode and measurements."""
+    real = tmp_path / "deps" / "corpus"
+    real.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "deps")
+    direct = Corpus.load(cache_dir=real).modules(include_mismatched=True)
+    linked = Corpus.load(cache_dir=tmp_path / "link" / "corpus").modules(include_mismatched=True)
+    assert [(m.source, m.flags) for m in direct] == [(m.source, m.flags) for m in linked]
+    assert all(str(m.source).startswith(str(real)) for m in linked)

@@ -127,7 +127,11 @@ class Corpus:
                  build_dir=None):
         self.path = path
         self.data = data
-        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        # Resolved: the sources' paths are part of every cache key (and of
+        # the flags), so checkouts that reach one source cache through a
+        # symlink share its bitcode and measurements instead of rebuilding.
+        self.cache_dir = (Path(cache_dir) if cache_dir is not None
+                          else default_cache_dir()).resolve()
         self.build_dir = Path(build_dir) if build_dir is not None else default_build_dir()
         self.libraries: Dict[str, Library] = {}
         for entry in data.get("libraries", []):
