@@ -391,21 +391,29 @@ def test_episode_semantics_stop_budget_and_rewards(plugins, opt, plugin_corpus, 
         assert term
 
 
-def test_the_ir_outliner_runs_once_per_episode(plugins, clang, tmp_path, e2e):
+@pytest.mark.parametrize("runs", [None, 2])
+def test_the_ir_outliner_runs_a_limited_number_of_times(plugins, clang, tmp_path, e2e,
+                                                        monkeypatch, runs):
     """From the v4 start (mergefunc + machine outliner), in clang -Oz: the IR
-    outliner shrinks the module once; then the lookahead offers it no more
-    (-1) and asking for it again ends the episode with the module kept."""
+    outliner shrinks the module; after its one run allowed by default the
+    lookahead offers it no more (-1) and asking for it again ends the
+    episode with the module kept; with two runs allowed it is offered again."""
     from mlbridge.llvm.plugins import ACTIONS, PhaseOrderEnv
+    if runs is not None:
+        monkeypatch.setenv("MLBRIDGE_PO_IR_OUTLINER_RUNS", str(runs))
     iro = ACTIONS.index("iroutliner")
     bc = tmp_path / "repeated_calls.bc"
     e2e.run_checked([clang, "-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c",
                      str(E2E / "programs" / "sizes" / "repeated_calls.c"), "-o", str(bc)])
-    with PhaseOrderEnv([bc], max_steps=3, plugins=plugins, clang=clang, lookahead=True,
+    with PhaseOrderEnv([bc], max_steps=4, plugins=plugins, clang=clang, lookahead=True,
                        start=["mergefunc", "machine-outliner"], workdir=tmp_path) as env:
         obs, info = env.reset()
         assert 0 <= info["lookahead"][iro] < info["code_size"], info["lookahead"]
         obs, r, term, trunc, info = env.step(iro)
         assert r > 0 and not (term or trunc)
+        if runs == 2:   # a second run is still offered (here it would change nothing)
+            assert info["lookahead"][iro] >= 0, info["lookahead"]
+            return
         assert info["lookahead"][iro] == -1, info["lookahead"]
         assert min(x for x in info["lookahead"] if x >= 0) > 0
         size = info["code_size"]

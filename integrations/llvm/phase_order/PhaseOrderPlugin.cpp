@@ -9,8 +9,8 @@
 //      leaves out, the machine outliner on or off for the module, nooutline
 //      on small functions) or STOP
 //   -> the pass runs it; the reward is the change in the module's .text
-//   ... until STOP, an action that changes nothing, a second request for
-//   a once-per-episode action (the IR outliner), or the step budget.
+//   ... until STOP, an action that changes nothing, one request too many
+//   for the IR outliner (-mlbridge-po-ir-outliner-runs), or the step budget.
 //
 // The episode starts where -Oz ends, or (-mlbridge-po-start) from the
 // module as the stock size flags would leave it: the IR outliner and
@@ -158,9 +158,10 @@ struct ActionInfo {
   const char *Name;
   const char *Pipeline; // the pipeline, or what the action does (-describe)
   ActionKind Kind = ActionKind::Pipeline;
-  /// At most once per episode: asking for it again ends the episode. For
-  /// an action whose every run finds more to do at a high compile cost.
-  bool Once = false;
+  /// Runs at most -mlbridge-po-ir-outliner-runs times per episode; asking
+  /// for it once more ends the episode. For an action whose every run finds
+  /// more to do, at a high compile cost.
+  bool RunLimited = false;
 };
 
 /// nooutline-small marks the defined functions with fewer IR instructions:
@@ -232,9 +233,9 @@ const ActionInfo ActionTable[] = {
     {"mergefunc", "mergefunc"},
     // 17: the IR outliner (not part of -Oz; clang runs it with -mllvm
     // -ir-outliner): similar IR regions become calls to one new function.
-    // Once: each run outlines from the last one's output and costs about
-    // as much (a 4.8 MB module took three runs, 2.7x the time of one).
-    {"iroutliner", "iroutliner", ActionKind::Pipeline, /*Once=*/true},
+    // Run-limited: each run outlines from the last one's output and costs
+    // about as much (a 4.8 MB module took three runs, 2.7x the time of one).
+    {"iroutliner", "iroutliner", ActionKind::Pipeline, /*RunLimited=*/true},
     // 18: the machine outliner for this module's code generation (what
     // -mllvm -enable-machine-outliner=always does for every module).
     {"machine-outliner", "codegen(enable-machine-outliner=always)",
@@ -380,6 +381,12 @@ cl::opt<unsigned> MaxStepsOpt(
     "mlbridge-po-max-steps", cl::cat(Category), cl::init(10),
     cl::desc("Step budget of an episode (actions before it ends). Env: "
              "MLBRIDGE_PO_MAX_STEPS"));
+cl::opt<unsigned> IROutlinerRunsOpt(
+    "mlbridge-po-ir-outliner-runs", cl::cat(Category), cl::init(1),
+    cl::desc("Runs of the IR outliner action per episode; asking for one more "
+             "ends the episode (each run outlines again what the last one "
+             "made, at about its compile time). Env: "
+             "MLBRIDGE_PO_IR_OUTLINER_RUNS"));
 cl::opt<std::string> LogOpt(
     "mlbridge-po-log", cl::cat(Category),
     cl::desc("Append one JSON line per episode (actions, code sizes) to this "
@@ -528,14 +535,15 @@ public:
   /// (no vocabulary: the input stays zero).
   PhaseOrderEnv(Module &M, ModuleAnalysisManager &MAM, PassBuilder &PB,
                 const mlp::FeatureBinding &Binding, unsigned MaxSteps,
-                SizeMeasure Size, bool Lookahead, bool Verbose,
+                unsigned LimitedRuns, SizeMeasure Size, bool Lookahead, bool Verbose,
                 mlb::ir2vec::PluginEmbeddings *Embedder)
       : M(M), MAM(MAM), PB(PB), Binding(Binding), MaxSteps(MaxSteps),
-        Size(Size), Lookahead(Lookahead), Verbose(Verbose), Embedder(Embedder) {}
+        LimitedRuns(LimitedRuns), Size(Size), Lookahead(Lookahead),
+        Verbose(Verbose), Embedder(Embedder) {}
 
   mlb::Status reset() override {
     Steps = 0;
-    Taken.fill(false);
+    Runs.fill(0);
     Trace.clear();
     Sizes.clear();
     if (mlb::Status S = measure(); !S.isOk())
@@ -575,11 +583,11 @@ public:
       if (Verbose)
         mlp::diagnose(M.getContext(), Prefix, DS_Remark,
                       "step " + Twine(Steps) + ": " + ActionTable[A.Index].Name +
-                          " ran in this episode already: the episode ends");
+                          " has had its runs in this episode: the episode ends");
       setDone();
       return mlb::Status::ok();
     }
-    Taken[A.Index] = true;
+    ++Runs[A.Index];
     const int64_t Before = CodeSizeNow;
     const std::array<float, NumObs> ObservedBefore = Observation;
     const auto HashBefore = StructuralHash(M, /*DetailedHash=*/true);
@@ -639,14 +647,17 @@ public:
 private:
   mlb::Status measure();
   void lookahead();
-  /// A once-per-episode action that has run.
-  bool spent(int64_t A) const { return ActionTable[A].Once && Taken[A]; }
+  /// A run-limited action that has had its runs in this episode.
+  bool spent(int64_t A) const {
+    return ActionTable[A].RunLimited && Runs[A] >= LimitedRuns;
+  }
 
   Module &M;
   ModuleAnalysisManager &MAM;
   PassBuilder &PB;
   const mlp::FeatureBinding &Binding;
   unsigned MaxSteps;
+  unsigned LimitedRuns;
   SizeMeasure Size;
   bool Lookahead;
   bool Verbose;
@@ -658,7 +669,7 @@ private:
   std::array<float, NumObs> Observation{};
   std::array<float, EmbeddingDim> Embedding{};
   std::array<int64_t, NumPassActions> LookaheadSizes{};
-  std::array<bool, NumPassActions> Taken{};
+  std::array<unsigned, NumPassActions> Runs{}; // of each action, this episode
   std::unique_ptr<TargetMachine> SizingTarget; // made on first use
   std::vector<int64_t> Trace;
   std::vector<int64_t> Sizes;
@@ -911,8 +922,10 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
                         "; the agent gets the counts only (embedding zero; "
                         "-mlbridge-po-vocab names another vocabulary)");
   }
-  PhaseOrderEnv Env(M, MAM, *PB, Binding, MaxSteps, Size, Lookahead, Verbose,
-                    Embedder.get());
+  const unsigned IROutlinerRuns =
+      mlp::unsignedSetting(IROutlinerRunsOpt, "MLBRIDGE_PO_IR_OUTLINER_RUNS");
+  PhaseOrderEnv Env(M, MAM, *PB, Binding, MaxSteps, IROutlinerRuns, Size, Lookahead,
+                    Verbose, Embedder.get());
   mlb::rl::Driver Driver(Env);
   (void)Driver.addAgent("phase-order", Runner);
   mlb::rl::EpisodeOptions EO;
