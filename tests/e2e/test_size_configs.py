@@ -109,6 +109,10 @@ def test_both_plugins_act_in_one_process_and_the_result_is_cached(sizes, tmp_pat
     again = ev.measure([src], [ev.PLAIN, both], plugins=sizes.plugins,
                        cache=tmp_path / "cache")
     assert again == rows and not inline_log.exists()   # from the cache, nothing compiled
+    # A plugin setting from the environment is part of the key: measured again.
+    monkeypatch.setenv("MLBRIDGE_PO_IR_OUTLINER_RUNS", "2")
+    ev.measure([src], [ev.PLAIN, both], plugins=sizes.plugins, cache=tmp_path / "cache")
+    assert inline_log.exists()
 
 
 def test_lto_links_a_library_into_one_module(sizes, tmp_path, monkeypatch):

@@ -103,8 +103,18 @@ class Config:
             parts += [_file_hash(plugins.phase_order), _file_hash(self.phase_order_model)]
             if self.start():   # (keys measured before starts existed stay valid)
                 parts.append(list(self.start()))
+        # Plugin settings the user's environment adds (env() passes it on;
+        # logs and remarks change no object).
+        settings = sorted((k, v) for k, v in os.environ.items()
+                          if k.startswith(_PLUGIN_ENV_PREFIXES)
+                          and not k.endswith(("_LOG", "_VERBOSE")))
+        if self.plugins and settings:
+            parts.append(settings)
         return parts
 
+
+#: Environment variables that configure the plugins.
+_PLUGIN_ENV_PREFIXES = ("MLBRIDGE_INLINE_", "MLBRIDGE_PO_")
 
 #: Plain ``clang -Oz``: the reference of every ratio.
 PLAIN = Config("-Oz")
