@@ -382,11 +382,11 @@ cl::opt<unsigned> MaxStepsOpt(
     cl::desc("Step budget of an episode (actions before it ends). Env: "
              "MLBRIDGE_PO_MAX_STEPS"));
 cl::opt<unsigned> IROutlinerRunsOpt(
-    "mlbridge-po-ir-outliner-runs", cl::cat(Category), cl::init(1),
+    "mlbridge-po-ir-outliner-runs", cl::cat(Category), cl::init(2),
     cl::desc("Runs of the IR outliner action per episode; asking for one more "
              "ends the episode (each run outlines again what the last one "
-             "made, at about its compile time). Env: "
-             "MLBRIDGE_PO_IR_OUTLINER_RUNS"));
+             "made, at about its compile time; 2, chosen on validation, "
+             "was the smallest). Env: MLBRIDGE_PO_IR_OUTLINER_RUNS"));
 cl::opt<std::string> LogOpt(
     "mlbridge-po-log", cl::cat(Category),
     cl::desc("Append one JSON line per episode (actions, code sizes) to this "
