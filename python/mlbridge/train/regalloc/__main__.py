@@ -3,6 +3,7 @@ programs (docs/results.md, "Register allocation").
 
     python -m mlbridge.train.regalloc heldout --out heldout.json   # score per library, all allocators
     python -m mlbridge.train.regalloc heldout --mode evict         # greedy + trained eviction advisor
+    python -m mlbridge.train.regalloc heldout --mode evict --split validation --policy p.json
     python -m mlbridge.train.regalloc losses --libraries lz4       # per function vs greedy (validation)
     python -m mlbridge.train.regalloc callgrind --seeds 1001 1002  # csmith programs: Ir, output
     python -m mlbridge.train.regalloc demo                         # one library, two lines
@@ -196,13 +197,13 @@ def evict_table(rows):
 
 
 def cmd_heldout(args):
-    items = load_items(_modules("heldout", args.libraries))
+    items = load_items(_modules(args.split, args.libraries))
     bar = None
     if not args.quiet:
         from tqdm import tqdm
         n = len(items) * (2 if args.mode == "evict" else
                           len(args.columns) + len({"greedy", "model"} & set(args.columns)))
-        bar = tqdm(total=n, desc=f"heldout ({args.mode})", unit="compile")
+        bar = tqdm(total=n, desc=f"{args.split} ({args.mode})", unit="compile")
     with _pool(args) as pool:
         if args.mode == "evict":
             rows = heldout_evict(pool, items, LinearEviction.load(args.policy).theta, bar)
@@ -341,6 +342,8 @@ def main(argv=None):
     sub = p.add_subparsers(dest="command", required=True)
     q = sub.add_parser("heldout", help="per held-out library: the allocators' total score")
     q.add_argument("--mode", choices=("alloc", "evict"), default="alloc")
+    q.add_argument("--split", choices=("heldout", "validation"), default="heldout",
+                   help="validation: to compare candidates (selection never sees held-out)")
     q.add_argument("--libraries", nargs="*", default=None)
     q.add_argument("--model", default=None,
                    help="alloc: an ONNX policy (default: the model built into the plugin)")
