@@ -416,9 +416,9 @@ cl::opt<bool> LookaheadOpt(
     "mlbridge-po-lookahead", cl::cat(Category), cl::init(false),
     cl::desc("Send a pipe or gRPC agent the code size after each action from "
              "the current state (feature 'lookahead', -1 where an action "
-             "failed or may not run again): one copy of the module and one codegen per action and "
-             "step, for oracles and data collection. Env: "
-             "MLBRIDGE_PO_LOOKAHEAD"));
+             "failed or may not run again): one copy of the module and one "
+             "codegen per action and step, for oracles and data collection. "
+             "Env: MLBRIDGE_PO_LOOKAHEAD"));
 cl::opt<std::string> VocabOpt(
     "mlbridge-po-vocab", cl::cat(Category),
     cl::desc("IR2Vec's vocabulary for the 'embedding' input (LLVM 19: "
@@ -574,7 +574,7 @@ public:
       setDone();
       return mlb::Status::ok();
     }
-    if (spent(A.Index)) { // as a no-op: a step that leaves the module, and the end
+    if (spent(A.Index)) { // as a no-op: a step that leaves the module, the end
       ++Steps;
       ++NoOps;
       Observation[Step] = static_cast<float>(Steps);
