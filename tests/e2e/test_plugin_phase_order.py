@@ -10,8 +10,8 @@
   Runtime (MLBRIDGE_PO_MODEL), and compiled into the plugin: identical
   action sequences, .text sizes and object files. Over gRPC too when built.
 * PhaseOrderEnv is a real gymnasium.Env (gymnasium's env checker); rewards
-  add up to the .text change; STOP, an action that changes nothing and the
-  step budget end episodes.
+  add up to the .text change; STOP, an action that changes nothing, a
+  second IR outliner and the step budget end episodes.
 * A missing or failing agent: a warning, the module kept, a successful
   compile.
 """
@@ -389,6 +389,29 @@ def test_episode_semantics_stop_budget_and_rewards(plugins, opt, plugin_corpus, 
             env.step(STOP_ACTION + 1)
         obs, r, term, trunc, info = env.step(STOP_ACTION)  # the episode goes on
         assert term
+
+
+def test_the_ir_outliner_runs_once_per_episode(plugins, clang, tmp_path, e2e):
+    """From the v4 start (mergefunc + machine outliner), in clang -Oz: the IR
+    outliner shrinks the module once; then the lookahead offers it no more
+    (-1) and asking for it again ends the episode with the module kept."""
+    from mlbridge.llvm.plugins import ACTIONS, PhaseOrderEnv
+    iro = ACTIONS.index("iroutliner")
+    bc = tmp_path / "repeated_calls.bc"
+    e2e.run_checked([clang, "-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c",
+                     str(E2E / "programs" / "sizes" / "repeated_calls.c"), "-o", str(bc)])
+    with PhaseOrderEnv([bc], max_steps=3, plugins=plugins, clang=clang, lookahead=True,
+                       start=["mergefunc", "machine-outliner"], workdir=tmp_path) as env:
+        obs, info = env.reset()
+        assert 0 <= info["lookahead"][iro] < info["code_size"], info["lookahead"]
+        obs, r, term, trunc, info = env.step(iro)
+        assert r > 0 and not (term or trunc)
+        assert info["lookahead"][iro] == -1, info["lookahead"]
+        assert min(x for x in info["lookahead"] if x >= 0) > 0
+        size = info["code_size"]
+        obs, r, term, trunc, info = env.step(iro)
+        assert (term, trunc, r) == (True, False, 0.0)
+        assert info["code_size"] == size
 
 
 # ---- fallback ------------------------------------------------------------------------------------

@@ -9,7 +9,8 @@
 //      leaves out, the machine outliner on or off for the module, nooutline
 //      on small functions) or STOP
 //   -> the pass runs it; the reward is the change in the module's .text
-//   ... until STOP, an action that changes nothing, or the step budget.
+//   ... until STOP, an action that changes nothing, a second request for
+//   a once-per-episode action (the IR outliner), or the step budget.
 //
 // The episode starts where -Oz ends, or (-mlbridge-po-start) from the
 // module as the stock size flags would leave it: the IR outliner and
@@ -37,10 +38,10 @@
 //
 // Over pipes/gRPC the agent also gets code_size, step and done (int64 [1])
 // and, with -mlbridge-po-lookahead, the code size after each action
-// (int64 [1, 21], for oracles); after the last step the pass sends one more
-// observation with done = 1 (its reply is ignored) so a trainer learns the
-// last reward. An in-process agent gets only the observation and no code
-// is generated for it.
+// (int64 [1, 21], for oracles; -1 where an action failed or is spent);
+// after the last step the pass sends one more observation with done = 1
+// (its reply is ignored) so a trainer learns the last reward. An in-process
+// agent gets only the observation and no code is generated for it.
 //
 // A model that is missing or fails: a warning through LLVM's diagnostic
 // handler, the episode ends (STOP), the compile succeeds.
@@ -157,6 +158,9 @@ struct ActionInfo {
   const char *Name;
   const char *Pipeline; // the pipeline, or what the action does (-describe)
   ActionKind Kind = ActionKind::Pipeline;
+  /// At most once per episode: asking for it again ends the episode. For
+  /// an action whose every run finds more to do at a high compile cost.
+  bool Once = false;
 };
 
 /// nooutline-small marks the defined functions with fewer IR instructions:
@@ -228,7 +232,9 @@ const ActionInfo ActionTable[] = {
     {"mergefunc", "mergefunc"},
     // 17: the IR outliner (not part of -Oz; clang runs it with -mllvm
     // -ir-outliner): similar IR regions become calls to one new function.
-    {"iroutliner", "iroutliner"},
+    // Once: each run outlines from the last one's output and costs about
+    // as much (a 4.8 MB module took three runs, 2.7x the time of one).
+    {"iroutliner", "iroutliner", ActionKind::Pipeline, /*Once=*/true},
     // 18: the machine outliner for this module's code generation (what
     // -mllvm -enable-machine-outliner=always does for every module).
     {"machine-outliner", "codegen(enable-machine-outliner=always)",
@@ -403,7 +409,7 @@ cl::opt<bool> LookaheadOpt(
     "mlbridge-po-lookahead", cl::cat(Category), cl::init(false),
     cl::desc("Send a pipe or gRPC agent the code size after each action from "
              "the current state (feature 'lookahead', -1 where an action "
-             "failed): one copy of the module and one codegen per action and "
+             "failed or may not run again): one copy of the module and one codegen per action and "
              "step, for oracles and data collection. Env: "
              "MLBRIDGE_PO_LOOKAHEAD"));
 cl::opt<std::string> VocabOpt(
@@ -529,6 +535,7 @@ public:
 
   mlb::Status reset() override {
     Steps = 0;
+    Taken.fill(false);
     Trace.clear();
     Sizes.clear();
     if (mlb::Status S = measure(); !S.isOk())
@@ -559,6 +566,20 @@ public:
       setDone();
       return mlb::Status::ok();
     }
+    if (spent(A.Index)) { // as a no-op: a step that leaves the module, and the end
+      ++Steps;
+      ++NoOps;
+      Observation[Step] = static_cast<float>(Steps);
+      if (Size != SizeMeasure::None)
+        Sizes.push_back(CodeSizeNow);
+      if (Verbose)
+        mlp::diagnose(M.getContext(), Prefix, DS_Remark,
+                      "step " + Twine(Steps) + ": " + ActionTable[A.Index].Name +
+                          " ran in this episode already: the episode ends");
+      setDone();
+      return mlb::Status::ok();
+    }
+    Taken[A.Index] = true;
     const int64_t Before = CodeSizeNow;
     const std::array<float, NumObs> ObservedBefore = Observation;
     const auto HashBefore = StructuralHash(M, /*DetailedHash=*/true);
@@ -618,6 +639,8 @@ public:
 private:
   mlb::Status measure();
   void lookahead();
+  /// A once-per-episode action that has run.
+  bool spent(int64_t A) const { return ActionTable[A].Once && Taken[A]; }
 
   Module &M;
   ModuleAnalysisManager &MAM;
@@ -635,6 +658,7 @@ private:
   std::array<float, NumObs> Observation{};
   std::array<float, EmbeddingDim> Embedding{};
   std::array<int64_t, NumPassActions> LookaheadSizes{};
+  std::array<bool, NumPassActions> Taken{};
   std::unique_ptr<TargetMachine> SizingTarget; // made on first use
   std::vector<int64_t> Trace;
   std::vector<int64_t> Sizes;
@@ -647,6 +671,8 @@ void PhaseOrderEnv::lookahead() {
   }
   for (int64_t A = 0; A < NumPassActions; ++A) {
     LookaheadSizes[A] = -1;
+    if (spent(A)) // not available: asking for it would end the episode
+      continue;
     if (auto T = sizeAfterAction(M, A, PB, MAM, *SizingTarget))
       LookaheadSizes[A] = *T;
   }
