@@ -139,7 +139,7 @@ def _rewards(pool, policies, modules, stop_model, task_args):
             m.start_text = int(r["text"])
         else:
             sizes[pi, m.name] = int(r["text"])
-    keep = [m for m in modules if m.name not in bad]
+    keep = [m for m in modules if m.name not in bad and (m not in live or m.start_text > 0)]
     if not keep:
         return None, len(tasks)
     out = []
@@ -164,7 +164,9 @@ def finetune(pool, policy, train_modules, episodes, validate, *, plugin, max_ste
     cfg = config or ESConfig()
     rng = np.random.default_rng(cfg.seed)
     t_start = time.monotonic()
-    first = {e["module"]: e["states"][0] for e in episodes if len(e["states"])}
+    # A module without code at the start has no relative reward to give.
+    first = {e["module"]: e["states"][0] for e in episodes
+             if len(e["states"]) and e["sizes"][0] > 0}
     mods = [_Module(m, first[m.name]) for m in train_modules if m.name in first]
     if not mods:
         raise TrainingError("no training module has an oracle episode to start ES from")
