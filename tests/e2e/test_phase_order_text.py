@@ -100,6 +100,45 @@ def test_short_ray_training_run_selects_on_validation(plugins, units, tmp_path, 
     assert (out / "policy.onnx").stat().st_size > 0 and (out / "oracle.npz").is_file()
 
 
+def test_es_fine_tuning_of_the_shipped_policy_selects_the_validated_smallest(
+        plugins, units, tmp_path, monkeypatch):
+    """The ES stage (--warm-start): two iterations, one antithetic pair, two
+    small training modules, every iterate validated."""
+    import numpy as np
+    from mlbridge.train.phase_order import PhasePolicy, train
+    from mlbridge.train.phase_order.finetune import ESConfig, head
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    d = json.loads((MODELS / "phase_order_policy.json").read_text())
+    warm = PhasePolicy.from_dict(d)
+    out = tmp_path / "run"
+    summary = train([units[n] for n in ("huffman.c", "blocksort.c")],
+                    [units[n] for n in ("crctable.c", "huffman.c")], plugin=plugins,
+                    out_dir=out, workers=2, max_steps=d["max_steps"], start=d["start"],
+                    progress_bars=False, warm_start=warm,
+                    es=ESConfig(iterations=2, pairs=1, modules_per_iteration=2,
+                                change=0.3, eval_every=1))
+    rows = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert [r["stage"] for r in rows] == ["oracle", "validation-baselines", "es-warm-start",
+                                          "es", "es", "done"]
+    es_rows = rows[3:5]
+    assert [r["iteration"] for r in es_rows] == [1, 2]
+    for r in es_rows:
+        assert r["sigma"] > 0 and len(r["modules"]) == 2 and "validation_text" in r
+        assert -1 < r["train_reward"] < 1
+    # The iterate moved away from the warm start.
+    last = PhasePolicy.from_dict(json.loads((out / "candidate-it2.json").read_text()))
+    assert not np.allclose(head(last), head(warm))
+    # Selection: the smallest validated total, the warm start among the candidates.
+    totals = {int(k): v for k, v in summary["validation_candidates"].items()}
+    assert set(totals) == {0, 1, 2} and totals[0] == rows[2]["validation_text"]
+    assert summary["validation_text"] == min(totals.values())
+    assert totals[summary["selected_iteration"]] == summary["validation_text"]
+    chosen = PhasePolicy.from_dict(json.loads((out / "policy.json").read_text()))
+    assert np.allclose(head(chosen), head(PhasePolicy.from_dict(json.loads(
+        (out / f"candidate-it{summary['selected_iteration']}.json").read_text()))))
+    assert json.loads((out / "policy.json").read_text())["start"] == d["start"]
+
+
 @pytest.mark.parametrize("which", ["shipped", "eager", "outline"])
 def test_bzip2_built_with_the_plugin_passes_its_tests(plugins, clang19, corpus, tmp_path,
                                                       e2e, which):

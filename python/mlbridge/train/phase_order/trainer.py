@@ -207,7 +207,7 @@ def _read_npz(path):
 def train(train_modules, validation_modules, *, plugin, out_dir, workers=2, address=None,
           max_steps=3, data_from=None, thresholds=(0.05, 0.1, 0.2, 0.4, 0.8), hidden=32,
           seed=0, variants=("counts", "counts+ir2vec"), start=(), oracle_minutes=None,
-          progress_bars=True):
+          progress_bars=True, warm_start=None, es=None):
     """The whole run (see the module docstring); writes into ``out_dir``:
     ``oracle.npz`` (the episodes), ``policy.json``, ``policy.onnx``,
     ``log.jsonl``, ``summary.json``, and returns the summary dict.
@@ -216,7 +216,12 @@ def train(train_modules, validation_modules, *, plugin, out_dir, workers=2, addr
     ``start``: the stock size flags every episode starts from (recorded in
     ``policy.json``; the plugin must be given them to run the policy);
     ``oracle_minutes``: the oracle episodes' time box (:func:`collect`).
-    Raises TrainingError (writing nothing) when no oracle episode succeeds."""
+    ``warm_start`` (a :class:`PhasePolicy`): instead of fitting, fine-tune
+    it with evolution strategies (:mod:`.finetune`, knobs ``es``, an
+    :class:`~.finetune.ESConfig`) and select among its iterates on
+    validation; the oracle episodes then only calibrate ES and spare the
+    compiles of candidates that stop at once. Raises TrainingError (writing
+    nothing) when no oracle episode succeeds."""
     results = RunResults(out_dir)
 
     def log(rec):
@@ -259,6 +264,20 @@ def train(train_modules, validation_modules, *, plugin, out_dir, workers=2, addr
             progress=b.update if b else None)
         log({"stage": "validation-baselines", "oz_text": plain_total,
              "start": list(start), "start_text": base_total})
+        if warm_start is not None:
+            if b:
+                b.close()
+            policy, summary = _finetune(pool, results, warm_start, train_modules,
+                                        validation_modules, episodes, plugin=plugin,
+                                        max_steps=max_steps, start=start, es=es, log=log)
+            _write_policy(results, policy, max_steps, start)
+            summary.update(stage="done", start=list(start), validation_oz_text=plain_total,
+                           validation_start_text=base_total,
+                           train_modules=len(train_modules),
+                           validation_modules=len(validation_modules),
+                           seconds=round(time.monotonic() - t0, 1))
+            log(summary)
+            return results.summary(summary)
         chosen = None   # (validation .text, variant, threshold, policy)
         for variant in variants:
             fitted = PhasePolicy.fit(X, Y, hidden=hidden, seed=seed,
@@ -282,9 +301,7 @@ def train(train_modules, validation_modules, *, plugin, out_dir, workers=2, addr
             b.close()
         _, variant, thr, policy = chosen
         policy = policy.with_threshold(thr)
-        with open(results.path("policy.json"), "w") as f:
-            json.dump(dict(policy.to_dict(), max_steps=max_steps, start=list(start)), f)
-        policy.to_onnx(results.path("policy.onnx"))
+        _write_policy(results, policy, max_steps, start)
         summary = {"stage": "done", "variant": variant, "threshold": thr,
                    "start": list(start), "validation_oz_text": plain_total,
                    "validation": validation,
@@ -293,3 +310,35 @@ def train(train_modules, validation_modules, *, plugin, out_dir, workers=2, addr
                    "seconds": round(time.monotonic() - t0, 1)}
         log(summary)
     return results.summary(summary)
+
+
+def _write_policy(results, policy, max_steps, start, name="policy"):
+    with open(results.path(f"{name}.json"), "w") as f:
+        json.dump(dict(policy.to_dict(), max_steps=max_steps, start=list(start)), f)
+    if name == "policy":
+        policy.to_onnx(results.path("policy.onnx"))
+
+
+def _finetune(pool, results, warm_start, train_modules, validation_modules, episodes, *,
+              plugin, max_steps, start, es, log):
+    """The ES stage of :func:`train`: (selected policy, summary fields)."""
+    from .finetune import ESConfig, finetune
+    cfg = es or ESConfig()
+
+    def validate(p):
+        return sum(compile_all(pool, validation_modules, plugin=plugin, model=p.to_onnx(),
+                               max_steps=max_steps, start=start).values())
+
+    candidates, winner = finetune(
+        pool, warm_start, train_modules, episodes, validate, plugin=plugin,
+        max_steps=max_steps, start=start, stop_model=_stop_model(), config=cfg, log=log,
+        save_candidate=lambda label, p: _write_policy(results, p, max_steps, start,
+                                                      name=f"candidate-it{label}"))
+    if winner is None:
+        raise TrainingError("every ES validation candidate was rejected: " + "; ".join(
+            f"iteration {c.label}: {c.rejected}" for c in candidates))
+    return winner.policy, {
+        "es": cfg.as_dict(), "selected_iteration": winner.label,
+        "validation_text": int(winner.total),
+        "validation_candidates": {str(c.label): (None if c.total is None else int(c.total))
+                                  for c in candidates}}

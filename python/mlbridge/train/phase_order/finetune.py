@@ -1,0 +1,226 @@
+"""Evolution-strategies fine-tuning of a phase-ordering policy against the
+measured ``.text`` of its own whole episodes (the stage after the oracle
+fit; ``python -m mlbridge.train phase-order --warm-start policy.json
+--es-iterations N``).
+
+The oracle fit learns each action's gain one state at a time, on the states
+the greedy oracle visited; the deployed policy then walks its own states,
+through a threshold and per-action margins chosen by hand on validation.
+ES instead scores the policy as deployed: the plugin runs the candidate
+(ONNX) in ``clang-19 -Oz`` from the policy's start flags, and the reward is
+the object's ``.text``.
+
+* Parameters searched: the network's output layer (``W2``, ``b2``: 21 x 32
+  + 21). The hidden layer (counts and IR2Vec projection, ~10k weights) is
+  the fitted representation and stays; a few antithetic pairs cannot
+  estimate a gradient over all of it. The threshold (STOP's score) stays
+  too: a shift of ``b2`` expresses any change of it.
+* ``sigma`` is set once so that a perturbation changes ``change`` of the
+  decisions on the recorded oracle states; Adam ascends (:mod:`..es`).
+* Reward of a candidate: the mean over the sampled training modules of
+  ``(size at start - size under the candidate) / size at start`` (the
+  start: STOP at once, i.e. ``-Oz`` with the start flags). Only modules
+  with a recorded oracle episode are sampled: their first observation is
+  known, so a candidate that stops there at once needs no compile.
+* Every ``eval_every``-th iterate (and the last) is compiled on every
+  validation module; the warm start is candidate 0, and the selection
+  (:mod:`..selection`) keeps the smallest validation total, rejecting a
+  candidate with a failed compile.
+"""
+
+import logging
+import time
+
+import numpy as np
+
+from ..cluster import TaskFailed
+from ..es import Adam, es_gradient, sample_modules
+from ..results import TrainingError
+from ..selection import best, sweep
+from .policy import STOP, PhasePolicy
+from .task import compile_task
+
+__all__ = ["ESConfig", "finetune", "head", "with_head", "decisions", "calibrate_sigma"]
+
+_log = logging.getLogger("mlbridge.train")
+
+
+class ESConfig:
+    """Knobs of :func:`finetune` (all have defaults)."""
+
+    def __init__(self, *, iterations=40, pairs=4, modules_per_iteration=8, change=0.05,
+                 lr=None, eval_every=5, max_minutes=None, seed=0):
+        self.iterations = int(iterations)
+        self.pairs = int(pairs)
+        self.modules_per_iteration = int(modules_per_iteration)
+        self.change = float(change)   # share of decisions a perturbation changes
+        self.lr = None if lr is None else float(lr)   # Adam step; default sigma / 5
+        self.eval_every = int(eval_every)
+        # no iteration starts after this many minutes (that iterate is validated last)
+        self.max_minutes = None if max_minutes is None else float(max_minutes)
+        self.seed = int(seed)
+
+    def as_dict(self):
+        return dict(vars(self))
+
+
+def head(policy):
+    """The searched parameters: ``W2`` and ``b2``, flat."""
+    return np.concatenate([policy.W2.ravel(), policy.b2.ravel()]).astype(np.float64)
+
+
+def with_head(policy, theta):
+    """``policy`` with the output layer ``theta`` (as :func:`head` lays it out)."""
+    n = policy.W2.size
+    return PhasePolicy(policy.W1, policy.b1, np.reshape(theta[:n], policy.W2.shape),
+                       theta[n:], policy.threshold, We=policy.We)
+
+
+def decisions(policy, X):
+    """The action the plugin takes on each observation row of ``X``: the
+    argmax of ``[gains, threshold]``."""
+    g = policy.gains(X)
+    a = g.argmax(axis=1)
+    return np.where(g[np.arange(len(g)), a] > policy.threshold, a, STOP)
+
+
+def calibrate_sigma(policy, X, target, rng):
+    """The perturbation scale at which ``head + sigma eps`` changes about
+    ``target`` of the decisions on the states ``X``."""
+    theta, base = head(policy), decisions(policy, X)
+    best_sigma, best_err = None, None
+    for sigma in np.geomspace(1e-4, 1.0, 25):
+        share = np.mean([np.mean(decisions(with_head(policy, theta + sigma * rng.standard_normal(
+            theta.shape)), X) != base) for _ in range(4)])
+        err = abs(np.log((share + 1e-6) / target))
+        if best_err is None or err < best_err:
+            best_sigma, best_err = float(sigma), err
+    return best_sigma
+
+
+class _Module:
+    """A training module for ES: its bitcode, library, first observation
+    (from its oracle episode) and, once measured, its size at start."""
+
+    def __init__(self, m, first_state):
+        self.name, self.library = m.name, m.library
+        with open(m.ir(), "rb") as f:
+            self.ir = f.read()
+        self.first = np.asarray(first_state, dtype=np.float32)[None, :]
+        self.start_text = None
+
+
+def _rewards(pool, policies, modules, stop_model, task_args):
+    """Mean relative reward of each policy over ``modules``, and the number
+    of compiles. A module where every policy stops at once gives 0 to all
+    (nothing compiled); elsewhere its start size is measured once (the
+    STOP model) and each acting policy is compiled. A module with a failed
+    compile under any policy is left out of all."""
+    acting = {(pi, m.name) for pi, p in enumerate(policies) for m in modules
+              if decisions(p, m.first)[0] != STOP}
+    live = [m for m in modules if any((pi, m.name) in acting for pi in range(len(policies)))]
+    tasks, where = [], []
+    for m in live:
+        if m.start_text is None:
+            tasks.append(compile_task(m.ir, model=stop_model, key=m.name, **task_args))
+            where.append((None, m))
+    models = [p.to_onnx() for p in policies]
+    for pi in range(len(policies)):
+        for m in live:
+            if (pi, m.name) in acting:
+                tasks.append(compile_task(m.ir, model=models[pi], key=m.name, **task_args))
+                where.append((pi, m))
+    sizes, bad = {}, set()
+    for (pi, m), r in zip(where, pool.map(tasks) if tasks else []):
+        if isinstance(r, TaskFailed):
+            _log.warning("ES compile of %s failed: %s", m.name, str(r.error).strip()[-300:])
+            bad.add(m.name)
+        elif pi is None:
+            m.start_text = int(r["text"])
+        else:
+            sizes[pi, m.name] = int(r["text"])
+    keep = [m for m in modules if m.name not in bad and (m not in live or m.start_text > 0)]
+    if not keep:
+        return None, len(tasks)
+    out = []
+    for pi in range(len(policies)):
+        out.append(float(np.mean([
+            0.0 if (pi, m.name) not in sizes else (m.start_text - sizes[pi, m.name]) / m.start_text
+            for m in keep])))
+    return out, len(tasks)
+
+
+def finetune(pool, policy, train_modules, episodes, validate, *, plugin, max_steps, start,
+             stop_model, config=None, log=None, save_candidate=None):
+    """ES from ``policy`` (the warm start); returns the validation
+    candidates (:class:`..selection.Candidate`, label = iteration, 0 = the
+    warm start) and the winner (None if every one was rejected).
+
+    ``train_modules``: corpus modules (``name``, ``library``, ``ir()``);
+    only those with an episode in ``episodes`` (oracle data) take part.
+    ``validate(policy)`` returns the validation total or raises
+    :class:`..selection.Rejected`. ``log(row)`` gets one row per iteration;
+    ``save_candidate(label, policy)`` is called for each validated one."""
+    cfg = config or ESConfig()
+    rng = np.random.default_rng(cfg.seed)
+    t_start = time.monotonic()
+    # A module without code at the start has no relative reward to give.
+    first = {e["module"]: e["states"][0] for e in episodes
+             if len(e["states"]) and e["sizes"][0] > 0}
+    mods = [_Module(m, first[m.name]) for m in train_modules if m.name in first]
+    if not mods:
+        raise TrainingError("no training module has an oracle episode to start ES from")
+    X = np.concatenate([np.asarray(e["states"], np.float32) for e in episodes])
+    task_args = dict(plugin=plugin, max_steps=max_steps, start=start)
+    candidates = []
+
+    def validated(label, p, row):
+        c = sweep([(label, p)], validate)[0]
+        candidates.append(c)
+        if c.rejected is None:
+            row["validation_text"] = int(c.total)
+        else:
+            row["validation_rejected"] = c.rejected
+        if save_candidate is not None:
+            save_candidate(label, p)
+        return row
+
+    warm = policy
+    base_decisions = decisions(warm, X)
+    t0 = time.monotonic()
+    row = validated(0, warm, {"stage": "es-warm-start", "iteration": 0,
+                              "es_modules": len(mods), "states": int(len(X))})
+    row["seconds"] = round(time.monotonic() - t0, 1)
+    if log:
+        log(row)
+    sigma = calibrate_sigma(warm, X, cfg.change, rng)
+    adam = Adam(cfg.lr if cfg.lr is not None else sigma / 5)
+    theta = head(warm)
+    for it in range(1, cfg.iterations + 1):
+        t_it = time.monotonic()
+        sample = sample_modules(mods, cfg.modules_per_iteration, rng)
+        eps = rng.standard_normal((cfg.pairs, len(theta)))
+        cands = ([with_head(warm, theta + sigma * e) for e in eps]
+                 + [with_head(warm, theta - sigma * e) for e in eps])
+        rewards, compiled = _rewards(pool, cands, sample, stop_model, task_args)
+        row = {"stage": "es", "iteration": it, "sigma": sigma,
+               "modules": [m.name for m in sample], "compiled": compiled}
+        last = it == cfg.iterations or (cfg.max_minutes is not None and
+                                        time.monotonic() - t_start > 60.0 * cfg.max_minutes)
+        if rewards is None:
+            row["skipped"] = "every sampled module failed to compile"
+        else:
+            rp, rm = rewards[:cfg.pairs], rewards[cfg.pairs:]
+            theta = adam.step(theta, es_gradient(rp, rm, eps, sigma))
+            row.update(train_reward=float(np.mean(rewards)),
+                       best_perturbation_reward=float(np.max(rewards)),
+                       decisions_changed=float(np.mean(
+                           decisions(with_head(warm, theta), X) != base_decisions)))
+        if it % cfg.eval_every == 0 or last:
+            validated(it, with_head(warm, theta), row)
+        row["seconds"] = round(time.monotonic() - t_it, 1)
+        if log:
+            log(row)
+        if last:
+            break
+    return candidates, best(candidates)
