@@ -1,6 +1,7 @@
 """The shared evolution-strategies pieces (mlbridge.train.es): the
 antithetic gradient points uphill, Adam climbs, the module sample covers
-every library before repeating one."""
+every library before repeating one, sigma changes the share of decisions
+asked for."""
 
 from types import SimpleNamespace
 
@@ -42,3 +43,19 @@ def test_sample_spreads_over_libraries():
     assert sorted(m.library for m in picked) == ["a", "b", "c"]
     every = sample_modules(mods, 100, np.random.default_rng(2))
     assert len(every) == len(mods) and len({id(m) for m in every}) == len(mods)
+
+
+def test_sigma_changes_about_the_target_share_of_decisions():
+    from mlbridge.train.es import calibrate_sigma
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((400, 5))
+    theta = rng.standard_normal(5)
+
+    def decide(th):
+        return X @ th > 0
+
+    for target in (0.02, 0.2):
+        sigma = calibrate_sigma(theta, decide, target, np.random.default_rng(4))
+        shares = [np.mean(decide(theta + sigma * rng.standard_normal(5)) != decide(theta))
+                  for _ in range(200)]
+        assert target / 2 < np.mean(shares) < target * 2, (target, sigma, np.mean(shares))

@@ -1,11 +1,12 @@
 """Antithetic evolution strategies, shared by the trainers that search a
 policy's parameters against measured code size (as google/ml-compiler-opt's
 blackbox ES does): the gradient estimate, the Adam ascent step, and the
-per-iteration sample of training modules spread over libraries."""
+per-iteration sample of training modules spread over libraries, and the
+perturbation scale."""
 
 import numpy as np
 
-__all__ = ["es_gradient", "Adam", "sample_modules"]
+__all__ = ["es_gradient", "Adam", "sample_modules", "calibrate_sigma"]
 
 
 def es_gradient(rewards_plus, rewards_minus, eps, sigma):
@@ -50,3 +51,18 @@ class Adam:
         mh = self.m / (1 - 0.9 ** self.t)
         vh = self.v / (1 - 0.999 ** self.t)
         return theta + self.lr * mh / (np.sqrt(vh) + 1e-8)
+
+
+def calibrate_sigma(theta, decide, target, rng):
+    """The perturbation scale at which ``theta + sigma eps`` changes about
+    ``target`` (a share) of the decisions ``decide(theta)`` makes on
+    recorded states: a scale in decisions, not in raw parameter units."""
+    base = decide(theta)
+    best_sigma, best_err = None, None
+    for sigma in np.geomspace(1e-4, 1.0, 25):
+        share = np.mean([np.mean(decide(theta + sigma * rng.standard_normal(theta.shape)) != base)
+                         for _ in range(4)])
+        err = abs(np.log((share + 1e-6) / target))
+        if best_err is None or err < best_err:
+            best_sigma, best_err = float(sigma), err
+    return best_sigma

@@ -49,7 +49,7 @@ import numpy as np
 from ...toolchain import toolchain
 from ..cache import RolloutCache
 from ..cluster import TaskFailed, WorkerPool
-from ..es import Adam, es_gradient, sample_modules
+from ..es import Adam, calibrate_sigma, es_gradient, sample_modules
 from ..results import RunResults, TrainingError
 from ..selection import Rejected, best, sweep
 from .policy import MODEL_FEATURES, InlinePolicy
@@ -236,21 +236,6 @@ def evaluate_policy(run, policy, modules, what):
     return sum(sizes.values()), len(todo)
 
 
-def _calibrate_sigma(policy, X, E, target, rng):
-    """The perturbation scale at which ``theta + sigma eps`` changes about
-    ``target`` of the decisions on the recorded requests."""
-    theta = policy.params()
-    base = policy.decide(X, E)
-    best_sigma, best_err = None, None
-    for sigma in np.geomspace(1e-4, 1.0, 25):
-        share = np.mean([np.mean(policy.with_params(theta + sigma * rng.standard_normal(
-            theta.shape)).decide(X, E) != base) for _ in range(4)])
-        err = abs(np.log((share + 1e-6) / target))
-        if best_err is None or err < best_err:
-            best_sigma, best_err = float(sigma), err
-    return best_sigma
-
-
 def _rewards(run, policies, modules, what):
     """Mean relative reward of each policy over ``modules`` (one list of
     modules for all, so the policies are compared on the same code);
@@ -386,7 +371,8 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
             f"validation .text ratio {row.get('validation_ratio', 'rejected')}")
 
         # -- evolution strategies --------------------------------------------------
-        sigma = _calibrate_sigma(policy, X, E, cfg.change, rng)
+        sigma = calibrate_sigma(policy.params(),
+                                lambda th: policy.with_params(th).decide(X, E), cfg.change, rng)
         adam = Adam(cfg.lr if cfg.lr is not None else sigma / 10)
         theta = policy.params()
         # A module without code or without a question has no reward to give.

@@ -34,13 +34,13 @@ import time
 import numpy as np
 
 from ..cluster import TaskFailed
-from ..es import Adam, es_gradient, sample_modules
+from ..es import Adam, calibrate_sigma, es_gradient, sample_modules
 from ..results import TrainingError
 from ..selection import best, sweep
 from .policy import STOP, PhasePolicy
 from .task import compile_task
 
-__all__ = ["ESConfig", "finetune", "head", "with_head", "decisions", "calibrate_sigma"]
+__all__ = ["ESConfig", "finetune", "head", "with_head", "decisions"]
 
 _log = logging.getLogger("mlbridge.train")
 
@@ -82,20 +82,6 @@ def decisions(policy, X):
     g = policy.gains(X)
     a = g.argmax(axis=1)
     return np.where(g[np.arange(len(g)), a] > policy.threshold, a, STOP)
-
-
-def calibrate_sigma(policy, X, target, rng):
-    """The perturbation scale at which ``head + sigma eps`` changes about
-    ``target`` of the decisions on the states ``X``."""
-    theta, base = head(policy), decisions(policy, X)
-    best_sigma, best_err = None, None
-    for sigma in np.geomspace(1e-4, 1.0, 25):
-        share = np.mean([np.mean(decisions(with_head(policy, theta + sigma * rng.standard_normal(
-            theta.shape)), X) != base) for _ in range(4)])
-        err = abs(np.log((share + 1e-6) / target))
-        if best_err is None or err < best_err:
-            best_sigma, best_err = float(sigma), err
-    return best_sigma
 
 
 class _Module:
@@ -193,7 +179,8 @@ def finetune(pool, policy, train_modules, episodes, validate, *, plugin, max_ste
     row["seconds"] = round(time.monotonic() - t0, 1)
     if log:
         log(row)
-    sigma = calibrate_sigma(warm, X, cfg.change, rng)
+    sigma = calibrate_sigma(head(warm), lambda th: decisions(with_head(warm, th), X),
+                            cfg.change, rng)
     adam = Adam(cfg.lr if cfg.lr is not None else sigma / 5)
     theta = head(warm)
     for it in range(1, cfg.iterations + 1):
