@@ -75,10 +75,12 @@ def test_best_flags_ties_go_to_fewer_flags(sizes):
     assert choice["best"] == [] and choice["best_name"] == "-Oz"
 
 
-def test_committed_best_flags_were_chosen_on_validation(sizes):
+@pytest.mark.parametrize("major", [19, 22])
+def test_committed_best_flags_were_chosen_on_validation(sizes, major):
     from mlbridge.corpus import Corpus
     b = sizes.baselines
-    rec = json.loads(b.best_flags_file(19).read_text())
+    rec = json.loads(b.best_flags_file(major).read_text())
+    assert f"clang version {major}." in rec["compiler"]
     assert rec["split"] == "validation"
     val = Corpus.load().modules(split="validation")
     assert rec["units"] + len(rec["errors"]) == len(val)
