@@ -38,7 +38,7 @@ from ...llvm.policies import Policy
 __all__ = ["COLUMN_FEATURES", "NUM_COLUMNS", "NUM_FEATURES", "NUM_PARAMS",
            "column_matrix", "column_feature", "LinearEviction",
            "GreedyRule", "TrainedEviction", "Recorder", "SHIPPED_POLICY", "fit_imitation",
-           "JsonFile"]
+           "masked_argmax", "JsonFile"]
 
 #: Per-column features the policy reads (LLVM 19's eviction header without
 #: ``mask``), in this order.
@@ -103,8 +103,9 @@ class JsonFile:
             return cls.from_dict(json.load(f))
 
 
-def _masked_argmax(scores, mask):
-    return int(np.argmax(np.where(mask, scores, -np.inf)))
+def masked_argmax(scores, mask):
+    """The best legal column of each request (``scores``, ``mask``: [..., 33])."""
+    return np.argmax(np.where(mask, scores, -np.inf), axis=-1)
 
 
 class LinearEviction(JsonFile, Policy):
@@ -117,7 +118,7 @@ class LinearEviction(JsonFile, Policy):
         self.theta = np.asarray(theta, dtype=np.float64).reshape(NUM_PARAMS)
 
     def decide(self, X, mask):
-        return _masked_argmax(X @ self.theta, mask)
+        return int(masked_argmax(X @ self.theta, mask))
 
     def __call__(self, obs):
         return self.decide(*column_matrix(obs))
@@ -243,5 +244,4 @@ def fit_imitation(X, masks, actions, *, steps=400, lr=0.1, l2=1e-3, seed=0):
         m = 0.9 * m + 0.1 * grad
         v = 0.999 * v + 0.001 * grad ** 2
         theta -= lr * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
-    pred = np.argmax(np.where(legal, X @ theta, -np.inf), axis=1)
-    return theta, float(np.mean(pred == y))
+    return theta, float(np.mean(masked_argmax(X @ theta, legal) == y))

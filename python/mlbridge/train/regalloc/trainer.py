@@ -52,7 +52,7 @@ from ..cluster import TaskFailed, WorkerPool
 from ..results import RunResults, TrainingError
 from ..selection import Rejected, best, sweep
 from . import allocator as alloc
-from .evict import NUM_PARAMS, GreedyRule, LinearEviction, fit_imitation
+from .evict import NUM_PARAMS, GreedyRule, LinearEviction, fit_imitation, masked_argmax
 from .task import alloc_task, evict_task, machine_ir
 
 __all__ = ["Item", "load_items", "measure", "greedy_scores", "train", "by_library", "MODES"]
@@ -162,7 +162,7 @@ class _Evict:
         # ``accuracy`` is how often they answer as the rule did
         X, M, A = (np.concatenate([d[k] for d in data]) for k in range(3))
         theta = GreedyRule.theta()
-        pred = np.argmax(np.where(M, X.astype(np.float64) @ theta, -np.inf), axis=1)
+        pred = masked_argmax(X.astype(np.float64) @ theta, M)
         return theta, {"requests": int(len(A)), "accuracy": float(np.mean(pred == A))}
 
     @staticmethod
