@@ -30,8 +30,8 @@ from . import build_manifest
 from .errors import MLBridgeError
 from .toolchain import CompileError, run_tool
 
-__all__ = ["embed", "find", "command", "read_report", "Setup", "IR2VecError",
-           "IR2VecNotFound", "LEVELS", "KINDS", "LOADERS", "VERSIONS"]
+__all__ = ["embed", "find", "command", "read_report", "load_finite_json", "Setup",
+           "IR2VecError", "IR2VecNotFound", "LEVELS", "KINDS", "LOADERS", "VERSIONS"]
 
 LEVELS = ("function", "module", "block", "instruction")
 #: Who reads the vocabulary on LLVM 22: LLVM's analysis (-ir2vec-vocab-path)
@@ -110,11 +110,24 @@ def command(module_path, out_path, setup: Setup, kind: str = "symbolic",
     return cmd
 
 
+def _no_constant(name):
+    raise ValueError(f"{name} is not a finite number")
+
+
+def load_finite_json(text: str):
+    """``json.loads`` refusing ``NaN`` and ``Infinity`` (Python's extension
+    of JSON): vectors and vocabularies hold finite numbers only."""
+    return json.loads(text, parse_constant=_no_constant)
+
+
 def read_report(path, level: str = "function"):
     """The vectors of a plugin output file at ``level`` (see :func:`embed`)."""
     if level not in LEVELS:
         raise ValueError(f"level={level!r}: expected one of {LEVELS}")
-    data = json.loads(Path(path).read_text())
+    try:
+        data = load_finite_json(Path(path).read_text())
+    except ValueError as e:
+        raise IR2VecError(f"{path}: not an mlbridge-ir2vec-1 file ({e})") from None
     if data.get("format") != "mlbridge-ir2vec-1":
         raise IR2VecError(f"{path}: not an mlbridge-ir2vec-1 file")
     dim = int(data["dimension"])

@@ -32,6 +32,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .errors import MLBridgeError
+from .ir2vec import load_finite_json
 from .toolchain import CompileError, run_tool
 
 FORMAT = "mlbridge-mir2vec-vocab-1"
@@ -39,8 +41,9 @@ RELATIONS = ("next", "arg")
 Triplet = Tuple[str, str, str]
 
 
-class MIR2VecError(RuntimeError):
-    """llc or the pass failed (the message is theirs)."""
+class MIR2VecError(MLBridgeError, RuntimeError):
+    """llc or the pass failed (the message is theirs), or a vocabulary or
+    output file is not what the pass reads or writes."""
 
 
 def _plugins(llvm: int, build_dir=None):
@@ -89,7 +92,11 @@ def _run_pass(mir, options: Sequence[str], llvm: int, build_dir, timeout: float)
 def _read_lines(path: Path) -> List[dict]:
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    try:
+        return [load_finite_json(line) for line in path.read_text().splitlines()
+                if line.strip()]
+    except ValueError as e:
+        raise MIR2VecError(f"{path}: not the pass's JSON lines ({e})") from None
 
 
 def triplets(mir, *, llvm: int = 19, build_dir=None,
@@ -206,10 +213,22 @@ def link_prediction(vocab: dict, triplet_sets: Iterable[Dict[str, List[Triplet]]
 
 
 def write_vocabulary(vocab: dict, path) -> Path:
+    """Writes ``vocab`` as JSON (atomically); refuses one with a value that
+    is not finite (a diverged training; the pass would refuse the file)."""
+    for section, what in (("entities", "entity"), ("relations", "relation")):
+        for name, vector in vocab.get(section, {}).items():
+            bad = next((x for x in vector if not np.isfinite(x)), None)
+            if bad is not None:
+                raise MIR2VecError(f"vocabulary for {path}: {what} '{name}' holds {bad} "
+                                   "(not finite); nothing written")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(vocab))
+    try:
+        text = json.dumps(vocab, allow_nan=False)
+    except ValueError as e:  # e.g. a NaN loss in "training"
+        raise MIR2VecError(f"vocabulary for {path}: {e}; nothing written") from None
+    tmp.write_text(text)
     tmp.replace(path)
     return path
 
@@ -219,7 +238,7 @@ def write_vocabulary(vocab: dict, path) -> Path:
 
 def _train_main(args) -> int:
     from .corpus import Corpus
-    corpus = Corpus.load()
+    corpus = Corpus.load(args.manifest)
     t0 = time.monotonic()
 
     def collect(split, count):
@@ -260,11 +279,14 @@ def _train_main(args) -> int:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m mlbridge.mir2vec")
+    from . import cli
+    p = cli.ArgumentParser(prog="python -m mlbridge.mir2vec")
     sub = p.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("train", help="a TransE vocabulary from the corpus' training split")
-    t.add_argument("--out", type=Path, default=Path("build/mir2vec/vocab.json"))
-    t.add_argument("--units", type=int, default=40)
+    t.add_argument("--out", type=lambda text: Path(cli.output_file(text)),
+                   default="build/mir2vec/vocab.json")
+    t.add_argument("--manifest", default=None, help="corpus manifest (default: the repo's)")
+    t.add_argument("--units", type=cli.positive_int, default=40)
     t.add_argument("--dim", type=int, default=64)
     t.add_argument("--epochs", type=int, default=200)
     t.add_argument("--seed", type=int, default=0)
@@ -272,7 +294,7 @@ def main(argv=None) -> int:
     t.add_argument("--validation-units", type=int, default=12,
                    help="units of the validation split for the link-prediction check")
     args = p.parse_args(argv)
-    return _train_main(args)
+    return cli.run(f"mlbridge.mir2vec {args.cmd}", _train_main, args)
 
 
 if __name__ == "__main__":

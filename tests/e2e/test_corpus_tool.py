@@ -128,7 +128,7 @@ def test_cli_list_and_check(corpus, tmp_path):
     assert "checked 7 units of 1 libraries" in res.stdout and " 0 problems" in res.stdout
     bad = subprocess.run(base + ["list", "--libraries", "nosuchlib"], env=env,
                          capture_output=True, text=True, timeout=60)
-    assert bad.returncode == 2 and "no library 'nosuchlib'" in bad.stderr
+    assert bad.returncode == 1 and "no library 'nosuchlib'" in bad.stderr
 
 
 def test_a_changed_source_fails_check_and_is_restored_by_fetch(corpus, tmp_path):

@@ -24,8 +24,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from . import SPLITS, Corpus, CorpusError, FetchError
-from .compile import CompileError
+from .. import cli
+from . import SPLITS, Corpus, FetchError
 from .fetch import SourceMismatch
 from .jobs import DEFAULT_JOBS, baseline, build_ir, measure, run_parallel
 
@@ -35,7 +35,7 @@ def _libraries(value):
 
 
 def build_parser():
-    p = argparse.ArgumentParser(prog="python -m mlbridge.corpus",
+    p = cli.ArgumentParser(prog="python -m mlbridge.corpus",
                                 description="The real-code corpus: fetch, build IR, measure "
                                             "the clang-19 -Oz baseline, check.")
     p.add_argument("--manifest", type=Path, help="manifest path (default corpus/manifest.json)")
@@ -50,7 +50,7 @@ def build_parser():
         q.add_argument("--libraries", help="comma-separated library names (default: all)")
         q.add_argument("--split", choices=SPLITS, help="only the libraries of this split")
         if jobs:
-            q.add_argument("-j", "--jobs", type=int, default=DEFAULT_JOBS,
+            q.add_argument("-j", "--jobs", type=cli.positive_int, default=DEFAULT_JOBS,
                            help=f"compiler processes at once (default {DEFAULT_JOBS})")
 
     common(sub.add_parser("fetch", help="download and verify the sources"), jobs=False)
@@ -68,7 +68,7 @@ def build_parser():
                    help="per-library and per-split tables in Markdown (docs/corpus.md)")
     q = sub.add_parser("manifest", help="regenerate the manifest from the recipes")
     q.add_argument("--libraries", help="only these (others are kept as they are)")
-    q.add_argument("-j", "--jobs", type=int, default=DEFAULT_JOBS)
+    q.add_argument("-j", "--jobs", type=cli.positive_int, default=DEFAULT_JOBS)
     return p
 
 
@@ -228,22 +228,20 @@ def cmd_list(corpus, args):
 def main(argv=None):
     args = build_parser().parse_args(argv)
     logging.basicConfig(format="warning: %(message)s")  # e.g. a source restored by fetch
-    try:
-        if args.command == "manifest":
-            from .generate import generate
-            from .manifest import DEFAULT_MANIFEST
-            generate(args.manifest or DEFAULT_MANIFEST, libraries=_libraries(args.libraries),
-                     jobs=args.jobs, cache_dir=args.cache_dir, build_dir=args.build_dir,
-                     progress=not args.no_progress)
-            return 0
-        corpus = Corpus.load(args.manifest, cache_dir=args.cache_dir, build_dir=args.build_dir)
-        return {"fetch": cmd_fetch, "build": cmd_build, "baseline": cmd_baseline,
-                "check": cmd_check, "list": cmd_list}[args.command](corpus, args)
-    except (CorpusError, FetchError, CompileError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
+    return cli.run(f"mlbridge.corpus {args.command}", _run, args)
+
+
+def _run(args):
+    if args.command == "manifest":
+        from .generate import generate
+        from .manifest import DEFAULT_MANIFEST
+        generate(args.manifest or DEFAULT_MANIFEST, libraries=_libraries(args.libraries),
+                 jobs=args.jobs, cache_dir=args.cache_dir, build_dir=args.build_dir,
+                 progress=not args.no_progress)
+        return 0
+    corpus = Corpus.load(args.manifest, cache_dir=args.cache_dir, build_dir=args.build_dir)
+    return {"fetch": cmd_fetch, "build": cmd_build, "baseline": cmd_baseline,
+            "check": cmd_check, "list": cmd_list}[args.command](corpus, args)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Callable, List, Sequence
@@ -11,6 +12,20 @@ from .manifest import Module
 
 #: Compiler processes at once by default (the machine has 2 cores).
 DEFAULT_JOBS = 2
+
+
+@contextlib.contextmanager
+def pool(executor_class, jobs: int):
+    """``executor_class(max_workers=jobs)`` (a concurrent.futures executor)
+    that, left by an exception (Ctrl-C), starts none of the queued tasks:
+    only those already running are waited for."""
+    ex = executor_class(max_workers=jobs)
+    try:
+        yield ex
+    except BaseException:
+        ex.shutdown(wait=True, cancel_futures=True)
+        raise
+    ex.shutdown(wait=True)
 
 
 def run_parallel(fn: Callable, items: Sequence, *, jobs: int = DEFAULT_JOBS,
@@ -25,8 +40,8 @@ def run_parallel(fn: Callable, items: Sequence, *, jobs: int = DEFAULT_JOBS,
                 results[i] = fn(item)
                 bar.update(1)
             return results
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
+        with pool(ProcessPoolExecutor, jobs) as ex:
+            futures = {ex.submit(fn, item): i for i, item in enumerate(items)}
             for fut in as_completed(futures):
                 results[futures[fut]] = fut.result()
                 bar.update(1)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+from .. import cli
 from ..errors import MLBridgeError
 from ..toolchain import CompileError, compile as compile_cmd, run_tool, toolchain
 from .manifest import REPO_ROOT
@@ -387,8 +388,8 @@ def _mismatches(results):
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m mlbridge.corpus.loops", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cli.ArgumentParser(prog="python -m mlbridge.corpus.loops", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     ls = sub.add_parser("list", help="kernels with family and split")
     ls.add_argument("--split", choices=SPLITS)
@@ -404,53 +405,53 @@ def main(argv=None) -> int:
                           "O3-pragma; writes corpus/loops/baselines.json")
     base.add_argument("--out", type=Path, default=ROOT / "baselines.json")
     args = p.parse_args(argv)
-    try:
-        if args.cmd == "list":
-            for k in kernels(args.split):
-                print(f"{k.name}\t{k.family}\t{k.split}")
-            return 0
-        if args.cmd == "generate":
-            made = generate(args.out_dir, args.per_kernel, seed=args.seed, split=args.split)
-            print(f"{len(made)} mutations written to {args.out_dir}")
-            return 0
-        log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
-        with tempfile.TemporaryDirectory(prefix="mlbridge-loops-") as tmp:
-            if args.cmd == "oracle":
-                ks = kernels(extra=sorted(args.generated.glob("*.c")) if args.generated else ())
-                res = _check_all(ks, ["O0", "O3", "O3-distribute", "O3-pragma", "sanitize"],
-                                 Path(tmp), log=log)
-                bad = _mismatches(res)
-                print("\n".join(bad) if bad else f"{len(res)} kernels: outputs equal at O0, O3, "
-                      "O3-distribute, O3-pragma and sanitized O1")
-                return 1 if bad else 0
-            measured = ["O3", "O3-distribute", "O3-pragma"]
-            res = _check_all(kernels(), ["O0"] + measured, Path(tmp), with_ir=measured, log=log)
-        bad = _mismatches(res)
-        if bad:
-            print("\n".join(bad))
-            return 1
-        vg = run_tool([shutil.which("valgrind") or "valgrind", "--version"]).strip()
-        for r in res.values():
-            del r["outputs"]
-        doc = {
-            "about": "Ir (callgrind instructions executed by the kernel and its callees, "
-                     "NTIMES=4 calls) per kernel; regenerate with "
-                     "`python -m mlbridge.corpus.loops baseline` (docs/loop-kernels.md).",
-            "clang": toolchain().version, "valgrind": vg,
-            "build": "<clang> <flags> -I corpus/loops -rdynamic corpus/loops/driver.c "
-                     "corpus/loops/kernels/<family>.c -o <exe>",
-            "flags": {fs: FLAG_SETS[fs] for fs in measured},
-            "measure": "valgrind --tool=callgrind --callgrind-out-file=<out> "
-                       "--collect-atstart=no --toggle-collect=<kernel> <exe> <kernel>",
-            "summary": summarize(res),
-            "kernels": res,
-        }
-        args.out.write_text(json.dumps(doc, indent=1) + "\n")
-        print(f"{len(res)} kernels measured; written to {args.out}")
+    return cli.run(f"mlbridge.corpus.loops {args.cmd}", _run, args)
+
+
+def _run(args):
+    if args.cmd == "list":
+        for k in kernels(args.split):
+            print(f"{k.name}\t{k.family}\t{k.split}")
         return 0
-    except (LoopKernelError, CompileError) as e:
-        print(f"mlbridge.corpus.loops: {e}", file=sys.stderr)
+    if args.cmd == "generate":
+        made = generate(args.out_dir, args.per_kernel, seed=args.seed, split=args.split)
+        print(f"{len(made)} mutations written to {args.out_dir}")
+        return 0
+    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    with tempfile.TemporaryDirectory(prefix="mlbridge-loops-") as tmp:
+        if args.cmd == "oracle":
+            ks = kernels(extra=sorted(args.generated.glob("*.c")) if args.generated else ())
+            res = _check_all(ks, ["O0", "O3", "O3-distribute", "O3-pragma", "sanitize"],
+                             Path(tmp), log=log)
+            bad = _mismatches(res)
+            print("\n".join(bad) if bad else f"{len(res)} kernels: outputs equal at O0, O3, "
+                  "O3-distribute, O3-pragma and sanitized O1")
+            return 1 if bad else 0
+        measured = ["O3", "O3-distribute", "O3-pragma"]
+        res = _check_all(kernels(), ["O0"] + measured, Path(tmp), with_ir=measured, log=log)
+    bad = _mismatches(res)
+    if bad:
+        print("\n".join(bad))
         return 1
+    vg = run_tool([shutil.which("valgrind") or "valgrind", "--version"]).strip()
+    for r in res.values():
+        del r["outputs"]
+    doc = {
+        "about": "Ir (callgrind instructions executed by the kernel and its callees, "
+                 "NTIMES=4 calls) per kernel; regenerate with "
+                 "`python -m mlbridge.corpus.loops baseline` (docs/loop-kernels.md).",
+        "clang": toolchain().version, "valgrind": vg,
+        "build": "<clang> <flags> -I corpus/loops -rdynamic corpus/loops/driver.c "
+                 "corpus/loops/kernels/<family>.c -o <exe>",
+        "flags": {fs: FLAG_SETS[fs] for fs in measured},
+        "measure": "valgrind --tool=callgrind --callgrind-out-file=<out> "
+                   "--collect-atstart=no --toggle-collect=<kernel> <exe> <kernel>",
+        "summary": summarize(res),
+        "kernels": res,
+    }
+    args.out.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"{len(res)} kernels measured; written to {args.out}")
+    return 0
 
 
 if __name__ == "__main__":

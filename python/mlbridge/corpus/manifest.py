@@ -78,6 +78,9 @@ class Module:
     build_dir: Optional[Path] = None
 
     def _key(self) -> str:
+        if not self.source.is_file():
+            raise CorpusError(f"{self.name}: no source {self.source}: the corpus is not "
+                              "fetched (python -m mlbridge.corpus fetch)")
         h = hashlib.sha256()
         for part in (cc.clang_version(), self.content_key, str(self.source),
                      "\0".join(self.flags)):

@@ -22,16 +22,12 @@ import sys
 import tempfile
 import time
 
+from .. import cli
 from .registry import PROBLEMS
 
 
 def cmd_problem(args):
-    from ..toolchain import CompileError
-    from .results import TrainingError
-    try:
-        summary = PROBLEMS[args.command].load().main(args)
-    except (TrainingError, CompileError) as e:
-        sys.exit(f"mlbridge.train {args.command}: {e}")
+    summary = PROBLEMS[args.command].load().main(args)
     print(json.dumps(summary, indent=2))
 
 
@@ -61,9 +57,8 @@ def cmd_throughput(args):
         print(f"speed-up {rows[-1]['workers']} vs {rows[0]['workers']} workers: "
               f"{rows[-1]['compiles_per_second'] / rows[0]['compiles_per_second']:.2f}x")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"modules": len(mods), "repeat": args.repeat, "rows": rows,
-                       "load": os.getloadavg()}, f, indent=2)
+        cli.write_json(args.json, {"modules": len(mods), "repeat": args.repeat, "rows": rows,
+                                   "load": os.getloadavg()}, indent=2)
 
 
 def cmd_evaluate(args):
@@ -101,8 +96,7 @@ def cmd_evaluate(args):
         bar.close()
     summary = evaluate.summarize(rows, [evaluate.PLAIN.name, config.name])
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump({"summary": evaluate.as_json(summary), "rows": rows}, f, indent=1)
+        cli.write_json(args.out, {"summary": evaluate.as_json(summary), "rows": rows}, indent=1)
     print(evaluate.markdown_table(summary, cpu=[config.name]))
     for e in summary["errors"]:
         print(f"error: {e['module']}: {e['errors']}", file=sys.stderr)
@@ -166,8 +160,7 @@ def cmd_size_report(args):
     for title, table in baselines.doc_tables(summary, lto_summary).items():
         print(f"\n{title}:\n{table}")
     path = args.out or str(baselines.RESULTS_DIR / f"{args.split}_llvm{major}.json")
-    with open(path, "w") as f:
-        json.dump(out, f, indent=1)
+    cli.write_json(path, out, indent=1)
     print(f"wrote {path}")
     for e in summary["errors"]:
         print(f"error: {e['module']}: {e['errors']}", file=sys.stderr)
@@ -204,16 +197,15 @@ def cmd_oracle(args):
     print(f"{len(searched)} units searched ({len(rows) - len(searched)} left out): -Oz "
           f"{oz:,} bytes, search oracle {best:,} bytes ({100.0 * (best - oz) / max(oz, 1):+.2f} %)")
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump({"passes": args.passes, "max_requests": args.max_requests,
-                       "max_minutes": args.max_minutes, "rows": rows,
-                       "oz_text": oz, "oracle_text": best}, f, indent=1)
+        cli.write_json(args.out, {"passes": args.passes, "max_requests": args.max_requests,
+                                  "max_minutes": args.max_minutes, "rows": rows,
+                                  "oz_text": oz, "oracle_text": best}, indent=1)
 
 
 def build_parser():
     from .modules import add_module_arguments
-    p = argparse.ArgumentParser(prog="python -m mlbridge.train", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cli.ArgumentParser(prog="python -m mlbridge.train", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
 
     for prob in PROBLEMS.values():
@@ -223,9 +215,9 @@ def build_parser():
 
     q = sub.add_parser("throughput", help="inliner compiles/s by number of Ray workers")
     add_module_arguments(q)
-    q.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    q.add_argument("--workers", type=cli.positive_int, nargs="+", default=[1, 2])
     q.add_argument("--repeat", type=int, default=1)
-    q.add_argument("--json", default=None, help="write the numbers here")
+    q.add_argument("--json", default=None, type=cli.output_file, help="write the numbers here")
     q.set_defaults(func=cmd_throughput)
     q = sub.add_parser("oracle", help="greedy per-module inlining search against the measured "
                                       "size")
@@ -239,9 +231,9 @@ def build_parser():
                    help="leave out modules with more inlining requests (budget)")
     q.add_argument("--max-minutes", type=float, default=None,
                    help="start no search step after this time (rows then say complete: false)")
-    q.add_argument("--workers", type=int, default=2)
+    q.add_argument("--workers", type=cli.positive_int, default=2)
     q.add_argument("--address", default=None)
-    q.add_argument("--out", default=None)
+    q.add_argument("--out", default=None, type=cli.output_file)
     q.set_defaults(func=cmd_oracle)
 
     q = sub.add_parser("evaluate", help="deployed plugin vs clang-19 -Oz, per library")
@@ -259,14 +251,16 @@ def build_parser():
     q.add_argument("--manifest", default=None)
     q.add_argument("--libraries", nargs="*", default=None)
     q.add_argument("--max-modules", type=int, default=None)
-    q.add_argument("--plugin", default=None, help="the plugin (default: the build's)")
+    q.add_argument("--plugin", default=None, type=cli.existing_file,
+                   help="the plugin (default: the build's)")
     q.add_argument("--plugin-build-dir", default=None)
-    q.add_argument("--model", default=None,
+    q.add_argument("--model", default=None, type=cli.existing_file,
                    help="an ONNX policy run by ONNX Runtime (default: the built-in compiled model)")
-    q.add_argument("--jobs", type=int, default=2)
+    q.add_argument("--jobs", type=cli.positive_int, default=2)
     q.add_argument("--no-cache", action="store_true",
                    help="measure everything again (default: size-report's measurement cache)")
-    q.add_argument("--out", default=None, help="write rows and summary (JSON) here")
+    q.add_argument("--out", default=None, type=cli.output_file,
+                   help="write rows and summary (JSON) here")
     q.add_argument("--quiet", action="store_true")
     q.set_defaults(func=cmd_evaluate)
 
@@ -284,8 +278,8 @@ def build_parser():
     q.add_argument("--lto-skip", nargs="*", default=[], metavar="LIBRARY",
                    help="libraries to leave out of the LTO table")
     q.add_argument("--no-cache", action="store_true", help="measure everything again")
-    q.add_argument("--jobs", type=int, default=2)
-    q.add_argument("--out", default=None,
+    q.add_argument("--jobs", type=cli.positive_int, default=2)
+    q.add_argument("--out", default=None, type=cli.output_file,
                    help="results JSON (default: models/size/<split>_llvm<major>.json)")
     q.add_argument("--tables-from", default=None, metavar="JSON",
                    help="only print the Markdown tables of a results file it wrote")
@@ -296,8 +290,8 @@ def build_parser():
 def main(argv=None):
     logging.basicConfig(level=logging.WARNING, format="mlbridge.train: %(message)s")
     args = build_parser().parse_args(argv)
-    args.func(args)
+    return cli.run(f"mlbridge.train {args.command}", lambda _: args.func(args))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

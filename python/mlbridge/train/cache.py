@@ -10,19 +10,23 @@ one ``.npz`` per key (the module's content hash and the compiler's tag).
 * Every entry carries a sha256 of its arrays. A damaged entry (empty,
   truncated, a flipped byte) is detected, named in a warning, removed and
   reported as missing: the caller recomputes it.
+* Writing is best-effort (:class:`BestEffortWrites`): a cache that cannot
+  be written (a full or read-only disk) is named in one warning and the
+  run goes on without it.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
 import tempfile
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional
 
 import numpy as np
 
-__all__ = ["RolloutCache"]
+__all__ = ["RolloutCache", "BestEffortWrites", "FAULT_INJECTION"]
 
 _log = logging.getLogger("mlbridge.train")
 _CHECK = "sha256"
@@ -37,12 +41,45 @@ def _digest(arrays: Dict[str, np.ndarray]) -> np.ndarray:
     return np.frombuffer(h.digest(), dtype=np.uint8)
 
 
+#: Fault injection for the tests (docs/training.md): with this environment
+#: variable set to "cache-enospc" every cache write fails as on a full disk.
+FAULT_INJECTION = "MLBRIDGE_FAULT_INJECTION"
+
+
+class BestEffortWrites:
+    """The writes of one cache folder: an ``OSError`` (full or read-only
+    disk) is named in one warning per cache, then the run goes on (what is
+    not cached is computed again next time). Creates the folder (``path``;
+    None: no cache)."""
+
+    def __init__(self, what: str, path: Optional[str]):
+        self.what = what
+        self.failed = False
+        if path is not None:
+            self(path, lambda: os.makedirs(path, exist_ok=True))
+
+    def __call__(self, path: str, write: Callable[[], None]) -> bool:
+        """Runs ``write()`` (which writes ``path``); False when it failed."""
+        try:
+            if os.environ.get(FAULT_INJECTION) == "cache-enospc":
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+            write()
+            return True
+        except OSError as e:
+            if not self.failed:
+                self.failed = True
+                _log.warning("%s: cannot write %s (%s); going on without caching it "
+                             "(further write errors of this cache are not reported)",
+                             self.what, e.filename or path, e.strerror or e)
+            return False
+
+
 class RolloutCache:
     """Entries under ``path``, named ``<key>.rollout.npz``."""
 
     def __init__(self, path):
         self.path = os.fspath(path)
-        os.makedirs(self.path, exist_ok=True)
+        self.writes = BestEffortWrites("rollout cache", self.path)
 
     def file(self, key: str) -> str:
         return os.path.join(self.path, f"{key}.rollout.npz")
@@ -73,16 +110,19 @@ class RolloutCache:
 
     def save(self, key: str, **arrays) -> None:
         """Writes entry ``key`` (atomically, through a temporary file of this
-        writer's own)."""
+        writer's own; best-effort)."""
         arrays = {k: np.asarray(v) for k, v in arrays.items()}
-        fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=self.path)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, **arrays, **{_CHECK: _digest(arrays)})
-            os.replace(tmp, self.file(key))
-        except BaseException:
+
+        def write():
+            fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=self.path)
             try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+                with os.fdopen(fd, "wb") as f:
+                    np.savez(f, **arrays, **{_CHECK: _digest(arrays)})
+                os.replace(tmp, self.file(key))
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+        self.writes(self.file(key), write)

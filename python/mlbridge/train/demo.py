@@ -60,20 +60,23 @@ def _compile_and_report(mods, plugins, jobs, cache):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m mlbridge.train.demo", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    from .. import cli
+    p = cli.ArgumentParser(prog="python -m mlbridge.train.demo", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--libraries", nargs="*", default=None,
                    help="held-out libraries to build (default: all held-out libraries)")
     p.add_argument("--max-units", type=int, default=8,
                    help="units per library, in manifest order (0: all; docs/results.md has "
                         "the full held-out table)")
     p.add_argument("--build-dir", default=None, help="CMake build folder with the plugins")
-    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--jobs", type=cli.positive_int, default=2)
     p.add_argument("--cache", action="store_true",
                    help="reuse measurements cached by earlier runs (default: compile all now)")
-    args = p.parse_args(argv)
+    return cli.run("mlbridge.train.demo", _demo, p.parse_args(argv))
 
-    from ..corpus import Corpus
+
+def _demo(args):
+    from ..corpus import Corpus, CorpusError
     from ..llvm.plugins import find_plugins
     from ..toolchain import compile, toolchain
     from . import evaluate
@@ -89,15 +92,13 @@ def main(argv=None):
     for lib in libs:
         lm = [m for m in corpus.modules(split="heldout") if m.library == lib]
         if not lm:
-            sys.exit(f"demo: {lib} is not a held-out library of the corpus")
+            raise CorpusError(f"{lib} is not a held-out library of the corpus")
         mods += lm[: args.max_units] if args.max_units > 0 else lm
     _say(f"   compiling {len(mods)} translation units with plain -Oz, the best flags, "
          f"each plugin and both plugins, with {args.jobs} jobs ...")
-    try:
-        rows, summary = _compile_and_report(mods, plugins, args.jobs,
-                                            evaluate.default_cache_dir() if args.cache else None)
-    except FileNotFoundError as e:  # no validation choice of the best flags
-        sys.exit(f"demo: {e}")
+    # FileNotFoundError without a validation choice of the best flags: one line.
+    rows, summary = _compile_and_report(mods, plugins, args.jobs,
+                                        evaluate.default_cache_dir() if args.cache else None)
 
     # The inliner's policy in Python, answering stock clang-19 over pipes.
     policy = InlinePolicy.load(SHIPPED_POLICY)

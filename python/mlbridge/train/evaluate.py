@@ -32,7 +32,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ..corpus.jobs import pool as jobs_pool
 from ..toolchain import CompileError, compile, run_tool, toolchain
+from .cache import BestEffortWrites
 from .results import write_atomically
 
 __all__ = ["Config", "PLAIN", "INLINER", "PHASE_ORDER", "PHASE_ORDER_STEPS", "measure",
@@ -141,12 +143,12 @@ def default_cache_dir():
 
 
 class _Cache:
-    """One JSON file per measurement under ``path`` (None: no cache)."""
+    """One JSON file per measurement under ``path`` (None: no cache);
+    writes are best-effort (:class:`~mlbridge.train.cache.BestEffortWrites`)."""
 
     def __init__(self, path):
         self.path = None if path is None else os.fspath(path)
-        if self.path:
-            os.makedirs(self.path, exist_ok=True)
+        self.writes = BestEffortWrites("measurement cache", self.path)
 
     def get(self, key):
         if not self.path:
@@ -162,7 +164,8 @@ class _Cache:
             def write(tmp):
                 with open(tmp, "w") as f:
                     json.dump(value, f)
-            write_atomically(os.path.join(self.path, key + ".json"), write)
+            path = os.path.join(self.path, key + ".json")
+            self.writes(path, lambda: write_atomically(path, write))
 
 
 def _unit_key(module) -> list:
@@ -241,7 +244,7 @@ def measure(modules, configs: Sequence[Config], *, plugins=None, jobs: int = 2,
     plugins = _plugins_for(configs, plugins)
     clang = toolchain().clang
     store = _Cache(cache)
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    with jobs_pool(ThreadPoolExecutor, jobs) as pool:
         futs = [pool.submit(_measure_unit, m, configs, plugins, clang, store, timeout)
                 for m in modules]
         rows = []
@@ -292,7 +295,7 @@ def measure_lto(modules, configs: Sequence[Config], *, plugins=None, jobs: int =
     for m in modules:
         libs.setdefault(m.library, []).append(m)
     tasks = [(lib, c) for lib in sorted(libs) for c in configs]
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    with jobs_pool(ThreadPoolExecutor, jobs) as pool:
         futs = [pool.submit(_measure_library_lto, lib, libs[lib], c, plugins, clang, store,
                             timeout) for lib, c in tasks]
         out: Dict[str, dict] = {}

@@ -6,6 +6,8 @@ import logging
 import random
 from pathlib import Path
 
+from ..cli import existing_file
+
 __all__ = ["IRModule", "corpus_modules", "select_modules", "training_modules",
            "add_module_arguments"]
 
@@ -55,9 +57,15 @@ def select_modules(mods, args, limit):
 
 
 def training_modules(args):
-    """(training modules, validation modules) of the corpus."""
-    return (select_modules(corpus_modules("train", args), args, args.max_train),
-            select_modules(corpus_modules("validation", args), args, args.max_validation))
+    """(training modules, validation modules): exactly the IR files of
+    ``--train-ir`` / ``--validation-ir`` when given, else the corpus's
+    training / validation split (each side on its own)."""
+    def side(files, split, limit):
+        if files:
+            return [IRModule(p) for p in files]
+        return select_modules(corpus_modules(split, args), args, limit)
+    return (side(args.train_ir, "train", args.max_train),
+            side(args.validation_ir, "validation", args.max_validation))
 
 
 def add_module_arguments(q):
@@ -70,5 +78,9 @@ def add_module_arguments(q):
     q.add_argument("--max-ir-kb", type=int, default=600,
                    help="leave out modules whose bitcode is larger (training speed)")
     q.add_argument("--max-train", type=int, default=None)
-    q.add_argument("--train-ir", nargs="*", default=None,
-                   help="train on these IR files instead of the corpus")
+    q.add_argument("--train-ir", nargs="*", default=None, type=existing_file,
+                   help="train on exactly these IR files instead of the corpus's training "
+                        "split")
+    q.add_argument("--validation-ir", nargs="*", default=None, type=existing_file,
+                   help="select on exactly these IR files instead of the corpus's "
+                        "validation split")

@@ -10,6 +10,8 @@ import json
 import os
 import time
 
+from ..errors import MLBridgeError
+
 __all__ = ["JsonFile", "RunResults", "TrainingError", "write_atomically"]
 
 
@@ -30,7 +32,7 @@ class JsonFile:
             return cls.from_dict(json.load(f))
 
 
-class TrainingError(RuntimeError):
+class TrainingError(MLBridgeError, RuntimeError):
     """Training cannot produce a meaningful result (says what failed)."""
 
 

@@ -17,10 +17,12 @@ __all__ = ["EMBEDDINGS", "MODEL_FEATURES", "InlinePolicy", "feature_matrix", "ma
 
 
 def add_arguments(q):
+    from ...cli import output_folder, positive_int
     from ..modules import add_module_arguments
     add_module_arguments(q)
-    q.add_argument("--out", required=True, help="output folder (log, curve, policy)")
-    q.add_argument("--workers", type=int, default=2)
+    q.add_argument("--out", required=True, type=output_folder,
+                   help="output folder (log, curve, policy)")
+    q.add_argument("--workers", type=positive_int, default=2)
     q.add_argument("--iterations", type=int, default=12, help="ES iterations")
     q.add_argument("--pairs", type=int, default=6,
                    help="antithetic perturbation pairs per ES iteration")
@@ -46,7 +48,6 @@ def add_arguments(q):
                    help="time box: no ES iteration starts after this many minutes")
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--max-validation", type=int, default=None)
-    q.add_argument("--validation-ir", nargs="*", default=None)
     q.add_argument("--cache", default=None,
                    help="folder caching LLVM's own trajectories between runs (keyed by "
                         "module content and clang version)")
@@ -54,13 +55,9 @@ def add_arguments(q):
 
 
 def main(args):
-    from ..modules import IRModule, training_modules
+    from ..modules import training_modules
     from ..results import TrainingError
-    if args.train_ir:
-        train_mods = [IRModule(p) for p in args.train_ir]
-        val_mods = [IRModule(p) for p in (args.validation_ir or [])]
-    else:
-        train_mods, val_mods = training_modules(args)
+    train_mods, val_mods = training_modules(args)
     if not train_mods or not val_mods:
         raise TrainingError("no training or validation modules")
     cfg = TrainConfig(iterations=args.iterations, pairs=args.pairs,

@@ -23,8 +23,10 @@ __all__ = ["GraphPolicy", "MAX_NODES", "decisions", "enumerate_partitions",
 
 
 def add_arguments(q):
-    q.add_argument("--out", required=True, help="output folder (log, curve, oracle, policy)")
-    q.add_argument("--workers", type=int, default=2)
+    from ...cli import existing_file, output_folder, positive_int
+    q.add_argument("--out", required=True, type=output_folder,
+                   help="output folder (log, curve, oracle, policy)")
+    q.add_argument("--workers", type=positive_int, default=2)
     q.add_argument("--address", default=None, help="a running Ray cluster (default: local)")
     q.add_argument("--iterations", type=int, default=2)
     q.add_argument("--max-train", type=int, default=None, help="training kernels (first N)")
@@ -54,8 +56,8 @@ def add_arguments(q):
     q.add_argument("--max-kernel-ratio", type=float, default=None,
                    help="reject a validation candidate that makes any kernel slower than "
                    "this many times -O3")
-    q.add_argument("--plugin", default=None, help="MLBridgeLoopDistribution.so (default: the "
-                   "build's)")
+    q.add_argument("--plugin", default=None, type=existing_file,
+                   help="MLBridgeLoopDistribution.so (default: the build's)")
     q.add_argument("--quiet", action="store_true")
 
 

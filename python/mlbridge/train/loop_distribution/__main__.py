@@ -8,9 +8,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ... import cli
 from ...corpus import loops as corpus
-from ...toolchain import CompileError
-from ..results import TrainingError
 from . import find_plugin
 
 DEMO_KERNEL = "split_rec_first"
@@ -60,53 +59,53 @@ def compile_cost_command(args):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m mlbridge.train.loop_distribution",
-                                description=__doc__)
+    p = cli.ArgumentParser(prog="python -m mlbridge.train.loop_distribution",
+                           description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     ev = sub.add_parser("evaluate", help="Ir of a split's kernels: the plugin's model, the "
                         "random policy, -O3, -O3 distribute; compile time")
     ev.add_argument("--split", choices=corpus.SPLITS, default="held_out")
-    ev.add_argument("--out", type=Path, required=True)
-    ev.add_argument("--model", type=Path, default=None,
+    ev.add_argument("--out", type=lambda t: Path(cli.output_file(t)), required=True)
+    ev.add_argument("--model", type=lambda t: Path(cli.existing_file(t)), default=None,
                     help="an ONNX model instead of the compiled-in one")
     ev.add_argument("--workers", type=int, default=2,
                     help="Ray workers (0: in this process, for a machine too loaded for Ray)")
     ev.add_argument("--cache", default=None)
-    ev.add_argument("--plugin", default=None)
+    ev.add_argument("--plugin", default=None, type=cli.existing_file)
     co = sub.add_parser("compile-cost", help="callgrind Ir of the whole clang -O3 -c of "
                         "family files, plain and with the plugin")
     co.add_argument("--families", nargs="+", required=True)
-    co.add_argument("--out", type=Path, required=True)
+    co.add_argument("--out", type=lambda t: Path(cli.output_file(t)), required=True)
     co.add_argument("--workers", type=int, default=2,
                     help="Ray workers (0: in this process)")
-    co.add_argument("--plugin", default=None)
+    co.add_argument("--plugin", default=None, type=cli.existing_file)
     de = sub.add_parser("demo", help="one held-out kernel: -O3 Ir, then with the plugin")
     de.add_argument("--kernel", default=DEMO_KERNEL)
-    de.add_argument("--plugin", default=None)
+    de.add_argument("--plugin", default=None, type=cli.existing_file)
     args = p.parse_args(argv)
-    try:
-        if args.cmd == "demo":
-            o3, ml, same = demo(args.kernel, args.plugin)
-            print(f"loop distribution, held-out kernel {args.kernel}: clang-19 -O3 {o3} Ir, "
-                  f"with MLBridgeLoopDistribution.so {ml} Ir ({ml / o3:.3f}x"
-                  f"{', same checksums' if same else ', CHECKSUMS DIFFER'})")
-            return 0 if same else 1
-        if args.cmd == "compile-cost":
-            return compile_cost_command(args)
-        from .evaluate import evaluate, markdown
-        from .trainer import write_json
-        res = evaluate(args.split, plugin=find_plugin(args.plugin), workers=args.workers,
-                       model=args.model.read_bytes() if args.model else None,
-                       cache_dir=args.cache)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        write_json(args.out, res)
-        print(markdown(res["summary"]))
-        print(f"compile Ir (whole clang process), plugin / -O3: "
-              f"{res['summary']['all']['compile_ir_ratio']}")
-        return 0
-    except (TrainingError, CompileError, corpus.LoopKernelError) as e:
-        print(f"mlbridge.train.loop_distribution: {e}", file=sys.stderr)
-        return 1
+    return cli.run(f"mlbridge.train.loop_distribution {args.cmd}", lambda _: _run(args))
+
+
+def _run(args):
+    if args.cmd == "demo":
+        o3, ml, same = demo(args.kernel, args.plugin)
+        print(f"loop distribution, held-out kernel {args.kernel}: clang-19 -O3 {o3} Ir, "
+              f"with MLBridgeLoopDistribution.so {ml} Ir ({ml / o3:.3f}x"
+              f"{', same checksums' if same else ', CHECKSUMS DIFFER'})")
+        return 0 if same else 1
+    if args.cmd == "compile-cost":
+        return compile_cost_command(args)
+    from .evaluate import evaluate, markdown
+    from .trainer import write_json
+    res = evaluate(args.split, plugin=find_plugin(args.plugin), workers=args.workers,
+                   model=args.model.read_bytes() if args.model else None,
+                   cache_dir=args.cache)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    write_json(args.out, res)
+    print(markdown(res["summary"]))
+    print(f"compile Ir (whole clang process), plugin / -O3: "
+          f"{res['summary']['all']['compile_ir_ratio']}")
+    return 0
 
 
 if __name__ == "__main__":

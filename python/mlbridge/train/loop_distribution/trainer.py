@@ -336,6 +336,10 @@ def train(train_kernels, validation_kernels, out_dir, *, plugin, workers=2, addr
         loops = sum(len(p["graphs"]) for p in probed.values())
         log({"stage": "probe", "kernels": len(probed), "loops": loops, "failed": failed,
              "seconds": round(time.monotonic() - t0, 1)})
+        if not loops:  # nothing to label, nothing to fit
+            raise TrainingError(f"the {len(probed)} probed training kernel(s) have no loop the "
+                                "plugin can distribute: nothing to learn (train on more "
+                                "kernels: --max-train, --families, --mutations)")
         oracle = Oracle(probed, margin)
         if reuse_oracle:
             old = reused_measurements(reuse_oracle, probed)

@@ -12,7 +12,8 @@ SHIPPED = Path(__file__).resolve().parents[4] / "models" / "mlir"
 
 
 def add_arguments(q):
-    q.add_argument("--out", default=str(SHIPPED),
+    from ...cli import output_folder
+    q.add_argument("--out", default=str(SHIPPED), type=output_folder,
                    help="folder of the model, its metrics and the measurement cache "
                         "(default: the shipped models/mlir)")
 

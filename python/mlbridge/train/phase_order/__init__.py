@@ -20,10 +20,12 @@ __all__ = ["PhasePolicy", "NUM_PASS_ACTIONS", "STOP", "oracle_task", "compile_ta
 
 
 def add_arguments(q):
+    from ...cli import existing_file, output_folder, positive_int
     from ..modules import add_module_arguments
     add_module_arguments(q)
-    q.add_argument("--out", required=True, help="output folder (log, oracle data, policy)")
-    q.add_argument("--workers", type=int, default=2)
+    q.add_argument("--out", required=True, type=output_folder,
+                   help="output folder (log, oracle data, policy)")
+    q.add_argument("--workers", type=positive_int, default=2)
     q.add_argument("--max-steps", type=int, default=None,
                    help="actions per episode (default 4; with --warm-start: its policy's)")
     q.add_argument("--max-validation", type=int, default=None)
@@ -43,7 +45,8 @@ def add_arguments(q):
                    help="time box of the oracle episodes (modules in a fixed random order; "
                         "no new batch starts after it)")
     q.add_argument("--data-from", default=None, help="oracle.npz of an earlier run")
-    q.add_argument("--plugin", default=None, help="MLBridgePhaseOrder.so (default: the build's)")
+    q.add_argument("--plugin", default=None, type=existing_file,
+                   help="MLBridgePhaseOrder.so (default: the build's)")
     q.add_argument("--plugin-build-dir", default=None)
     q.add_argument("--quiet", action="store_true")
     es = q.add_argument_group("ES fine-tuning (instead of the fit; docs/training.md)")
@@ -72,7 +75,7 @@ def main(args):
     from ..modules import training_modules
     from ..results import TrainingError
     train_mods, val_mods = training_modules(args)
-    if args.validation_max_ir_kb is not None:
+    if args.validation_max_ir_kb is not None and not args.validation_ir:
         import argparse
         from ..modules import corpus_modules, select_modules
         val_mods = select_modules(corpus_modules("validation", args), argparse.Namespace(

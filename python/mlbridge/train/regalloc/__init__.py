@@ -22,13 +22,15 @@ MODES = ("alloc", "evict")
 
 
 def add_arguments(q):
+    from ...cli import output_folder, positive_int
     from ..modules import add_module_arguments
     add_module_arguments(q)
     q.add_argument("--mode", choices=MODES, default="alloc",
                    help="alloc: -regalloc=mlbridge's policy (ONNX); evict: LLVM greedy's "
                         "eviction advisor over pipes")
-    q.add_argument("--out", required=True, help="output folder (log, curve, policy)")
-    q.add_argument("--workers", type=int, default=2)
+    q.add_argument("--out", required=True, type=output_folder,
+                   help="output folder (log, curve, policy)")
+    q.add_argument("--workers", type=positive_int, default=2)
     q.add_argument("--max-validation", type=int, default=None)
     q.add_argument("--iterations", type=int, default=6, help="ES iterations")
     q.add_argument("--population", type=int, default=4, help="antithetic pairs per iteration")

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import cli
 from ...corpus import Corpus
 from ..cluster import TaskFailed, Workdir, WorkerPool
 from .evict import SHIPPED_POLICY, LinearEviction
@@ -224,9 +225,8 @@ def cmd_heldout(args):
         bar.close()
     print(table)
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump({"mode": args.mode, "model": args.model, "policy": args.policy,
-                       "total": total, "units": rows}, f, indent=1)
+        cli.write_json(args.out, {"mode": args.mode, "model": args.model, "policy": args.policy,
+                                  "total": total, "units": rows}, indent=1)
 
 
 def function_losses(items, policy="heuristic", verify=False):
@@ -313,8 +313,7 @@ def cmd_callgrind(args):
             rows.append(row)
             print(json.dumps(row), flush=True)
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump(rows, f, indent=1)
+        cli.write_json(args.out, rows, indent=1)
 
 
 def cmd_demo(args):
@@ -337,8 +336,8 @@ def cmd_demo(args):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m mlbridge.train.regalloc", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cli.ArgumentParser(prog="python -m mlbridge.train.regalloc", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     q = sub.add_parser("heldout", help="per held-out library: the allocators' total score")
     q.add_argument("--mode", choices=("alloc", "evict"), default="alloc")
@@ -353,7 +352,8 @@ def main(argv=None):
     q.add_argument("--cache", default=None, help="alloc: keep measured numbers here")
     q.add_argument("--workers", type=int, default=2, help="Ray workers (0: here, no Ray)")
     q.add_argument("--address", default=None)
-    q.add_argument("--out", default=None, help="write every unit's numbers (JSON) here")
+    q.add_argument("--out", default=None, type=cli.output_file,
+                   help="write every unit's numbers (JSON) here")
     q.add_argument("--quiet", action="store_true")
     q.set_defaults(func=cmd_heldout)
     q = sub.add_parser("losses", help="per function, ours against greedy (never held-out)")
@@ -366,17 +366,14 @@ def main(argv=None):
     q = sub.add_parser("callgrind", help="csmith programs: Ir and output, greedy vs ours")
     q.add_argument("--seeds", type=int, nargs="+", default=[1001, 1002, 1003])
     q.add_argument("--model", default=None, help="an ONNX policy (default: the built-in one)")
-    q.add_argument("--out", default=None)
+    q.add_argument("--out", default=None, type=cli.output_file)
     q.set_defaults(func=cmd_callgrind)
     q = sub.add_parser("demo", help="one held-out library, score vs greedy")
     q.add_argument("--library", default=DEMO_LIBRARY)
     q.set_defaults(func=cmd_demo)
     args = p.parse_args(argv)
-    try:
-        args.func(args)
-    except FileNotFoundError as e:
-        sys.exit(f"mlbridge.train.regalloc: {e}")
+    return cli.run(f"mlbridge.train.regalloc {args.command}", lambda _: args.func(args))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
