@@ -1,6 +1,6 @@
 // The loop-distribution plugin's graph side (integrations/llvm/loop_distribution/
-// Partition.h): nodes from units, pi-blocks and cycles; ordered partitions
-// parsed and validated.
+// Partition.h): unit edges from dependence directions, nodes from units and
+// cycles; ordered partitions parsed and validated.
 #include "Partition.h"
 
 #include <gtest/gtest.h>
@@ -9,17 +9,16 @@ using namespace mlbridge::loopdist;
 
 namespace {
 
-// Units 0..4: 0 -> 1 (1 must not run before 0), 2 <-> 3 (a cycle), pi-block
-// {1, 4}.
+// Units 0..4: 0 -> 1 (1 must not run before 0), 2 <-> 3 and 1 <-> 4
+// (cycles).
 UnitGraph sample() {
   UnitGraph G;
   G.Units = 5;
-  G.Edges = {{0, 1}, {2, 3}, {3, 2}};
-  G.PiBlocks = {{1, 4}};
+  G.Edges = {{0, 1}, {2, 3}, {3, 2}, {1, 4}, {4, 1}};
   return G;
 }
 
-TEST(LoopPartition, CollapseJoinsPiBlocksAndCycles) {
+TEST(LoopPartition, CollapseJoinsCycles) {
   const NodeGraph N = collapse(sample());
   ASSERT_EQ(N.size(), 3u);
   EXPECT_EQ(N.Members[0], (std::vector<size_t>{0}));
@@ -76,17 +75,33 @@ TEST(LoopPartition, InvalidPartitions) {
             std::string::npos);
 }
 
-TEST(LoopPartition, PiBlocksStayWhole) {
-  // Nodes made without joining the pi-block (as if collapse had a bug): the
-  // validation still refuses to split it.
-  const UnitGraph G = sample();
-  UnitGraph NoPi = G;
-  NoPi.PiBlocks.clear();
-  const NodeGraph N = collapse(NoPi); // {0} {1} {2,3} {4}
-  ASSERT_EQ(N.size(), 4u);
-  EXPECT_NE(validatePartition(G, N, {{0, 1}, {2, 3}}).find("pi-block 0 is split"),
-            std::string::npos);
-  EXPECT_EQ(validatePartition(G, N, {{0}, {1, 3}, {2}}), "");
+TEST(LoopPartition, DependenceDirectionsGiveEdges) {
+  // '<' or '=': the earlier access's units first; '>': the later's first;
+  // '*' or unknown: both, so the units become one node.
+  UnitGraph G;
+  G.Units = 4;
+  addDependence(G, {0}, {1}, OrderForward);
+  addDependence(G, {2}, {1}, OrderBackward);
+  addDependence(G, {1}, {1}, OrderBoth); // one unit: nothing to order
+  EXPECT_EQ(G.Edges, (std::vector<std::pair<size_t, size_t>>{{0, 1}, {1, 2}}));
+  addDependence(G, {3}, {0, 2}, OrderBoth);
+  const NodeGraph N = collapse(G); // 0 -> 1 -> 2 <-> 3 <-> 0: one node
+  ASSERT_EQ(N.size(), 1u);
+  EXPECT_NE(validatePartition(G, N, {{0}, {1}}).find("does not exist"), std::string::npos);
+}
+
+TEST(LoopPartition, AnyDirectionDependenceRefusesEveryOrder) {
+  // Issue 34, item 2: `b[-i] = 7; c[i] = b[i+k] + 7`: the store's unit 0
+  // and the load's unit 1 with direction '*': neither order is valid when
+  // the nodes are forced apart (as with a collapse that ignored cycles).
+  UnitGraph G;
+  G.Units = 2;
+  addDependence(G, {0}, {1}, OrderBoth);
+  NodeGraph Apart = collapse(UnitGraph{2, {}});
+  ASSERT_EQ(Apart.size(), 2u);
+  EXPECT_NE(validatePartition(G, Apart, {{0}, {1}}).find("backward"), std::string::npos);
+  EXPECT_NE(validatePartition(G, Apart, {{1}, {0}}).find("backward"), std::string::npos);
+  EXPECT_EQ(validatePartition(G, Apart, {{0, 1}}), "");
 }
 
 } // namespace

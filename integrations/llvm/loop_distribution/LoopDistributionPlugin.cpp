@@ -6,10 +6,11 @@
 // model choose the ordered partition of every innermost loop it handles:
 //
 //   loop -> units (one slice per store and per value used after the loop)
-//        -> memory dependences from LLVM's DDG (DataDependenceGraph, with
-//           pi-blocks for dependence cycles) between units
-//        -> nodes: units joined by memory pi-blocks and dependence cycles
-//           (Partition.h), an acyclic graph of at most 16 nodes
+//        -> unit edges from the dependence of every pair of memory accesses
+//           (DependenceAnalysis where it can be trusted, else both ways;
+//           joined with LoopAccessInfo's recorded dependences)
+//        -> nodes: units joined by dependence cycles (Partition.h), an
+//           acyclic graph of at most 16 nodes
 //        -> the model walks it (Protocol.h): "select" picks the next node
 //           among those whose predecessors are placed, "merge" puts it into
 //           the current loop or starts a new one
@@ -32,12 +33,16 @@
 // (loads included) and runs all its iterations before the next copy starts.
 // A load sees the same memory as before exactly when every store it
 // depends on is in its copy or an earlier one and every store that must
-// come after it is in its copy or a later one: the unit edges say so for
-// each dependence DependenceAnalysis reports (for a duplicated load, for
-// every unit that holds it), and validatePartition() checks them. A
-// dependence the analysis cannot order joins its accesses into one
-// pi-block, so one node. Pointers that may alias are separated only behind
-// LoopAccessInfo's runtime checks (LoopVersioning; see run()).
+// come after it is in its copy or a later one. So every pair of accesses
+// (one a store) that may touch the same memory gets unit edges from its
+// direction at the loop's level ('<' or '=': the earlier access's units
+// first; '>': the later's; both for '*' or when unknown), for every unit
+// holding either access (a load may be duplicated), and validatePartition()
+// checks them. DependenceAnalysis is asked only where its assumptions hold
+// (shapeOf: an affine subscript with a provably non-zero step, whole
+// aligned elements, one base); elsewhere the pair is ordered both ways,
+// i.e. its units share one node. Pointers that may alias are separated
+// only behind LoopAccessInfo's runtime checks (LoopVersioning; see run()).
 //
 // The model: any runner (-mlbridge-ld-runner; RunnerSettings.h) but gRPC,
 // which this plugin is built without (it is loaded into every compile of
@@ -64,7 +69,6 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Analysis/AliasAnalysis.h"
 #include "llvm/Analysis/AssumptionCache.h"
-#include "llvm/Analysis/DDG.h"
 #include "llvm/Analysis/DependenceAnalysis.h"
 #include "llvm/Analysis/IVDescriptors.h"
 #include "llvm/Analysis/LoopAccessAnalysis.h"
@@ -364,59 +368,186 @@ std::string planUnits(Loop &L, LoopInfo &LI, DominatorTree &DT,
   return "";
 }
 
+/// DependenceInfo::depends answering for every execution (no runtime
+/// assumption; LLVM 22 may otherwise answer under predicates nobody checks).
+std::unique_ptr<Dependence> dependence(DependenceInfo &DI, Instruction *Src,
+                                       Instruction *Dst) {
+#if LLVM_VERSION_MAJOR >= 22
+  return DI.depends(Src, Dst, /*UnderRuntimeAssumptions=*/false);
+#else
+  return DI.depends(Src, Dst, /*PossiblyLoopIndependent=*/true);
+#endif
+}
+
+/// What DependenceAnalysis needs to be right about an access in L: its
+/// address is a loop-invariant base plus an offset that is either invariant
+/// in L or an affine recurrence of L whose step is provably non-zero (DA
+/// assumes a symbolic coefficient is not 0, and reads a wrapping, non-affine
+/// or extended subscript as if it were affine), and the access is a whole
+/// aligned element (DA compares addresses as points: an offset that is not a
+/// multiple of the access size may overlap its neighbour).
+struct AccessShape {
+  const SCEV *Base = nullptr;
+  uint64_t Size = 0;
+  bool Trusted = false;
+};
+
+AccessShape shapeOf(Instruction *I, Loop &L, ScalarEvolution &SE) {
+  AccessShape A;
+  const DataLayout &DL = I->getModule()->getDataLayout();
+  const TypeSize Size = DL.getTypeStoreSize(getLoadStoreType(I));
+  if (Size.isScalable() || !isPowerOf2_64(Size.getFixedValue()))
+    return A;
+  A.Size = Size.getFixedValue();
+  const SCEV *P = SE.getSCEV(getLoadStorePointerOperand(I));
+  A.Base = SE.getPointerBase(P);
+  if (!isa<SCEVUnknown>(A.Base) || !SE.isLoopInvariant(A.Base, &L))
+    return A;
+  const SCEV *Offset = SE.getMinusSCEV(P, A.Base);
+  if (isa<SCEVCouldNotCompute>(Offset))
+    return A;
+  const unsigned AlignBits = Log2_64(A.Size);
+  auto Aligned = [&](const SCEV *E) { return SE.getMinTrailingZeros(E) >= AlignBits; };
+  if (SE.isLoopInvariant(Offset, &L)) {
+    A.Trusted = Aligned(Offset);
+    return A;
+  }
+  const auto *AR = dyn_cast<SCEVAddRecExpr>(Offset);
+  if (!AR || AR->getLoop() != &L || !AR->isAffine())
+    return A;
+  const SCEV *Step = AR->getStepRecurrence(SE);
+  A.Trusted = SE.isLoopInvariant(Step, &L) && SE.isKnownNonZero(Step) &&
+              Aligned(AR->getStart()) && Aligned(Step);
+  return A;
+}
+
+/// The order the dependence between memory accesses X and Y of L requires
+/// (X before Y in program order, at least one of them a store;
+/// ld::DependenceOrder), read conservatively: none only if alias analysis
+/// or DependenceAnalysis proves there is none where DA can be trusted
+/// (shapeOf); the direction at L's level where it can; both otherwise.
+unsigned dependenceOrder(Instruction *X, Instruction *Y, Loop &L,
+                         const AccessShape &SX, const AccessShape &SY,
+                         AAResults &AA, DependenceInfo &DI) {
+  // As DA does, and valid across iterations: the pointers' whole objects
+  // (type-based and scoped no-alias included).
+  if (AA.isNoAlias(MemoryLocation::getBeforeOrAfter(getLoadStorePointerOperand(X),
+                                                    X->getAAMetadata()),
+                   MemoryLocation::getBeforeOrAfter(getLoadStorePointerOperand(Y),
+                                                    Y->getAAMetadata())))
+    return ld::NoOrder;
+  if (!SX.Trusted || !SY.Trusted || SX.Base != SY.Base || SX.Size != SY.Size)
+    return ld::OrderBoth;
+  std::unique_ptr<Dependence> D = dependence(DI, X, Y);
+  if (!D)
+    return ld::NoOrder;
+  const unsigned Level = L.getLoopDepth();
+  if (D->isConfused() || D->getLevels() < Level)
+    return ld::OrderBoth;
+  const unsigned Dir = D->getDirection(Level);
+  unsigned O = ld::NoOrder;
+  if (Dir & (Dependence::DVEntry::LT | Dependence::DVEntry::EQ))
+    O |= ld::OrderForward;
+  if (Dir & Dependence::DVEntry::GT)
+    O |= ld::OrderBackward;
+  return O;
+}
+
+/// The order LoopAccessInfo's recorded dependence D requires between its
+/// source and destination (ld::DependenceOrder, source first).
+unsigned recordedOrder(const MemoryDepChecker::Dependence &D) {
+  using T = MemoryDepChecker::Dependence;
+  switch (D.Type) {
+  case T::NoDep:
+    return ld::NoOrder;
+  case T::Forward:
+  case T::ForwardButPreventsForwarding:
+    return ld::OrderForward;
+  case T::Backward:
+  case T::BackwardVectorizable:
+  case T::BackwardVectorizableButPreventsForwarding:
+    return ld::OrderBackward;
+  default: // Unknown, IndirectUnsafe
+    return ld::OrderBoth;
+  }
+}
+
 /// The expensive half (Plan from planUnits, at least two units): the
 /// dependences, the nodes and their features; the IR2Vec node vectors only
 /// when Embeddings is given. Why L is not handled, or "".
-std::string planNodes(Loop &L, LoopInfo &LI, DominatorTree &DT,
-                      ScalarEvolution &SE, DependenceInfo &DI,
+///
+/// The unit edges come from the dependence of every pair of memory accesses
+/// with a store among them (dependenceOrder), joined with the dependences
+/// LoopAccessInfo recorded (LAI, as LLVM's LoopDistribute reads them): the
+/// union of two analyses' constraints is sound when either one is.
+std::string planNodes(Loop &L, DominatorTree &DT,
+                      ScalarEvolution &SE, AAResults &AA, DependenceInfo &DI,
+                      const LoopAccessInfo *LAI,
                       mlbridge::ir2vec::PluginEmbeddings *Embeddings,
                       LoopPlan &Plan) {
   const std::vector<Instruction *> &Order = Plan.Order;
   const auto &UnitsOf = Plan.UnitsOf;
-  // Memory dependences and pi-blocks from LLVM's DDG.
-  DataDependenceGraph DDG(L, LI, DI);
-  auto MemoryOf = [](const DDGNode &N) {
-    SmallVector<Instruction *, 8> Is;
-    N.collectInstructions(
-        [](Instruction *I) { return I->mayReadOrWriteMemory(); }, Is);
-    return Is;
+  std::vector<Instruction *> Accesses;
+  DenseMap<Instruction *, size_t> Position;
+  for (Instruction *I : Order)
+    if (isa<LoadInst>(I) || isa<StoreInst>(I)) {
+      Position[I] = Accesses.size();
+      Accesses.push_back(I);
+    }
+  std::vector<AccessShape> Shapes;
+  for (Instruction *I : Accesses)
+    Shapes.push_back(shapeOf(I, L, SE));
+  auto UnitList = [&](Instruction *I) {
+    const auto &Us = UnitsOf.lookup(I);
+    return std::vector<size_t>(Us.begin(), Us.end());
   };
-  std::set<std::pair<size_t, size_t>> Edges;
-  for (DDGNode *N : DDG) {
-    if (isa<RootDDGNode>(N))
-      continue;
-    if (auto *Pi = dyn_cast<PiBlockDDGNode>(N)) {
-      SmallVector<Instruction *, 8> All;
-      Pi->collectInstructions([](Instruction *) { return true; }, All);
-      if (MemoryOf(*Pi).empty())
-        continue; // a register recurrence: duplicated whole where needed
-      std::vector<size_t> Group;
-      for (Instruction *I : All) {
-        if (Plan.Control.count(I))
-          return "loop control takes part in a memory dependence cycle";
-        for (unsigned U : UnitsOf.lookup(I))
-          Group.push_back(U);
-      }
-      std::sort(Group.begin(), Group.end());
-      Group.erase(std::unique(Group.begin(), Group.end()), Group.end());
-      if (!Group.empty())
-        Plan.Units.PiBlocks.push_back(std::move(Group));
-    }
-    for (DDGEdge *E : N->getEdges()) {
-      if (!E->isMemoryDependence())
+  // A unit whose store feeds a load of its own slice in a later iteration
+  // (a recurrence through memory: the node feature pi_block).
+  std::vector<bool> MemoryRecurrence(Plan.Units.Units, false);
+  // Orders X (earlier) and Y (later); false: the loop control takes part.
+  auto Require = [&](Instruction *X, Instruction *Y, unsigned O) {
+    if (O == ld::NoOrder)
+      return true;
+    if (Plan.Control.count(X) || Plan.Control.count(Y))
+      return false;
+    const std::vector<size_t> UX = UnitList(X), UY = UnitList(Y);
+    ld::addDependence(Plan.Units, UX, UY, O);
+    const bool Flow = (isa<StoreInst>(X) && isa<LoadInst>(Y) && (O & ld::OrderForward)) ||
+                      (isa<LoadInst>(X) && isa<StoreInst>(Y) && (O & ld::OrderBackward));
+    if (Flow)
+      for (size_t U : UX)
+        if (std::find(UY.begin(), UY.end(), U) != UY.end())
+          MemoryRecurrence[U] = true;
+    return true;
+  };
+  for (size_t A = 0; A < Accesses.size(); ++A)
+    for (size_t B = A + 1; B < Accesses.size(); ++B) {
+      Instruction *X = Accesses[A], *Y = Accesses[B];
+      if (!X->mayWriteToMemory() && !Y->mayWriteToMemory())
         continue;
-      for (Instruction *From : MemoryOf(*N))
-        for (Instruction *To : MemoryOf(E->getTargetNode())) {
-          if (Plan.Control.count(From) || Plan.Control.count(To))
-            return "loop control reads memory the loop writes";
-          for (unsigned A : UnitsOf.lookup(From))
-            for (unsigned B : UnitsOf.lookup(To))
-              if (A != B)
-                Edges.insert({A, B});
-        }
+      if (!Require(X, Y, dependenceOrder(X, Y, L, Shapes[A], Shapes[B], AA, DI)))
+        return "loop control reads memory the loop writes";
     }
-  }
-  Plan.Units.Edges.assign(Edges.begin(), Edges.end());
+  if (LAI)
+    if (const auto *Deps = LAI->getDepChecker().getDependences())
+      for (const MemoryDepChecker::Dependence &D : *Deps) {
+        Instruction *Src = D.getSource(LAI->getDepChecker());
+        Instruction *Dst = D.getDestination(LAI->getDepChecker());
+        auto PS = Position.find(Src), PD = Position.find(Dst);
+        if (PS == Position.end() || PD == Position.end() || Src == Dst)
+          continue;
+        const unsigned O = recordedOrder(D);
+        const bool InOrder = PS->second < PD->second;
+        // As (earlier, later): a dependence named the other way round
+        // swaps its directions.
+        const unsigned Swapped = ((O & ld::OrderForward) ? unsigned(ld::OrderBackward) : 0u) |
+                                 ((O & ld::OrderBackward) ? unsigned(ld::OrderForward) : 0u);
+        if (!Require(InOrder ? Src : Dst, InOrder ? Dst : Src, InOrder ? O : Swapped))
+          return "loop control reads memory the loop writes";
+      }
+  std::sort(Plan.Units.Edges.begin(), Plan.Units.Edges.end());
+  Plan.Units.Edges.erase(std::unique(Plan.Units.Edges.begin(), Plan.Units.Edges.end()),
+                         Plan.Units.Edges.end());
   Plan.Nodes = ld::collapse(Plan.Units);
   const size_t NN = Plan.Nodes.size();
   if (NN > static_cast<size_t>(ld::MaxNodes))
@@ -471,6 +602,9 @@ std::string planNodes(Loop &L, LoopInfo &LI, DominatorTree &DT,
       }
     }
     F[ld::NFPiBlock] = Plan.Nodes.Collapsed[N] ? 1 : 0;
+    for (size_t U : Plan.Nodes.Members[N])
+      if (MemoryRecurrence[U])
+        F[ld::NFPiBlock] = 1;
     F[ld::NFUnits] = static_cast<float>(Plan.Nodes.Members[N].size());
     for (size_t U : Plan.Nodes.Members[N])
       if (!isa<StoreInst>(Plan.Anchors[U]))
@@ -481,20 +615,17 @@ std::string planNodes(Loop &L, LoopInfo &LI, DominatorTree &DT,
       EdgeCount += Plan.Nodes.Before[N][M] ? 1 : 0;
     }
   }
-  // Dependence distances (DependenceAnalysis, the analysis the DDG is made
-  // of): between accesses of one node, a backward or unknown loop-carried
-  // dependence blocks vectorization.
-  std::vector<Instruction *> Accesses;
-  for (Instruction *I : Order)
-    if ((isa<LoadInst>(I) || isa<StoreInst>(I)) && NodesOf.count(I))
-      Accesses.push_back(I);
+  // Dependence distances (DependenceAnalysis): between accesses of one
+  // node, a backward or unknown loop-carried dependence blocks
+  // vectorization.
   const unsigned Level = L.getLoopDepth();
   for (size_t A = 0; A < Accesses.size(); ++A)
     for (size_t B = A; B < Accesses.size(); ++B) {
       Instruction *Src = Accesses[A], *Dst = Accesses[B];
-      if (!Src->mayWriteToMemory() && !Dst->mayWriteToMemory())
+      if (!NodesOf.count(Src) || !NodesOf.count(Dst) ||
+          (!Src->mayWriteToMemory() && !Dst->mayWriteToMemory()))
         continue;
-      std::unique_ptr<Dependence> D = DI.depends(Src, Dst, true);
+      std::unique_ptr<Dependence> D = dependence(DI, Src, Dst);
       if (!D || D->isInput())
         continue;
       bool Carried = D->isConfused(), Backward = D->isConfused();
@@ -822,25 +953,31 @@ constexpr mlp::EmbeddedModelRef Embedded =
 constexpr mlp::EmbeddedModelRef Embedded{};
 #endif
 
-/// What one process decides with: the runner (made on first use, kept for
-/// every function and module of the process: one channel), the fixed
-/// partitions of -mlbridge-ld-partition, the log.
+/// What one module decides with: the runner (made on the module's first
+/// function with loops, kept for the rest of the module: one channel), the
+/// fixed partitions of -mlbridge-ld-partition, the log. Nothing is shared
+/// between modules: ThinLTO compiles many at once on its backend threads,
+/// each with its own pipeline and so its own LoopDistributionPass.
 struct Session {
-  bool Initialized = false;
-  std::string Error; // the runner could not be made
+  std::string Error; // the settings are wrong or the runner could not be made
+  bool ErrorReported = false;
   std::string RunnerName;
   std::optional<mlp::BoundRunner> Bound;
   std::map<std::string, std::string> Fixed; // "<function>:<loop>" or "*"
   std::string LogPath;
   bool Verbose = false;
+  /// loop_id: the loops asked about so far in this module (0, 1, ...), so
+  /// the same module always gives the same ids.
   int64_t NextLoopId = 0;
   /// Whether the runner reads node_embeddings (a model over pipes may; the
   /// built-in policy and a compiled-in model without that input do not).
   bool ReadsEmbeddings = false;
   bool EmbeddingsLoaded = false;
   /// IR2Vec (node_embeddings): its vocabulary is read on the first loop
-  /// that needs it, once per process; null without the vocabulary.
+  /// that needs it; null without the vocabulary.
   std::unique_ptr<mlbridge::ir2vec::PluginEmbeddings> Embeddings;
+
+  explicit Session(LLVMContext &Ctx);
 
   mlbridge::ir2vec::PluginEmbeddings *embeddings(LLVMContext &Ctx) {
     if (!ReadsEmbeddings)
@@ -857,78 +994,87 @@ struct Session {
   }
 };
 
-Session &session(LLVMContext &Ctx) {
-  static Session S;
-  if (S.Initialized)
-    return S;
-  S.Initialized = true;
-  S.Verbose = mlp::boolSetting(VerboseOpt, "MLBRIDGE_LD_VERBOSE");
-  S.LogPath = mlp::stringSetting(LogOpt, "MLBRIDGE_LD_LOG");
-  const std::string Fixed = mlp::stringSetting(PartitionOpt, "MLBRIDGE_LD_PARTITION");
-  for (StringRef Rest = Fixed; !Rest.empty();) {
+Session::Session(LLVMContext &Ctx) {
+  Verbose = mlp::boolSetting(VerboseOpt, "MLBRIDGE_LD_VERBOSE");
+  LogPath = mlp::stringSetting(LogOpt, "MLBRIDGE_LD_LOG");
+  const std::string FixedText = mlp::stringSetting(PartitionOpt, "MLBRIDGE_LD_PARTITION");
+  for (StringRef Rest = FixedText; !Rest.empty();) {
     auto [Entry, Tail] = Rest.split(';');
     Rest = Tail;
     Entry = Entry.trim();
     if (Entry.empty())
       continue;
     auto [Where, What] = Entry.split('=');
-    if (What.empty()) {
-      S.Error = "-mlbridge-ld-partition: '" + Entry.str() +
-                "' is not '<function>:<loop>=<partition>' or '*=<partition>'";
-      return S;
+    std::string Why;
+    if (What.trim().empty())
+      Why = "'" + Entry.str() + "' is not '<function>:<loop>=<partition>' or '*=<partition>'";
+    else if (!ld::parsePartition(What.trim(), Why))
+      Why = "'" + Entry.str() + "': " + Why;
+    if (!Why.empty()) {
+      Error = "-mlbridge-ld-partition: " + Why;
+      return;
     }
-    S.Fixed[Where.trim().str()] = What.trim().str();
+    Fixed[Where.trim().str()] = What.trim().str();
   }
-  if (!S.Fixed.empty()) {
-    S.RunnerName = "fixed";
-    return S;
+  if (!Fixed.empty()) {
+    RunnerName = "fixed";
+    return;
   }
   mlb::Expected<mlp::RunnerSettings> C = RunnerOpts.read(Embedded.Name);
   if (!C) {
-    S.Error = C.status().message();
-    return S;
+    Error = C.status().message();
+    return;
   }
   const mlp::RunnerKind K = mlp::resolveRunnerKind(*C);
   mlp::RunnerRequest Req;
   Req.Features = protocolFeatureSpecs();
   Req.Advice = protocolAdviceSpec();
-  Req.Diagnostics = mlp::llvmDiagnosticSink(Ctx, Prefix, S.Verbose);
+  Req.Diagnostics = mlp::llvmDiagnosticSink(Ctx, Prefix, Verbose);
   Req.MakeEmbedded = Embedded.Make;
   if (K == mlp::RunnerKind::Default) {
-    S.RunnerName = "builtin";
+    RunnerName = "builtin";
     auto R = BuiltinPolicyRunner::create(Req.Features, Req.Advice);
     if (!R) {
-      S.Error = R.status().message();
-      return S;
+      Error = R.status().message();
+      return;
     }
     mlp::BoundRunner B;
     B.Runner = std::move(*R);
     if (mlb::Status St = B.Binding.bind(*B.Runner, Req.Features); !St.isOk()) {
-      S.Error = St.message();
-      return S;
+      Error = St.message();
+      return;
     }
-    S.Bound = std::move(B);
+    Bound = std::move(B);
   } else {
-    S.RunnerName = mlp::runnerKindName(K);
+    RunnerName = mlp::runnerKindName(K);
     auto B = mlp::makeBoundRunner(K, *C, Req, "model", "loop distribution");
     if (!B) {
-      S.Error = B.status().message();
-      return S;
+      Error = B.status().message();
+      return;
     }
-    S.Bound = std::move(*B);
-    S.ReadsEmbeddings = S.Bound->Binding.has(ld::FNodeEmbeddings);
+    Bound = std::move(*B);
+    ReadsEmbeddings = Bound->Binding.has(ld::FNodeEmbeddings);
   }
-  if (S.Verbose)
+  if (Verbose)
     mlp::diagnose(Ctx, Prefix, DS_Remark,
-                  S.RunnerName == "builtin"
+                  RunnerName == "builtin"
                       ? std::string("partitions chosen by the built-in policy")
                       : mlp::runnerRemark(K, "partitions chosen"));
-  return S;
 }
 
 class LoopDistributionPass : public PassInfoMixin<LoopDistributionPass> {
 public:
   PreservedAnalyses run(Function &F, FunctionAnalysisManager &FAM);
+
+private:
+  /// The session of the module being compiled, made on its first function
+  /// with loops (in that module's context), remade if the pipeline is run on
+  /// another module. Shared by the copies a pass manager may make.
+  struct State {
+    const Module *M = nullptr;
+    std::unique_ptr<Session> S;
+  };
+  std::shared_ptr<State> Current = std::make_shared<State>();
 };
 
 PreservedAnalyses LoopDistributionPass::run(Function &F,
@@ -937,13 +1083,16 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
   LoopInfo &LI = FAM.getResult<LoopAnalysis>(F);
   if (LI.empty())
     return PreservedAnalyses::all();
-  Session &S = session(Ctx);
+  if (!Current->S || Current->M != F.getParent()) {
+    Current->S = std::make_unique<Session>(Ctx);
+    Current->M = F.getParent();
+  }
+  Session &S = *Current->S;
   if (!S.Error.empty()) {
-    static bool Reported = false; // once per process
-    if (!Reported)
+    if (!S.ErrorReported) // once per module
       mlp::diagnose(Ctx, Prefix, DS_Warning,
                     S.Error + "; loops are left as they are");
-    Reported = true;
+    S.ErrorReported = true;
     return PreservedAnalyses::all();
   }
   DominatorTree &DT = FAM.getResult<DominatorTreeAnalysis>(F);
@@ -1012,7 +1161,7 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
         E->invalidate(F);
         EmbeddingsFresh = true;
       }
-      Reason = planNodes(*L, LI, DT, SE, DI, E, Plan);
+      Reason = planNodes(*L, DT, SE, AA, DI, &LAIs.getInfo(*L), E, Plan);
     } else if (Reason.empty()) {
       Plan.Nodes = ld::collapse(Plan.Units);
     }
@@ -1026,12 +1175,8 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
         if (It == S.Fixed.end())
           It = S.Fixed.find("*");
         if (It != S.Fixed.end()) {
-          std::string Err;
+          std::string Err; // the syntax was checked with the settings
           P = ld::parsePartition(It->second, Err);
-          if (!P) {
-            Result = "invalid";
-            Reason = Err;
-          }
         }
       } else if (Nodes >= 2) {
         LoopId = S.NextLoopId++;

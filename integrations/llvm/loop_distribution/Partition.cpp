@@ -24,14 +24,10 @@ NodeGraph collapse(const UnitGraph &G) {
     if (A != B)
       Parent[std::max(A, B)] = std::min(A, B);
   };
-  for (const std::vector<size_t> &P : G.PiBlocks)
-    for (size_t I = 1; I < P.size(); ++I)
-      Join(P[0], P[I]);
-  // Reachability between units (loops have few units: Warshall is enough),
-  // with the pi-block groups as strongly connected already.
+  // Reachability between units (loops have few units: Warshall is enough).
   std::vector<std::vector<bool>> Reach(U, std::vector<bool>(U, false));
   for (size_t I = 0; I < U; ++I)
-    Reach[I][findRoot(Parent, I)] = Reach[findRoot(Parent, I)][I] = true;
+    Reach[I][I] = true;
   for (const auto &[From, To] : G.Edges)
     if (From < U && To < U)
       Reach[From][To] = true;
@@ -66,10 +62,20 @@ NodeGraph collapse(const UnitGraph &G) {
   N.Collapsed.assign(Nodes, false);
   for (size_t I = 0; I < Nodes; ++I)
     N.Collapsed[I] = N.Members[I].size() > 1;
-  for (const std::vector<size_t> &P : G.PiBlocks)
-    if (!P.empty() && P[0] < U)
-      N.Collapsed[N.NodeOfUnit[P[0]]] = true;
   return N;
+}
+
+void addDependence(UnitGraph &G, const std::vector<size_t> &EarlierUnits,
+                   const std::vector<size_t> &LaterUnits, unsigned Order) {
+  for (size_t A : EarlierUnits)
+    for (size_t B : LaterUnits) {
+      if (A == B)
+        continue;
+      if (Order & OrderForward)
+        G.Edges.emplace_back(A, B);
+      if (Order & OrderBackward)
+        G.Edges.emplace_back(B, A);
+    }
 }
 
 std::optional<OrderedPartition> parsePartition(std::string_view Text,
@@ -147,12 +153,6 @@ std::string validatePartition(const UnitGraph &G, const NodeGraph &N,
     if (LoopOf[Node] < 0)
       return "node " + std::to_string(Node) + " is in no loop";
   auto LoopOfUnit = [&](size_t U) { return LoopOf[N.NodeOfUnit[U]]; };
-  for (size_t B = 0; B < G.PiBlocks.size(); ++B)
-    for (size_t U : G.PiBlocks[B])
-      if (U < G.Units && LoopOfUnit(U) != LoopOfUnit(G.PiBlocks[B][0]))
-        return "pi-block " + std::to_string(B) + " is split between loops " +
-               std::to_string(LoopOfUnit(G.PiBlocks[B][0])) + " and " +
-               std::to_string(LoopOfUnit(U));
   for (const auto &[From, To] : G.Edges)
     if (From < G.Units && To < G.Units && LoopOfUnit(From) > LoopOfUnit(To))
       return "node " + std::to_string(N.NodeOfUnit[To]) + " (loop " +
