@@ -22,6 +22,7 @@ Usage: python3 ir2vec_vocab.py seedEmbeddingVocab.txt out.json
 """
 
 import json
+import math
 import sys
 
 # llvm/IR/Instruction.def of LLVM 22.1, in opcode order.
@@ -58,7 +59,18 @@ def read_vocabulary(path):
                 raise ValueError(f"{path}:{number}: expected 'name:[v1, ...]'")
             if not (rest.startswith("[") and rest.endswith("]")):
                 raise ValueError(f"{path}:{number}: truncated ('[...]' expected after '{name}:')")
-            values = [float(v) for v in rest[1:-1].split(",")]
+            values = []
+            for i, text in enumerate(rest[1:-1].split(","), 1):
+                try:
+                    v = float(text)
+                except ValueError:
+                    raise ValueError(f"{path}:{number}: value {i} of '{name}' is not a number "
+                                     f"('{text.strip()}')") from None
+                # float() reads inf, nan and 1e999 (inf): LLVM's JSON has none of them.
+                if not math.isfinite(v):
+                    raise ValueError(f"{path}:{number}: value {i} of '{name}' is not finite "
+                                     f"('{text.strip()}')")
+                values.append(v)
             if dim is None:
                 dim = len(values)
             elif len(values) != dim:
@@ -107,7 +119,7 @@ def main(argv):
         return 1
     doc, filled, unused = convert(entries, dim)
     with open(argv[2], "w", encoding="utf-8") as f:
-        json.dump(doc, f, separators=(",", ":"))
+        json.dump(doc, f, separators=(",", ":"), allow_nan=False)
         f.write("\n")
     print(f"ir2vec_vocab.py: {len(entries)} entries x {dim}; zero vectors for "
           f"{len(filled)} LLVM 22 keys: {' '.join(filled)}", file=sys.stderr)

@@ -63,7 +63,32 @@ std::string toJson(const EmbeddingsReport &R) {
   return Out;
 }
 
+namespace {
+// The first vector of R that holds inf or nan (sums of huge finite values
+// overflow; LLVM 22's own vocabulary loader takes 1e999 as inf), named.
+std::optional<std::string> firstNonFinite(const EmbeddingsReport &R) {
+  auto Fn = [](const FunctionVectors &F) { return "function '" + F.Name + "'"; };
+  if (!allFinite(R.Module))
+    return std::string("the module");
+  for (const FunctionVectors &F : R.Functions) {
+    if (!allFinite(F.Function))
+      return Fn(F);
+    for (size_t I = 0; I < F.Blocks.size(); ++I)
+      if (!allFinite(F.Blocks[I]))
+        return "block " + std::to_string(I) + " of " + Fn(F);
+    for (size_t I = 0; I < F.Instructions.size(); ++I)
+      if (!allFinite(F.Instructions[I]))
+        return "instruction " + std::to_string(I) + " of " + Fn(F);
+  }
+  return std::nullopt;
+}
+} // namespace
+
 Status writeReport(const EmbeddingsReport &R, const std::string &Path) {
+  if (std::optional<std::string> Bad = firstNonFinite(R))
+    return Status(ErrorCode::Malformed,
+                  "IR2Vec output '" + Path + "': the vector of " + *Bad +
+                      " is not finite (the vocabulary's values overflow); nothing written");
   const std::string Text = toJson(R);
   const std::string Tmp = Path + ".tmp";
   auto Fail = [&](const char *What) {

@@ -61,10 +61,12 @@ struct EmbeddingsReport {
   void addFunction(FunctionVectors F);
 };
 
+/// The file's text; R's numbers must be finite (writeReport checks).
 std::string toJson(const EmbeddingsReport &R);
 
 /// Writes the report to Path (replaced atomically: a reader never sees half
-/// a file). Errors name the file.
+/// a file). Errors name the file; a report holding inf or nan (JSON has
+/// neither) is refused (Malformed, naming the vector) and nothing is written.
 Status writeReport(const EmbeddingsReport &R, const std::string &Path);
 
 } // namespace mlbridge::ir2vec

@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -66,10 +67,19 @@ Expected<Vocabulary> Vocabulary::parse(std::string_view Text, const std::string 
       std::string_view Item = trim(Rest.substr(0, Comma));
       double D = 0;
       auto [Ptr, Ec] = std::from_chars(Item.data(), Item.data() + Item.size(), D);
-      if (Item.empty() || Ec != std::errc() || Ptr != Item.data() + Item.size())
-        return lineError(Name, LineNo, "value " + std::to_string(Values.size() + 1) +
-                                           " of '" + Key + "' is not a number ('" +
+      const std::string Which =
+          "value " + std::to_string(Values.size() + 1) + " of '" + Key + "' ";
+      const bool Whole = !Item.empty() && Ptr == Item.data() + Item.size();
+      if (Whole && Ec == std::errc::result_out_of_range)
+        return lineError(Name, LineNo, Which + "is out of a double's range ('" +
                                            std::string(Item) + "')");
+      if (!Whole || Ec != std::errc())
+        return lineError(Name, LineNo,
+                         Which + "is not a number ('" + std::string(Item) + "')");
+      // from_chars reads "inf" and "nan": vectors made of them are not numbers.
+      if (!std::isfinite(D))
+        return lineError(Name, LineNo,
+                         Which + "is not finite ('" + std::string(Item) + "')");
       Values.push_back(D);
       if (Comma == std::string_view::npos)
         break;
@@ -94,13 +104,20 @@ const Vector *Vocabulary::find(std::string_view Name) const {
   return It == Entries.end() ? nullptr : &It->second;
 }
 
+bool allFinite(const Vector &V) {
+  for (double X : V)
+    if (!std::isfinite(X))
+      return false;
+  return true;
+}
+
 void appendJsonVector(std::string &Out, const Vector &V) {
   Out += '[';
   char Buf[32];
   for (size_t I = 0; I < V.size(); ++I) {
     if (I)
       Out += ',';
-    // Sums of the vocabulary's finite values: never inf/nan, which JSON lacks.
+    // Callers check finiteness (allFinite): JSON has no inf or nan.
     auto Res = std::to_chars(Buf, Buf + sizeof Buf, V[I]);
     Out.append(Buf, Res.ptr);
   }

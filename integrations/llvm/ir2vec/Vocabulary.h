@@ -24,7 +24,8 @@ using Vector = std::vector<double>;
 class Vocabulary {
 public:
   /// Reads Path. NotFound when it cannot be opened, Malformed for a line
-  /// that is not "name:[numbers]" (with an optional trailing ','), a
+  /// that is not "name:[numbers]" (with an optional trailing ','), a value
+  /// that is not finite (inf, nan, or out of a double's range), a
   /// dimension different from the first line's, a name seen twice, or no
   /// entry at all.
   static Expected<Vocabulary> load(const std::string &Path);
@@ -41,8 +42,11 @@ private:
   unsigned Dim = 0;
 };
 
+/// Whether every value of V is finite (JSON has no inf or nan).
+bool allFinite(const Vector &V);
+
 /// Appends V as a JSON array of numbers, each the shortest text that reads
-/// back as the same double (locale-independent).
+/// back as the same double (locale-independent); V must be allFinite.
 void appendJsonVector(std::string &Out, const Vector &V);
 
 } // namespace mlbridge::ir2vec

@@ -108,6 +108,15 @@ private:
     }
     if (!Embeddings)
       return;
+    // Every vector is part of the function's sum: one check covers them all.
+    const m2v::Vector FunctionVector = Embeddings->function(MF);
+    if (!m2v::allFinite(FunctionVector)) {
+      mlp::diagnose(Ctx, Prefix, DS_Error,
+                    "the vector of machine function '" + MF.getName().str() +
+                        "' is not finite (the vocabulary's values overflow); nothing "
+                        "written to " + OutOpt);
+      return;
+    }
     json::Array Blocks, Instructions;
     for (const MachineBasicBlock &MBB : MF) {
       Blocks.push_back(vectorJson(Embeddings->block(MBB)));
@@ -125,7 +134,7 @@ private:
     json::Object Line{{"function", MF.getName()},
                       {"llvm", LLVM_VERSION_STRING},
                       {"dimension", static_cast<int64_t>(Embeddings->dimension())},
-                      {"vector", vectorJson(Embeddings->function(MF))},
+                      {"vector", vectorJson(FunctionVector)},
                       {"blocks", std::move(Blocks)}};
     if (InstructionsOpt)
       Line["instructions"] = std::move(Instructions);

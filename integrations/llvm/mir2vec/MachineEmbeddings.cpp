@@ -15,6 +15,8 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <cmath>
+
 using namespace llvm;
 
 namespace mlbridge::mir2vec {
@@ -140,11 +142,22 @@ mlbridge::Expected<Vocabulary> Vocabulary::load(const std::string &Path) {
       std::optional<double> D = X.getAsNumber();
       if (!D)
         return Bad("entity '" + KV.first.str() + "' holds a value that is not a number");
+      // LLVM's JSON parser reads 1e999 as inf.
+      if (!std::isfinite(*D))
+        return Bad("value " + Twine(Vec.size() + 1) + " of entity '" + KV.first.str() +
+                   "' is not finite (out of a double's range)");
       Vec.push_back(*D);
     }
     V.Entities.emplace(KV.first.str(), std::move(Vec));
   }
   return V;
+}
+
+bool allFinite(const Vector &V) {
+  for (double X : V)
+    if (!std::isfinite(X))
+      return false;
+  return true;
 }
 
 const Vector *Vocabulary::find(const std::string &Entity) const {

@@ -64,7 +64,8 @@ std::vector<Triplet> extractTriplets(const llvm::MachineFunction &F);
 /// "dimension": D, "entities": {name: [D numbers]}, ...}.
 class Vocabulary {
 public:
-  /// NotFound (naming the file and how to make one) / Malformed.
+  /// NotFound (naming the file and how to make one) / Malformed (naming
+  /// the entity; also a value that is not finite, e.g. 1e999).
   static Expected<Vocabulary> load(const std::string &Path);
   unsigned dimension() const { return Dim; }
   /// Null for an entity the vocabulary lacks.
@@ -75,6 +76,10 @@ private:
   unsigned Dim = 0;
   std::map<std::string, Vector> Entities;
 };
+
+/// Whether every value of V is finite: a sum of huge finite values can
+/// overflow, and JSON has no inf or nan (check before writing V).
+bool allFinite(const Vector &V);
 
 struct Weights {
   double Opcode = 1.0;

@@ -6,9 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <unistd.h>
 
 using namespace mlbridge;
@@ -49,6 +51,12 @@ TEST(IR2VecVocabulary, ErrorsNameTheFileTheLineAndTheFault) {
       {":[1, 2]", "line 1: expected 'name:[v1, v2, ...]'"},
       {"add:[1],\nadd:[2]", "line 2: 'add' appears twice"},
       {"\n\n", "IR2Vec vocabulary 'v.txt' has no entries"},
+      // from_chars reads these; JSON has none of them.
+      {"add:[1, inf]", "line 1: value 2 of 'add' is not finite ('inf')"},
+      {"add:[-INF, 1]", "line 1: value 1 of 'add' is not finite ('-INF')"},
+      {"add:[1, 2],\nret:[nan, 2]", "line 2: value 1 of 'ret' is not finite ('nan')"},
+      {"add:[1, infinity]", "line 1: value 2 of 'add' is not finite ('infinity')"},
+      {"add:[1e999, 2]", "line 1: value 1 of 'add' is out of a double's range ('1e999')"},
   };
   for (const Case &C : Cases) {
     Status S = parseError(C.Text);
@@ -112,6 +120,45 @@ TEST(IR2VecEmbeddingsJson, WriteReportReplacesTheFileAndNamesItOnError) {
   Status S = writeReport(R, "/nonexistent/dir/v.json");
   EXPECT_EQ(S.code(), ErrorCode::IOError);
   EXPECT_NE(S.message().find("'/nonexistent/dir/v.json'"), std::string::npos);
+}
+
+TEST(IR2VecEmbeddingsJson, WriteReportRefusesNonFiniteVectorsAndWritesNothing) {
+  char Dir[] = "/tmp/mlbridge-ir2vec-XXXXXX";
+  ASSERT_NE(mkdtemp(Dir), nullptr);
+  const std::string Path = std::string(Dir) + "/v.json";
+  const double Inf = std::numeric_limits<double>::infinity();
+  struct Case {
+    const char *Name;
+    void (*Spoil)(EmbeddingsReport &, double);
+    const char *Which;
+  } Cases[] = {
+      {"module", [](EmbeddingsReport &R, double X) { R.Module[1] = X; }, "the module"},
+      {"function", [](EmbeddingsReport &R, double X) { R.Functions[0].Function[0] = X; },
+       "function 'f'"},
+      {"block", [](EmbeddingsReport &R, double X) { R.Functions[0].Blocks[1][0] = X; },
+       "block 1 of function 'f'"},
+      {"instruction",
+       [](EmbeddingsReport &R, double X) { R.Functions[0].Instructions[0][1] = X; },
+       "instruction 0 of function 'f'"},
+  };
+  for (const Case &C : Cases)
+    for (double Bad : {Inf, -Inf, std::nan("")}) {
+      EmbeddingsReport R;
+      R.Dimension = 2;
+      R.WithBlocks = R.WithInstructions = true;
+      R.Module = {0, 0};
+      R.addFunction({"f", {1, 2}, {{0, 1}, {1, 1}}, {{1, 2}}});
+      C.Spoil(R, Bad);
+      Status S = writeReport(R, Path);
+      EXPECT_EQ(S.code(), ErrorCode::Malformed) << C.Name;
+      EXPECT_NE(S.message().find("IR2Vec output '" + Path + "': the vector of " + C.Which +
+                                 " is not finite"),
+                std::string::npos)
+          << S.message();
+      EXPECT_NE(access(Path.c_str(), F_OK), 0) << C.Name << ": a file was written";
+      EXPECT_NE(access((Path + ".tmp").c_str(), F_OK), 0);
+    }
+  rmdir(Dir);
 }
 
 TEST(IR2VecKind, Names) {

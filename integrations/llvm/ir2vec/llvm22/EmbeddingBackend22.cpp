@@ -20,6 +20,8 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <cmath>
+
 using namespace llvm;
 
 namespace mlbridge::ir2vec {
@@ -49,6 +51,10 @@ readSection(const json::Object &Root, StringRef Name, unsigned &Dim, const std::
       std::optional<double> D = N.getAsNumber();
       if (!D)
         return malformed(Path, Name + "." + Key.str() + " holds a value that is not a number");
+      // LLVM's JSON parser reads 1e999 as inf.
+      if (!std::isfinite(*D))
+        return malformed(Path, "value " + Twine(V.size() + 1) + " of " + Name + "." +
+                                   Key.str() + " is not finite (out of a double's range)");
       V.push_back(*D);
     }
     if (Dim == 0)
