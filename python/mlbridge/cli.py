@@ -19,6 +19,7 @@ command line builds its parser with :class:`ArgumentParser` and ends with
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -27,7 +28,7 @@ import tempfile
 from .errors import MLBridgeError
 
 __all__ = ["ArgumentParser", "run", "describe", "positive_int", "existing_file", "output_file",
-           "output_folder", "write_json", "EXIT_ERROR", "EXIT_USAGE", "EXIT_INTERRUPTED", "EXPECTED"]
+           "output_folder", "naming", "write_json", "EXIT_ERROR", "EXIT_USAGE", "EXIT_INTERRUPTED", "EXPECTED"]
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -106,16 +107,22 @@ def output_file(text: str) -> str:
     return text
 
 
-def write_json(path, obj, **dump_options) -> None:
-    """``json.dump(obj)`` into the file ``path`` (a command's results); an
-    OSError names the file even when the write itself fails (ENOSPC)."""
+@contextlib.contextmanager
+def naming(path):
+    """An OSError raised inside names ``path`` if it names no file (a write
+    or flush that fails, e.g. ENOSPC, names none)."""
     try:
-        with open(path, "w") as f:
-            json.dump(obj, f, **dump_options)
+        yield
     except OSError as e:
         if e.filename is None:
             raise OSError(e.errno, e.strerror, os.fspath(path)) from None
         raise
+
+
+def write_json(path, obj, **dump_options) -> None:
+    """``json.dump(obj)`` into the file ``path`` (a command's results)."""
+    with naming(path), open(path, "w") as f:
+        json.dump(obj, f, **dump_options)
 
 
 def describe(exc: BaseException) -> str:

@@ -197,6 +197,17 @@ def test_ctrl_c_is_one_line_and_status_130(tmp_path, args, prog):
     assert err.strip().splitlines()[-1] == f"{prog}: interrupted", err[-3000:]
 
 
+def test_a_full_results_disk_names_the_file(tmp_path):
+    """A training run's log on a full disk (/dev/full: a real ENOSPC): the
+    error names the file (one line through cli.run)."""
+    from mlbridge.train.results import RunResults
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "log.jsonl").symlink_to("/dev/full")
+    with pytest.raises(OSError) as e, RunResults(tmp_path / "run") as results:
+        results.log({"stage": "probe"})
+    assert cli.describe(e.value) == f"{tmp_path / 'run' / 'log.jsonl'}: No space left on device"
+
+
 # ---- --train-ir is exactly the training set ----------------------------------------
 
 def test_regalloc_trains_on_exactly_the_given_ir(tmp_path, monkeypatch):

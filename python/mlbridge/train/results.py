@@ -10,6 +10,7 @@ import json
 import os
 import time
 
+from ..cli import naming
 from ..errors import MLBridgeError
 
 __all__ = ["JsonFile", "RunResults", "TrainingError", "write_atomically"]
@@ -41,8 +42,9 @@ def write_atomically(path, write):
     path = os.fspath(path)
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        write(tmp)
-        os.replace(tmp, path)
+        with naming(path):
+            write(tmp)
+            os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -64,8 +66,9 @@ class RunResults(contextlib.AbstractContextManager):
         if self._log is None:
             self._log = open(self.path("log.jsonl"), "w")
         record = dict(record, time=time.strftime("%Y-%m-%dT%H:%M:%S"))
-        self._log.write(json.dumps(record) + "\n")
-        self._log.flush()
+        with naming(self._log.name):
+            self._log.write(json.dumps(record) + "\n")
+            self._log.flush()
         return record
 
     def summary(self, summary):
@@ -78,8 +81,9 @@ class RunResults(contextlib.AbstractContextManager):
 
     def close(self):
         if self._log is not None:
-            self._log.close()
-            self._log = None
+            log, self._log = self._log, None
+            with naming(log.name):  # what a failed write left behind fails again here
+                log.close()
 
     def __exit__(self, *exc):
         self.close()
