@@ -326,3 +326,39 @@ def test_run_folds_a_message_into_one_line(capsys):
         raise KeyError("a bug")
     with pytest.raises(KeyError):   # not an expected failure: its traceback stays
         cli.run("prog", bug)
+
+
+def test_regalloc_es_batch_whose_compile_fails_does_not_end_the_run(tmp_path):
+    """Each ES step re-measures its batch; when that compile fails (a worker
+    lost, a timeout) the step stands without its ratio instead of the run
+    ending in the selection's internal exception."""
+    from mlbridge.train.cluster import TaskFailed
+    from mlbridge.train.regalloc.evict import NUM_PARAMS
+    from mlbridge.train.regalloc.trainer import Item, train
+
+    class Pool:
+        candidates = 0
+
+        def map(self, tasks, progress=None):
+            out = []
+            for t in tasks:
+                if t.get("allocator") == "greedy":                 # greedy itself
+                    out.append({"total": 100.0})
+                elif t.get("rule") == "greedy-rule":               # the imitation data
+                    X = np.zeros((2, 33, NUM_PARAMS), np.float32)
+                    M = np.ones((2, 33), bool)
+                    out.append({"total": 100.0, "requests": 2,
+                                "data": (X, M, np.array([32, 32]))})
+                else:  # validation 0, then per step: member +, member -, batch, validation
+                    Pool.candidates += 1
+                    out.append(TaskFailed(t["key"], "lost worker", 1)
+                               if Pool.candidates in (4, 8) else {"total": 90.0})
+            return out
+
+    items = [Item("m", "lib", b"ir")]
+    summary = train(items, items, tmp_path / "run", mode="evict", pool=Pool(), iterations=2,
+                    population=1, batch=1, progress=False)
+    log = [json.loads(x) for x in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    steps = [r for r in log if r.get("stage") == "es" and r.get("iteration", 0) > 0]
+    assert steps and all(r["batch_ratio"] is None for r in steps), steps
+    assert summary

@@ -12,10 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, List, Optional
 
+from ..errors import MLBridgeError
+
 __all__ = ["Rejected", "Candidate", "sweep", "best"]
 
 
-class Rejected(Exception):
+class Rejected(MLBridgeError):
     """Raised by an evaluation: this candidate has no valid total (why)."""
 
 

@@ -318,8 +318,11 @@ def train(train_items, val_items, out_dir, *, mode="alloc", workers=2, address=N
                 ranks = np.argsort(np.argsort(fit.reshape(-1))).reshape(fit.shape)
                 util = ranks / max(1, fit.size - 1) - 0.5
                 theta = theta + lr / (population * sigma) * ((util[:, 0] - util[:, 1]) @ eps)
-                batch_ratio = ratio(totals(run(items, f"ES {it} batch", m.candidate(theta))),
-                                    items)
+                try:
+                    batch_ratio = ratio(totals(run(items, f"ES {it} batch",
+                                                   m.candidate(theta))), items)
+                except Rejected as e:  # the step stands; its batch ratio is unknown
+                    _log.warning("ES batch rejected: %s", e)
             row = {"iteration": it, "batch_ratio": batch_ratio}
             try:
                 val = totals(run(val_items, f"validation {it}", m.candidate(theta)))
