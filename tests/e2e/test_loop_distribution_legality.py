@@ -9,6 +9,10 @@ under every policy, print what plain ``-O0`` prints, on LLVM 19 and 22.
 * ``any_direction``: ``b[-i] = 7; c[i] = b[i+k] + 7`` with ``k = -2``: the
   dependence is ``[*|<]``; the DDG keeps only its forward edge, which let
   every store move before every load.
+* ``fuzz_seed139``: found by the generated-kernel fuzzer
+  (mlbridge.difftest.loop_kernels, seed 139 of its first version), reduced
+  by hand: a zero stride and a symbolic offset together; the forced split
+  into three loops was accepted.
 
 Each runs with the plugin loaded with no option (the shipped model), the
 built-in policy, and the bad partition forced (``-mlbridge-ld-partition``),
@@ -63,11 +67,30 @@ int main(void) {
   return 0;
 }
 """,
+    "fuzz_seed139": r"""
+#include <stdio.h>
+unsigned pool[64], c[16];
+__attribute__((noinline)) void kern(unsigned *p, long s, long k, long n) {
+  for (long i = 0; i < n; i++) {
+    p[-s * i] = 6u;
+    c[i] = p[i];
+    p[i - k] = 9u;
+  }
 }
-#: The order that is wrong for both: the first statement's loop first.
-BAD_PARTITION = "kern:0=0|1"
-POLICIES = {"shipped": {}, "builtin": {"runner": "default"},
-            "forced": {"partition": BAD_PARTITION}}
+volatile long vs = 0, vk = -2;
+int main(void) {
+  for (int i = 0; i < 64; i++) pool[i] = i * 3u + 1u;
+  kern(pool + 20, vs, vk, 8);
+  for (int i = 0; i < 8; i++) printf("%u ", c[i]);
+  printf("| %u %u\n", pool[20], pool[22]);
+  return 0;
+}
+""",
+}
+#: The wrong order of each: statements split in program order.
+BAD_PARTITION = {"zero_stride": "kern:0=0|1", "any_direction": "kern:0=0|1",
+                 "fuzz_seed139": "kern:0=0|1|2"}
+POLICIES = {"shipped": {}, "builtin": {"runner": "default"}, "forced": None}
 
 
 @pytest.fixture(scope="module")
@@ -93,8 +116,9 @@ def reference(clang, tmp_path_factory):
 def test_kernel_output_equals_plain(plugins, clang, reference, tmp_path, case, policy):
     src = tmp_path / f"{case}.c"
     src.write_text(CASES[case])
+    settings = {"partition": BAD_PARTITION[case]} if policy == "forced" else POLICIES[policy]
     got = build_and_run(src, clang, ["-O2"], tmp_path / case, plugin=ld.plugin(plugins),
-                        settings=ld.plugin_settings(**POLICIES[policy]))
+                        settings=ld.plugin_settings(**settings))
     assert got.output is not None, got.failure
     kern = [r for r in got.loops if r["function"] == "kern"]
     assert kern, "the plugin saw no loop in kern"
@@ -102,7 +126,7 @@ def test_kernel_output_equals_plain(plugins, clang, reference, tmp_path, case, p
         f"{case} with the {policy} policy prints {got.output!r}, plain -O0 "
         f"{reference[case]!r}; the plugin's log: {kern}")
     if policy == "forced":
-        # The two statements depend on each other both ways: one node, so
-        # the partition names a node that does not exist; refused loudly.
+        # The statements depend on each other both ways: one node, so the
+        # partition names a node that does not exist; refused loudly.
         assert kern[0]["result"] == "invalid", kern
         assert "warning: mlbridge-loop-distribution" in got.stderr, got.stderr
