@@ -9,19 +9,26 @@ r"""Command line of the differential tests (docs: tests/differential/README.md).
     python -m mlbridge.difftest configs
 
 ``campaign`` prints one summary (inputs x configurations x LLVM versions,
-each kind of failure) and writes every result to ``--out``; it exits 1 when
-a check failed. Errors are one line on stderr, exit status 2.
+each kind of failure) and writes every result to ``--out``; it exits 3 when
+a check failed. Errors are one line on stderr (:mod:`mlbridge.cli`: exit 1,
+2 for bad arguments).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
+from .. import cli
 from ..errors import MLBridgeError
+from .configs import CONFIGS
+
+PROG = "python -m mlbridge.difftest"
+#: The exit status of a campaign in which a check failed.
+EXIT_FAILURES = 3
+_NAMES = [c.name for c in CONFIGS]
 
 
 def _versions(text):
@@ -31,65 +38,62 @@ def _versions(text):
         raise argparse.ArgumentTypeError(f"not a list of LLVM versions: {text!r}") from None
 
 
-def _nonnegative(text):
+def _count(text):
     try:
         n = int(text)
     except ValueError:
         n = -1
     if n < 0:
-        raise argparse.ArgumentTypeError(f"not a count: {text!r}")
-    return n
-
-
-def _positive(text):
-    n = _nonnegative(text)
-    if n == 0:
-        raise argparse.ArgumentTypeError("must be at least 1")
+        raise argparse.ArgumentTypeError(f"expected a count >= 0, got {text!r}")
     return n
 
 
 def build_parser():
-    p = argparse.ArgumentParser(prog="python -m mlbridge.difftest",
+    p = cli.ArgumentParser(prog=PROG,
                                 description="Differential tests of the shipped LLVM plugins.")
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("campaign", help="run a campaign and summarize it")
-    c.add_argument("--csmith", type=_nonnegative, default=0, metavar="N",
+    c.add_argument("--csmith", type=_count, default=0, metavar="N",
                    help="csmith programs (seeds from --seed)")
-    c.add_argument("--stress", type=_nonnegative, default=0, metavar="N",
+    c.add_argument("--stress", type=_count, default=0, metavar="N",
                    help="llvm-stress modules (seeds from --seed)")
-    c.add_argument("--thinlto", type=_nonnegative, default=0, metavar="N",
+    c.add_argument("--thinlto", type=_count, default=0, metavar="N",
                    help="multi-unit ThinLTO programs")
-    c.add_argument("--units", type=_positive, default=4, help="units per ThinLTO program")
+    c.add_argument("--units", type=cli.positive_int, default=4, help="units per ThinLTO program")
+    c.add_argument("--kernels", type=_count, default=0, metavar="N",
+                   help="generated loop kernels (seeds from --seed)")
+    c.add_argument("--kernel-units", type=_count, default=0, metavar="N",
+                   help="a ThinLTO program of N units of distributable loops")
     c.add_argument("--cases", action="store_true",
                    help="also the kept cases of tests/differential/cases")
     c.add_argument("--programs", action="store_true",
                    help="also the project's own programs (tests/e2e/programs), alone and as "
                         "one ThinLTO program")
-    c.add_argument("--seed", type=_nonnegative, default=1, help="first seed (default 1)")
-    c.add_argument("--max-funcs", type=_positive, default=8, help="csmith --max-funcs")
+    c.add_argument("--seed", type=_count, default=1, help="first seed (default 1)")
+    c.add_argument("--max-funcs", type=cli.positive_int, default=8, help="csmith --max-funcs")
     c.add_argument("--llvm", type=_versions, default=None,
                    help="LLVM versions, e.g. 19,22 (default: every version built)")
-    c.add_argument("--config", action="append", default=None, metavar="NAME",
+    c.add_argument("--config", action="append", default=None, choices=_NAMES, metavar="NAME",
                    help="only these configurations (repeat; default all: see 'configs')")
-    c.add_argument("--jobs", type=_positive, default=2)
-    c.add_argument("--out", type=Path, help="write every result (JSON) here")
+    c.add_argument("--jobs", type=cli.positive_int, default=2)
+    c.add_argument("--out", type=cli.output_file, help="write every result (JSON) here")
     c.add_argument("--keep-dir", type=Path,
                    help="work here and keep the files of failing inputs (default: temporary)")
     c.add_argument("--quiet", action="store_true", help="no progress lines")
     b = sub.add_parser("build", help="run a compiler command with a configuration's "
                                      "settings (and its served policy)")
-    b.add_argument("--config", required=True)
+    b.add_argument("--config", required=True, choices=_NAMES)
     b.add_argument("--llvm", type=int, default=19)
     b.add_argument("cmd", nargs=argparse.REMAINDER, help="-- then the command")
     r = sub.add_parser("reduce", help="reduce a failing csmith program with cvise")
-    r.add_argument("--config", required=True)
+    r.add_argument("--config", required=True, choices=_NAMES)
     r.add_argument("--llvm", type=int, default=19)
     src = r.add_mutually_exclusive_group(required=True)
-    src.add_argument("--csmith-seed", type=_nonnegative)
+    src.add_argument("--csmith-seed", type=_count)
     src.add_argument("--source", type=Path)
-    r.add_argument("--max-funcs", type=_positive, default=8)
+    r.add_argument("--max-funcs", type=cli.positive_int, default=8)
     r.add_argument("--name", required=True, help="name of the kept case")
-    r.add_argument("--time", type=_positive, default=900, help="seconds for cvise")
+    r.add_argument("--time", type=cli.positive_int, default=900, help="seconds for cvise")
     r.add_argument("--out-dir", type=Path, help="where to keep it (default "
                                                 "tests/differential/cases)")
     sub.add_parser("configs", help="list the configurations")
@@ -104,26 +108,37 @@ def cmd_campaign(args) -> int:
                 csmith=range(s, s + args.csmith), stress=range(s, s + args.stress),
                 thinlto=[tuple(range(s + i * args.units, s + (i + 1) * args.units))
                          for i in range(args.thinlto)],
-                cases=args.cases, programs=args.programs, max_funcs=args.max_funcs, jobs=args.jobs)
+                cases=args.cases, programs=args.programs,
+                lto_programs=args.programs, kernels=range(s, s + args.kernels),
+                kernel_units=args.kernel_units, max_funcs=args.max_funcs, jobs=args.jobs)
     t0 = time.monotonic()
+    done = []
+
+    def write(results, partial):
+        summary = summarize(results)
+        summary["seconds"] = round(time.monotonic() - t0)
+        summary["command"] = "python -m mlbridge.difftest " + " ".join(sys.argv[1:])
+        if partial:
+            summary["partial"] = True
+        if args.out:
+            cli.write_json(args.out, {"summary": summary,
+                                      "results": [r.to_json() for r in results]}, indent=1)
+        return summary
 
     def progress(results):
+        done.extend(results)
+        # A long campaign's counts so far are on disk while it runs.
+        if len(done) % 50 < len(results):
+            write(done, partial=True)
         if not args.quiet:
             for r in results:
-                if r.failed and r.status != "discarded":
+                if r.failed:
                     print(f"{r.status}: {r.check} {r.case} {r.config} LLVM {r.llvm}: "
                           f"{' '.join(r.detail.split())[:200]}", file=sys.stderr, flush=True)
 
-    results = run_campaign(plan, workdir=args.keep_dir, progress=progress)
-    summary = summarize(results)
-    summary["seconds"] = round(time.monotonic() - t0)
-    summary["command"] = "python -m mlbridge.difftest " + " ".join(sys.argv[1:])
+    summary = write(run_campaign(plan, workdir=args.keep_dir, progress=progress), partial=False)
     print(format_summary(summary))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"summary": summary,
-                                        "results": [r.to_json() for r in results]}, indent=1))
-    return 1 if any(summary["failures"].values()) else 0
+    return EXIT_FAILURES if any(summary["failures"].values()) else 0
 
 
 def cmd_build(args) -> int:
@@ -149,7 +164,6 @@ def cmd_reduce(args) -> int:
 
 
 def cmd_configs(args) -> int:
-    from .configs import CONFIGS
     for c in CONFIGS:
         env = " ".join(f"{k}={v}" for k, v in c.env.items())
         served = f" served:{c.served}(seed {c.seed})" if c.served else ""
@@ -159,17 +173,9 @@ def cmd_configs(args) -> int:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return {"campaign": cmd_campaign, "build": cmd_build, "reduce": cmd_reduce,
-                "configs": cmd_configs}[args.command](args)
-    except (MLBridgeError, KeyError, OSError) as e:
-        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
-        print(f"error: {msg}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
+    return {"campaign": cmd_campaign, "build": cmd_build, "reduce": cmd_reduce,
+            "configs": cmd_configs}[args.command](args)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.run(PROG, main))

@@ -40,8 +40,14 @@ class Plan:
     #: one tuple of csmith seeds (its units) per ThinLTO program
     thinlto: Sequence[Sequence[int]] = ()
     cases: bool = False
-    #: the project's own programs, each alone and all as one ThinLTO program
+    #: the project's own programs, each alone
     programs: bool = False
+    #: ... and all of them as one ThinLTO program
+    lto_programs: bool = False
+    #: seeds of generated loop kernels (:mod:`.loop_kernels`)
+    kernels: Sequence[int] = ()
+    #: units of a ThinLTO program of distributable loops (0: none)
+    kernel_units: int = 0
     max_funcs: int = 8
     unit_max_funcs: int = 4
     stress_size: int = 100
@@ -77,6 +83,20 @@ def kept_cases() -> List[Program]:
     return out
 
 
+def kernel_input(seed: int, workdir: Path) -> Program:
+    """The generated loop kernel of ``seed``."""
+    from .loop_kernels import generate
+    src = workdir / f"k{seed}.c"
+    src.write_text(generate(seed).source)
+    return Program(f"k{seed}", [src], origin=f"mlbridge.difftest.loop_kernels.generate({seed})")
+
+
+def kernel_units_program(units: int, workdir: Path) -> LtoProgram:
+    from .loop_kernels import many_units_program
+    return LtoProgram.of_files(f"lto-kernels{units}", many_units_program(units), workdir,
+                               f"mlbridge.difftest.loop_kernels.many_units_program({units})")
+
+
 def _configs_for(plan: Plan, host: str) -> List[Config]:
     return [c for c in plan.configs if host in c.hosts()]
 
@@ -106,7 +126,8 @@ def _stress_task(plan, ts, seed):
 
 def _thinlto_task(plan, ts, name, make_units):
     def task(workdir: Path) -> List[Result]:
-        prog = LtoProgram.of(name, make_units(workdir), workdir)
+        made = make_units(workdir)
+        prog = made if isinstance(made, LtoProgram) else LtoProgram.of(name, made, workdir)
         ref = lto_reference(ts, prog, workdir, timeout=plan.reference_timeout)
         if ref is None:
             return [Result("thinlto", name, "-O0", ts.llvm, "discarded",
@@ -118,23 +139,34 @@ def _thinlto_task(plan, ts, name, make_units):
 
 
 def _tasks(plan: Plan):
-    for ts in plan.toolsets:
-        for seed in plan.csmith:
-            yield _program_task(plan, ts, lambda d, s=seed: csmith_input(s, d, plan.max_funcs),
-                                "csmith")
-        for seed in plan.stress:
-            yield _stress_task(plan, ts, seed)
-        for seeds in plan.thinlto:
-            yield _thinlto_task(plan, ts, "lto-csmith" + "-".join(map(str, seeds)),
-                                lambda d, ss=seeds: [csmith_input(s, d, plan.unit_max_funcs)
-                                                     for s in ss])
-        if plan.programs:
-            for prog in project_programs():
-                yield _program_task(plan, ts, lambda d, p=prog: p, "programs")
-            yield _thinlto_task(plan, ts, "lto-programs", lambda d: project_programs())
-        if plan.cases:
-            for case in kept_cases():
-                yield _program_task(plan, ts, lambda d, c=case: c, "case")
+    """Every input on every LLVM version. The kinds of input are spread
+    evenly over the campaign and the versions side by side, so a campaign
+    stopped early has counts of each."""
+    kinds = [
+        [lambda ts, s=s: _program_task(plan, ts, lambda d: csmith_input(s, d, plan.max_funcs),
+                                       "csmith") for s in plan.csmith],
+        [lambda ts, s=s: _stress_task(plan, ts, s) for s in plan.stress],
+        [lambda ts, ss=tuple(ss): _thinlto_task(
+            plan, ts, "lto-csmith" + "-".join(map(str, ss)),
+            lambda d: [csmith_input(s, d, plan.unit_max_funcs) for s in ss])
+         for ss in plan.thinlto],
+        [lambda ts, p=p: _program_task(plan, ts, lambda d: p, "programs")
+         for p in (project_programs() if plan.programs else [])],
+        [lambda ts: _thinlto_task(plan, ts, "lto-programs", lambda d: project_programs())
+         ] if plan.lto_programs else [],
+        [lambda ts, c=c: _program_task(plan, ts, lambda d: c, "case")
+         for c in (kept_cases() if plan.cases else [])],
+        [lambda ts, k=k: _program_task(plan, ts, lambda d: kernel_input(k, d), "kernels")
+         for k in plan.kernels],
+        [lambda ts: _thinlto_task(plan, ts, f"lto-kernels{plan.kernel_units}",
+                                  lambda d: kernel_units_program(plan.kernel_units, d))
+         ] if plan.kernel_units else [],
+    ]
+    spread = sorted(((i + 0.5) / len(kind), k, make)
+                    for k, kind in enumerate(kinds) for i, make in enumerate(kind))
+    for _, _, make in spread:
+        for ts in plan.toolsets:
+            yield make(ts)
 
 
 def run_campaign(plan: Plan, *, workdir: Optional[Path] = None,

@@ -166,7 +166,7 @@ class Result:
 
     @property
     def failed(self) -> bool:
-        return self.status != "ok"
+        return self.status in FAILURES
 
     def to_json(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v not in ("", None)}
@@ -336,12 +336,13 @@ def check_stress(ts: Toolset, config: Config, seed: int, module: Path, *,
 
 @dataclass
 class LtoProgram:
-    """Units linked into one program: unit ``i``'s ``main`` is renamed
-    ``unit<i>_main`` and a generated driver calls them in turn."""
+    """Units linked into one program. Made :meth:`of` whole programs, unit
+    ``i``'s ``main`` is renamed ``unit<i>_main`` and a generated driver calls
+    them in turn; made :meth:`of_files`, the files are the program."""
 
     name: str
     units: List[Program]
-    driver: Path
+    driver: Optional[Path] = None
 
     @classmethod
     def of(cls, name: str, units: Sequence[Program], workdir: Path) -> "LtoProgram":
@@ -353,14 +354,26 @@ class LtoProgram:
         driver.write_text(f"{decls}int main(int argc, char **argv) {{\n{calls}  return 0;\n}}\n")
         return cls(name, list(units), driver)
 
+    @classmethod
+    def of_files(cls, name: str, files: Dict[str, str], workdir: Path,
+                 origin: str = "") -> "LtoProgram":
+        units = []
+        for fname, text in files.items():
+            path = workdir / f"{name}.{fname}"
+            path.write_text(text)
+            units.append(Program(path.stem, [path], origin=origin))
+        return cls(name, units)
+
     def compile_units(self):
-        """(source, flags) of every translation unit, the driver last."""
+        """(source, flags) of every translation unit."""
+        if self.driver is None:
+            return [(u.sources[0], list(u.flags)) for u in self.units]
         return ([(u.sources[0], [*u.flags, f"-Dmain=unit{i}_main"])
                  for i, u in enumerate(self.units)] + [(self.driver, [])])
 
     @property
     def origin(self) -> str:
-        return "; ".join(u.origin for u in self.units if u.origin)
+        return "; ".join(dict.fromkeys(u.origin for u in self.units if u.origin))
 
 
 def lto_reference(ts: Toolset, prog: LtoProgram, workdir: Path, *,
@@ -392,51 +405,59 @@ def check_thinlto(ts: Toolset, config: Config, prog: LtoProgram, ref: Run, workd
     count in ``jobs``: every link succeeds, the binaries are identical, the
     program prints ``ref``'s output."""
     t0 = time.monotonic()
-    tag = f"{prog.name}.{config.name}"
-    objs, cmd = [], []
+    res = _thinlto(ts, config, config.level, prog, ref, workdir, jobs, timeout)
+    res.seconds = round(time.monotonic() - t0, 2)
+    if res.failed:
+        res.stock_fails = _thinlto(ts, None, config.level, prog, ref, workdir, jobs,
+                                   timeout).failed
+    return res
 
-    def failed(status, r, cmd, what):
-        return _result("thinlto", prog.name, config, ts, status,
-                       f"{what}: {crash_signature(r.stderr)} | {_tail(r.stderr)}",
-                       reproducer(ts, config, cmd), prog.origin, time.monotonic() - t0)
 
-    for i, (src, flags) in enumerate(prog.compile_units()):
+def _thinlto(ts, config, level, prog, ref, workdir, jobs, timeout) -> Result:
+    """One ThinLTO check (``config`` None: without the plugins)."""
+    tag = f"{prog.name}.{config.name if config else 'stock' + level}"
+    objs = []
+
+    def result(status, detail, cmd):
+        return _result("thinlto", prog.name, config, ts, status, detail,
+                       reproducer(ts, config, cmd), prog.origin, 0.0)
+
+    def flags(host):
+        return ts.flags(config, host) if config else []
+
+    for i, (src, unit_flags) in enumerate(prog.compile_units()):
         obj = workdir / f"{tag}.{i}.o"
-        cmd = [ts.clang, config.level, "-flto=thin", *flags, *ts.flags(config, "clang"), "-c",
-               str(src), "-o", str(obj)]
+        cmd = [ts.clang, level, "-flto=thin", *unit_flags, *flags("clang"), "-c", str(src),
+               "-o", str(obj)]
         r = compile_with(ts, config, cmd, timeout=timeout)
         status = compiler_status(r)
         if status != "ok":
-            return failed(status, r, cmd, f"compiling {Path(src).name}")
+            return result(status, f"compiling {Path(src).name}: {crash_signature(r.stderr)} | "
+                                  f"{_tail(r.stderr)}", cmd)
         objs.append(str(obj))
-    digests = {}
-    exes = {}
+    digests, exes = {}, {}
     for j in jobs:
         exe = workdir / f"{tag}.j{j}"
-        cmd = [ts.clang, config.level, "-flto=thin", "-fuse-ld=lld", f"--ld-path={ts.lld}",
-               *ts.flags(config, "lld"), f"-Wl,--thinlto-jobs={j}", *objs, "-o", str(exe)]
+        cmd = [ts.clang, level, "-flto=thin", "-fuse-ld=lld", f"--ld-path={ts.lld}",
+               *flags("lld"), f"-Wl,--thinlto-jobs={j}", *objs, "-o", str(exe)]
         r = compile_with(ts, config, cmd, timeout=timeout)
         status = compiler_status(r)
         if status != "ok":
-            return failed(status, r, cmd, f"linking with --thinlto-jobs={j}")
+            return result(status, f"linking with --thinlto-jobs={j}: "
+                                  f"{crash_signature(r.stderr)} | {_tail(r.stderr)}", cmd)
         digests[j], exes[j] = _digest(exe), exe
-    command = reproducer(ts, config, cmd)
     first = jobs[0]
     differ = [j for j in jobs if digests[j] != digests[first]]
     if differ:
-        return _result("thinlto", prog.name, config, ts, "nondeterministic",
-                       "binaries differ from --thinlto-jobs=%d: %s" % (
-                           first, ", ".join(f"jobs={j} {digests[j]} vs {digests[first]}"
-                                            for j in differ)),
-                       command, prog.origin, time.monotonic() - t0)
-    r = run([exes[first]], timeout=10.0 + 5 * ref.seconds, env=_program_env())
+        return result("nondeterministic", f"binaries differ from --thinlto-jobs={first}: " +
+                      ", ".join(f"jobs={j} {digests[j]} vs {digests[first]}" for j in differ),
+                      cmd)
+    limit = 10.0 + 5 * ref.seconds
+    r = run([exes[first]], timeout=limit, env=_program_env())
     if r.timed_out:
-        status, detail = "timeout", f"the program ran past {10.0 + 5 * ref.seconds:g} s"
-    elif r.returncode != ref.returncode or r.stdout != ref.stdout:
-        status = "wrong-output"
-        detail = (f"exit {r.returncode} (-O0: {ref.returncode}); output "
-                  f"{_tail(r.stdout, 200)!r} (-O0: {_tail(ref.stdout, 200)!r})")
-    else:
-        status, detail = "ok", ""
-    return _result("thinlto", prog.name, config, ts, status, detail, command, prog.origin,
-                   time.monotonic() - t0)
+        return result("timeout", f"the program ran past {limit:g} s", cmd)
+    if r.returncode != ref.returncode or r.stdout != ref.stdout:
+        return result("wrong-output", f"exit {r.returncode} (-O0: {ref.returncode}); output "
+                                      f"{_tail(r.stdout, 200)!r} (-O0: {_tail(ref.stdout, 200)!r})",
+                      cmd)
+    return result("ok", "", cmd)
