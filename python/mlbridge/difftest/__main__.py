@@ -69,6 +69,9 @@ def build_parser():
     c.add_argument("--programs", action="store_true",
                    help="also the project's own programs (tests/e2e/programs), alone and as "
                         "one ThinLTO program")
+    c.add_argument("--project", action="store_true",
+                   help="also bzip2 built by its own Makefile with each configuration and its "
+                        "own 'make test' (the corpus's pinned source; slow)")
     c.add_argument("--seed", type=_count, default=1, help="first seed (default 1)")
     c.add_argument("--max-funcs", type=cli.positive_int, default=8, help="csmith --max-funcs")
     c.add_argument("--llvm", type=_versions, default=None,
@@ -110,7 +113,7 @@ def cmd_campaign(args) -> int:
                          for i in range(args.thinlto)],
                 cases=args.cases, programs=args.programs,
                 lto_programs=args.programs, kernels=range(s, s + args.kernels),
-                kernel_units=args.kernel_units, max_funcs=args.max_funcs, jobs=args.jobs)
+                kernel_units=args.kernel_units, project=args.project, max_funcs=args.max_funcs, jobs=args.jobs)
     t0 = time.monotonic()
     done = []
 

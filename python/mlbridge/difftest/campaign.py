@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
 from ..llvm.plugins.corpus import csmith_include_dir, csmith_program
-from .checks import (FAILURES, LtoProgram, Program, Result, check_program, check_stress,
-                     check_thinlto, lto_reference, reference, stress_module)
+from .checks import (FAILURES, LtoProgram, Program, Result, check_program, check_project,
+                     check_stress, check_thinlto, lto_reference, reference, stress_module)
 from .configs import Config, Toolset
 
 __all__ = ["Plan", "run_campaign", "summarize", "format_summary", "csmith_input",
@@ -48,6 +48,9 @@ class Plan:
     kernels: Sequence[int] = ()
     #: units of a ThinLTO program of distributable loops (0: none)
     kernel_units: int = 0
+    #: bzip2 (the corpus's pinned source) built by its own Makefile with each
+    #: configuration, then its own ``make test``
+    project: bool = False
     max_funcs: int = 8
     unit_max_funcs: int = 4
     stress_size: int = 100
@@ -138,6 +141,21 @@ def _thinlto_task(plan, ts, name, make_units):
     return task
 
 
+def _project_task(plan, ts):
+    def task(workdir: Path) -> List[Result]:
+        from ..corpus import Corpus
+        corpus = Corpus.load()
+        corpus.fetch(["bzip2"])
+        lib = corpus.libraries["bzip2"]
+        src = corpus.source_dir(lib) / "bzip2-1.0.8"
+        return [check_project(ts, c, src, workdir, build=["make", "-j1", "bzip2"],
+                              test=["make", "test"], cflags=["-w", "-D_FILE_OFFSET_BITS=64"],
+                              name="bzip2", origin=f"corpus {lib.crate} {lib.version}",
+                              timeout=plan.compile_timeout)
+                for c in _configs_for(plan, "clang")]
+    return task
+
+
 def _tasks(plan: Plan):
     """Every input on every LLVM version. The kinds of input are spread
     evenly over the campaign and the versions side by side, so a campaign
@@ -158,6 +176,7 @@ def _tasks(plan: Plan):
          for c in (kept_cases() if plan.cases else [])],
         [lambda ts, k=k: _program_task(plan, ts, lambda d: kernel_input(k, d), "kernels")
          for k in plan.kernels],
+        [lambda ts: _project_task(plan, ts)] if plan.project else [],
         [lambda ts: _thinlto_task(plan, ts, f"lto-kernels{plan.kernel_units}",
                                   lambda d: kernel_units_program(plan.kernel_units, d))
          ] if plan.kernel_units else [],

@@ -19,6 +19,7 @@ import hashlib
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
@@ -31,7 +32,7 @@ from .configs import Config, Toolset
 
 __all__ = ["Result", "Run", "Program", "STATUSES", "FAILURES", "run", "compiler_status",
            "crash_signature", "served_settings", "reference", "check_program", "check_stress",
-           "check_thinlto", "THINLTO_JOBS", "reproducer"]
+           "check_thinlto", "check_project", "THINLTO_JOBS", "reproducer"]
 
 #: What a check can find. ``error``: the compiler refused without crashing
 #: (a diagnostic, a plugin that cannot load); ``nondeterministic``: ThinLTO
@@ -461,3 +462,32 @@ def _thinlto(ts, config, level, prog, ref, workdir, jobs, timeout) -> Result:
                                       f"{_tail(r.stdout, 200)!r} (-O0: {_tail(ref.stdout, 200)!r})",
                       cmd)
     return result("ok", "", cmd)
+
+
+def check_project(ts: Toolset, config: Config, source: Path, workdir: Path, *,
+                  build: Sequence[str], test: Sequence[str], cflags: Sequence[str] = (),
+                  name: str, origin: str = "", timeout: float = 900.0) -> Result:
+    """A real project built by its own build system (``build``, e.g. make
+    with ``CC=`` and ``CFLAGS=`` appended) with ``config``'s plugins in its
+    compiler, then its own test suite (``test``), which must pass. One
+    compiler at a time (``make -j1``): a served configuration has one channel."""
+    t0 = time.monotonic()
+    tree = workdir / f"{name}.{config.name}"
+    shutil.copytree(source, tree)
+    flags = " ".join([config.level, *cflags, *ts.flags(config, "clang")])
+    cmd = [*build, f"CC={ts.clang}", f"CFLAGS={flags}"]
+    r = compile_with(ts, config, cmd, timeout=timeout, cwd=tree)
+    status = compiler_status(r)
+    command = f"cd {shlex.quote(str(tree))} && {reproducer(ts, config, cmd)}"
+    if status != "ok":
+        detail = f"{crash_signature(r.stderr)} | {_tail(r.stderr)}"
+    else:
+        t = run(list(test), timeout=timeout, env=_program_env(), cwd=tree)
+        command += f" && {shlex.join(test)}"
+        status = ("timeout" if t.timed_out else "ok" if t.returncode == 0 else "wrong-output")
+        detail = "" if status == "ok" else f"its tests fail: {_tail(t.stdout + t.stderr)}"
+    res = _result("project", name, config, ts, status, detail, command, origin,
+                  time.monotonic() - t0)
+    if not res.failed:
+        shutil.rmtree(tree, ignore_errors=True)
+    return res
