@@ -456,8 +456,11 @@ def test_model_that_dies_mid_compile_falls_back(plugins, opt, plugin_corpus, tmp
         three_answers_then_gone, timeout=RUN_TIMEOUT, env=tool_env(plugins))
     assert rc == 0, stderr
     assert stdout == ""
-    assert stderr.count("warning: mlbridge-inline: the model (pipe) failed at call site 4") == 1
-    assert "using LLVM's default inlining decisions from here on" in stderr
+    # One warning for the runner (what it met, what happens next), then quiet.
+    warnings = [l for l in stderr.splitlines() if "warning:" in l]
+    assert len(warnings) == 1, stderr
+    assert "mlbridge-inline:" in warnings[0] and "the model closed" in warnings[0], warnings
+    assert "using LLVM's default inlining decisions from here on" in warnings[0]
     assert "define" in out.read_text()
 
 

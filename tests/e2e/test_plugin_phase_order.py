@@ -443,7 +443,10 @@ def test_unusable_agent_leaves_the_module_and_warns(plugins, opt, plugin_corpus,
     assert "warning: mlbridge-phase-order:" in res.stderr and message in res.stderr, res.stderr
     plain = tmp_path / "plain.ll"
     e2e.run_checked([opt, str(p["ir"]), "-S", "-o", str(plain)])
-    assert out.read_text() == plain.read_text()
+    # Left as it is but for the module's machine-outliner decision (off, as
+    # without the flag), written as "nooutline" on its functions.
+    text = out.read_text()
+    assert text.replace(' "nooutline"', "") == plain.read_text()
 
 
 def test_agent_that_misbehaves_mid_episode(plugins, opt, clang, plugin_corpus, plugin_reference_outputs,
@@ -474,8 +477,10 @@ def test_agent_that_misbehaves_mid_episode(plugins, opt, clang, plugin_corpus, p
         assert rc == 0, stderr
         assert stdout == ""
         expected = "action 99 is not one of the 22 actions" if case == "illegal" else \
-            "model failed, using the environment's fallback action"
+            "the episode ends, the module keeps the actions applied so far"
         assert "warning: mlbridge-phase-order:" in stderr and expected in stderr, stderr
+        if case == "dies":  # one warning for the runner, then quiet
+            assert stderr.count("warning:") == 1, stderr
         assert run_ir(e2e, clang, out, p["flags"], tmp_path) == plugin_reference_outputs["interp"]
 
 

@@ -5,6 +5,9 @@
 #include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/LLVMContext.h"
 
+#include <atomic>
+#include <memory>
+
 using namespace llvm;
 
 namespace mlbridge::plugins {
@@ -47,14 +50,19 @@ void diagnose(LLVMContext &Ctx, StringRef Prefix, DiagnosticSeverity Severity,
 }
 
 DiagnosticSink llvmDiagnosticSink(LLVMContext &Ctx, std::string Prefix,
-                                  bool Verbose) {
-  return [&Ctx, Prefix = std::move(Prefix), Verbose](Severity S,
-                                                      std::string_view M) {
-    if (S == Severity::Note && !Verbose)
-      return;
+                                  bool Verbose, std::string Consequence) {
+  // Shared by the sink's copies (a runner may copy it into its transport).
+  auto Warned = std::make_shared<std::atomic<bool>>(false);
+  return [&Ctx, Prefix = std::move(Prefix), Verbose,
+          Consequence = std::move(Consequence), Warned](Severity S, std::string_view M) {
+    const StringRef Text(M.data(), M.size());
     // A model failure is never a compile error: the plugins fall back.
-    diagnose(Ctx, Prefix, S == Severity::Note ? DS_Remark : DS_Warning,
-             StringRef(M.data(), M.size()));
+    if (S != Severity::Note && !Warned->exchange(true)) {
+      diagnose(Ctx, Prefix, DS_Warning, Text + Consequence);
+      return;
+    }
+    if (Verbose)
+      diagnose(Ctx, Prefix, DS_Remark, Text);
   };
 }
 

@@ -71,10 +71,13 @@ private:
 void diagnose(llvm::LLVMContext &Ctx, llvm::StringRef Prefix,
               llvm::DiagnosticSeverity Severity, const llvm::Twine &Msg);
 
-/// A DiagnosticSink for runners that forwards warnings and errors to Ctx as
-/// warnings (the compile goes on with a fallback), notes only if Verbose.
+/// A DiagnosticSink for one runner: its first warning or error goes to Ctx
+/// as a warning (the compile goes on with a fallback), followed by
+/// \p Consequence (what the plugin does from then on, e.g. "; using LLVM's
+/// default decisions"); later ones only as remarks if Verbose, like notes.
+/// One warning per runner and compile, however many decisions fail after.
 DiagnosticSink llvmDiagnosticSink(llvm::LLVMContext &Ctx, std::string Prefix,
-                                  bool Verbose);
+                                  bool Verbose, std::string Consequence = "");
 
 /// Opt's value if it was given on the command line, else the environment
 /// variable Env if set and non-empty, else Opt's default.

@@ -186,9 +186,12 @@ template <typename T> T llvmOption(StringRef Name, T Default) {
 
 // ---- process-wide state ----------------------------------------------------
 
-/// Once a model failed in this process, later inliner runs (a new advisor
-/// each) go straight to LLVM's heuristic instead of waiting on it again.
-std::atomic<bool> ModelFailedInProcess{false};
+/// Once a model peer (pipe or gRPC: one per process) failed, later inliner
+/// runs of the process (a new advisor each) go straight to LLVM's heuristic
+/// instead of waiting on it again. Not for in-process models: a module's
+/// decisions must not depend on what another module (another ThinLTO
+/// thread) met first.
+std::atomic<bool> PeerFailedInProcess{false};
 
 class BridgeInlineAdvisor;
 
@@ -577,13 +580,17 @@ bool BridgeInlineAdvisor::askModel(
       return *Decision != 0;
     }
     ModelBroken = true;
-    ModelFailedInProcess = true;
-    mlp::diagnose(M.getContext(), Prefix, DS_Warning,
-                  "the model (" + RunnerName + ") failed at call site " +
-                      Twine(Asked) + " (" + CB.getCaller()->getName() +
-                      " -> " + CB.getCalledFunction()->getName() +
-                      "): " + Decision.status().toString() +
-                      "; using LLVM's default inlining decisions from here on");
+    if (RunnerName == "pipe" || RunnerName == "grpc")
+      PeerFailedInProcess = true;
+    // A runner that broke has said so through its sink (one warning per
+    // runner); an answer that is no decision is the advisor's to report.
+    if (!Runner->isUnavailable())
+      mlp::diagnose(M.getContext(), Prefix, DS_Warning,
+                    "the model (" + RunnerName + ") failed at call site " +
+                        Twine(Asked) + " (" + CB.getCaller()->getName() +
+                        " -> " + CB.getCalledFunction()->getName() +
+                        "): " + Decision.status().toString() +
+                        "; using LLVM's default inlining decisions from here on");
   }
   ++Fallbacks;
   return IncludeDefault ? V[DefaultFeatureIndex] != 0 : defaultDecision(CB);
@@ -688,7 +695,7 @@ InlineAdvisor *createAdvisor(Module &M, FunctionAnalysisManager &FAM,
                         : Twine("no model configured (set "
                                 "-mlbridge-inline-model, -channel or -server)"),
                     C->Kind != mlp::RunnerKind::Default);
-  if (ModelFailedInProcess)
+  if ((K == mlp::RunnerKind::Pipe || K == mlp::RunnerKind::Grpc) && PeerFailedInProcess)
     return Fallback("the model failed earlier in this process", false);
 
   // Remote models get inlining_default only when asked for (it changes the
@@ -718,7 +725,8 @@ InlineAdvisor *createAdvisor(Module &M, FunctionAnalysisManager &FAM,
       Req.Features.push_back(mlb::TensorSpec::create<float>(
           Name, {1, static_cast<int64_t>(EmbeddingDim)}));
   Req.Advice = mlb::TensorSpec::create<int64_t>("inlining_decision");
-  Req.Diagnostics = mlp::llvmDiagnosticSink(Ctx, Prefix, Verbose);
+  Req.Diagnostics = mlp::llvmDiagnosticSink(
+      Ctx, Prefix, Verbose, "; using LLVM's default inlining decisions from here on");
   Req.MakeEmbedded = Embedded.Make;
   auto Bound = mlp::makeBoundRunner(K, *C, Req, "model", "the inliner");
   if (!Bound)

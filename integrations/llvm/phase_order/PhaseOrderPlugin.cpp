@@ -83,6 +83,7 @@
 #endif
 
 #include <array>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -255,36 +256,47 @@ constexpr int64_t NumPassActions = std::size(ActionTable); // 21
 constexpr int64_t StopAction = NumPassActions;              // 21
 constexpr int64_t NumActions = NumPassActions + 1;          // 22
 
-/// The machine outliner runs on this process's code generation
-/// (-enable-machine-outliner=always, set by the user or an action).
-bool machineOutlinerOn() {
-  auto *O = llvm_compat::machineOutlinerOption();
-  return O && O->getValue() == RunOutliner::AlwaysOutline;
+/// The machine outliner is a per-module decision, but its switch
+/// (-enable-machine-outliner) is one option of the process, read by the code
+/// generation of every module (ThinLTO generates code for several modules
+/// at once). So the switch is set once, to `always`, before the first
+/// module the pass decides for, and never changed again; each module then
+/// says "no" with the "nooutline" attribute on all its functions
+/// (markOutliner), which the outliner honours. Returns whether a module's
+/// code is outlined unless an action decides otherwise: the setting the
+/// user gave (`always` on, anything else off, as on x86-64); nullopt when
+/// this LLVM has no such option.
+std::optional<bool> takeOverMachineOutliner() {
+  static const std::optional<bool> UserOn = []() -> std::optional<bool> {
+    auto *O = llvm_compat::machineOutlinerOption();
+    if (!O)
+      return std::nullopt;
+    const bool On = O->getValue() == RunOutliner::AlwaysOutline;
+    O->setValue(RunOutliner::AlwaysOutline);
+    return On;
+  }();
+  return UserOn;
 }
 
-/// Switches the machine outliner for the code this process generates from
-/// now on; returns the setting it replaced.
-RunOutliner setMachineOutliner(RunOutliner R) {
-  auto *O = llvm_compat::machineOutlinerOption();
-  if (!O)
-    return RunOutliner::TargetDefault;
-  const RunOutliner Old = O->getValue();
-  O->setValue(R);
-  return Old;
-}
-
-/// The machine outliner setting action A stands for (A is one of the two
-/// machine-outliner actions).
-RunOutliner outlinerSetting(int64_t A) {
-  return ActionTable[A].Kind == ActionKind::MachineOutliner ? RunOutliner::AlwaysOutline
-                                                             : RunOutliner::NeverOutline;
+/// Writes the decision \p Outline into \p M: off is "nooutline" on every
+/// defined function. Returns whether M changed.
+bool markOutliner(Module &M, bool Outline) {
+  bool Changed = false;
+  if (!Outline)
+    for (Function &F : M)
+      if (!F.isDeclaration() && !F.hasFnAttribute("nooutline")) {
+        F.addFnAttr("nooutline");
+        Changed = true;
+      }
+  return Changed;
 }
 
 /// Runs action A (not STOP) on M. Pipelines are built by the host's
 /// PassBuilder; a fresh pass manager every time (some passes keep state
 /// between runs of one instance: deadargelim does).
+/// \p Outline is the module's machine-outliner decision (takeOverMachineOutliner).
 mlb::Status applyAction(Module &M, int64_t A, PassBuilder &PB,
-                        ModuleAnalysisManager &MAM) {
+                        ModuleAnalysisManager &MAM, bool &Outline) {
   const ActionInfo &Info = ActionTable[A];
   switch (Info.Kind) {
   case ActionKind::MachineOutliner:
@@ -292,7 +304,7 @@ mlb::Status applyAction(Module &M, int64_t A, PassBuilder &PB,
     if (!llvm_compat::machineOutlinerOption())
       return mlb::Status(mlb::ErrorCode::Unavailable,
                          "this LLVM has no -enable-machine-outliner");
-    setMachineOutliner(outlinerSetting(A));
+    Outline = Info.Kind == ActionKind::MachineOutliner;
     return mlb::Status::ok();
   case ActionKind::NoOutlineSmall: {
     bool Changed = false;
@@ -330,9 +342,10 @@ constexpr const char *StartFlagNames[] = {"mergefunc", "ir-outliner", "machine-o
 /// IR outliner, global DCE and constant merging, function merging, in that
 /// order (clang runs global DCE and constant merging again afterwards,
 /// which then change nothing); the machine outliner for the module's code
-/// generation. Sets \p Applied when the module or the outliner changed.
+/// generation (\p Outline). Sets \p Applied when the module or the outliner
+/// decision changed.
 mlb::Status applyStart(Module &M, StringRef Start, PassBuilder &PB,
-                       ModuleAnalysisManager &MAM, bool &Applied) {
+                       ModuleAnalysisManager &MAM, bool &Applied, bool &Outline) {
   bool Want[std::size(StartFlagNames)] = {};
   SmallVector<StringRef, 4> Names;
   Start.split(Names, ',', -1, /*KeepEmpty=*/false);
@@ -345,8 +358,8 @@ mlb::Status applyStart(Module &M, StringRef Start, PassBuilder &PB,
                              "' (mergefunc, ir-outliner, machine-outliner)");
     Want[It - std::begin(StartFlagNames)] = true;
   }
-  const bool MergeFunctions = Want[0], IROutliner = Want[1], Outline = Want[2];
-  if (Outline && !llvm_compat::machineOutlinerOption())
+  const bool MergeFunctions = Want[0], IROutliner = Want[1], MachineOutliner = Want[2];
+  if (MachineOutliner && !llvm_compat::machineOutlinerOption())
     return mlb::Status(mlb::ErrorCode::Unavailable,
                        "-mlbridge-po-start: this LLVM has no -enable-machine-outliner");
   if (MergeFunctions || IROutliner) {
@@ -361,8 +374,8 @@ mlb::Status applyStart(Module &M, StringRef Start, PassBuilder &PB,
     MPM.run(M, MAM);
     Applied = true;
   }
-  if (Outline) {
-    setMachineOutliner(RunOutliner::AlwaysOutline);
+  if (MachineOutliner) {
+    Outline = true;
     Applied = true;
   }
   return mlb::Status::ok();
@@ -477,10 +490,11 @@ mlb::Expected<std::unique_ptr<TargetMachine>> makeSizingTarget(const Module &M) 
 }
 
 /// The bytes of executable sections (.text and friends) in the object file
-/// \p TM makes of a copy of \p M -- what the corpus and `size` call the
-/// object's .text.
-mlb::Expected<int64_t> textSize(const Module &M, TargetMachine &TM) {
+/// \p TM makes of a copy of \p M with the machine-outliner decision
+/// \p Outline -- what the corpus and `size` call the object's .text.
+mlb::Expected<int64_t> textSize(const Module &M, TargetMachine &TM, bool Outline) {
   std::unique_ptr<Module> Copy = CloneModule(M);
+  markOutliner(*Copy, Outline);
   SmallVector<char, 0> Object;
   raw_svector_ostream OS(Object);
   legacy::PassManager CodeGen;
@@ -501,25 +515,18 @@ mlb::Expected<int64_t> textSize(const Module &M, TargetMachine &TM) {
   return Size;
 }
 
-/// The .text of a copy of \p M after action \p A. The copy is optimized
-/// with the host's own analysis managers (the same analyses, e.g. clang's
-/// TargetLibraryInfo, as the real step), and its cached results are
-/// cleared before the copy goes away, so nothing stale keyed by its address
-/// stays behind.
+/// The .text of a copy of \p M after action \p A, from the machine-outliner
+/// decision \p Outline. The copy is optimized with the host's own analysis
+/// managers (the same analyses, e.g. clang's TargetLibraryInfo, as the real
+/// step), and its cached results are cleared before the copy goes away, so
+/// nothing stale keyed by its address stays behind.
 mlb::Expected<int64_t> sizeAfterAction(const Module &M, int64_t A, PassBuilder &PB,
                                        ModuleAnalysisManager &MAM,
-                                       TargetMachine &TM) {
+                                       TargetMachine &TM, bool Outline) {
   std::unique_ptr<Module> Copy = CloneModule(M);
-  // The outliner's switch is the process's: changed for this measurement only.
-  const bool Outline = ActionTable[A].Kind == ActionKind::MachineOutliner ||
-                       ActionTable[A].Kind == ActionKind::MachineOutlinerOff;
-  const RunOutliner Saved =
-      Outline ? setMachineOutliner(outlinerSetting(A)) : RunOutliner::TargetDefault;
-  mlb::Status S = applyAction(*Copy, A, PB, MAM);
+  mlb::Status S = applyAction(*Copy, A, PB, MAM, Outline);
   mlb::Expected<int64_t> Size =
-      S.isOk() ? textSize(*Copy, TM) : mlb::Expected<int64_t>(std::move(S));
-  if (Outline)
-    setMachineOutliner(Saved);
+      S.isOk() ? textSize(*Copy, TM, Outline) : mlb::Expected<int64_t>(std::move(S));
   MAM.clear(*Copy, Copy->getName()); // also clears the function analyses
   return Size;
 }
@@ -536,10 +543,10 @@ public:
   PhaseOrderEnv(Module &M, ModuleAnalysisManager &MAM, PassBuilder &PB,
                 const mlp::FeatureBinding &Binding, unsigned MaxSteps,
                 unsigned LimitedRuns, SizeMeasure Size, bool Lookahead, bool Verbose,
-                mlb::ir2vec::PluginEmbeddings *Embedder)
+                mlb::ir2vec::PluginEmbeddings *Embedder, bool &Outline)
       : M(M), MAM(MAM), PB(PB), Binding(Binding), MaxSteps(MaxSteps),
         LimitedRuns(LimitedRuns), Size(Size), Lookahead(Lookahead),
-        Verbose(Verbose), Embedder(Embedder) {}
+        Verbose(Verbose), Embedder(Embedder), Outline(Outline) {}
 
   mlb::Status reset() override {
     Steps = 0;
@@ -592,7 +599,7 @@ public:
     const std::array<float, NumObs> ObservedBefore = Observation;
     const auto HashBefore = StructuralHash(M, /*DetailedHash=*/true);
     // Parsing of the pipelines was checked when the pass started.
-    if (mlb::Status S = applyAction(M, A.Index, PB, MAM); !S.isOk())
+    if (mlb::Status S = applyAction(M, A.Index, PB, MAM, Outline); !S.isOk())
       return S;
     ++Steps;
     if (mlb::Status S = measure(); !S.isOk())
@@ -662,6 +669,7 @@ private:
   bool Lookahead;
   bool Verbose;
   mlb::ir2vec::PluginEmbeddings *Embedder;
+  bool &Outline; // the module's machine-outliner decision (the pass writes it)
   unsigned Steps = 0;
   unsigned NoOps = 0;
   bool Changed = false;
@@ -684,7 +692,7 @@ void PhaseOrderEnv::lookahead() {
     LookaheadSizes[A] = -1;
     if (spent(A)) // not available: asking for it would end the episode
       continue;
-    if (auto T = sizeAfterAction(M, A, PB, MAM, *SizingTarget))
+    if (auto T = sizeAfterAction(M, A, PB, MAM, *SizingTarget, Outline))
       LookaheadSizes[A] = *T;
   }
 }
@@ -749,7 +757,7 @@ mlb::Status PhaseOrderEnv::measure() {
   for (const GlobalVariable &G : M.globals())
     if (!G.isDeclaration())
       ++C[GlobalVariables];
-  C[MachineOutliner] = machineOutlinerOn() ? 1 : 0;
+  C[MachineOutliner] = Outline ? 1 : 0;
   C[Step] = Steps;
   for (size_t I = 0; I < NumObs; ++I)
     Observation[I] = static_cast<float>(C[I]);
@@ -770,7 +778,7 @@ mlb::Status PhaseOrderEnv::measure() {
         return TM.takeStatus();
       SizingTarget = std::move(*TM);
     }
-    mlb::Expected<int64_t> T = textSize(M, *SizingTarget);
+    mlb::Expected<int64_t> T = textSize(M, *SizingTarget, Outline);
     if (!T)
       return mlb::Status(mlb::ErrorCode::Internal,
                          "cannot measure .text: " + T.status().toString());
@@ -860,12 +868,21 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
             .str());
   };
   bool Started = false; // the start flags changed the module or its codegen
+  // The module's machine-outliner decision; once the pass has taken the
+  // switch over (OwnsOutliner: every module with an agent configured), it
+  // is written into the module however the pass ends.
+  bool Outline = false, OwnsOutliner = false;
+  auto Finish = [&](bool Changed) {
+    if (OwnsOutliner && markOutliner(M, Outline))
+      Changed = true;
+    return Changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
+  };
   auto GiveUp = [&](const Twine &Why) {
     mlp::diagnose(Ctx, Prefix, DS_Warning,
                   Why + (Started ? "; the module keeps the start flags only"
                                  : "; the module is left as it is"));
     Log(mlp::runnerKindName(K), nullptr, 0, Why.str());
-    return Started ? PreservedAnalyses::none() : PreservedAnalyses::all();
+    return Finish(Started);
   };
 
   if (K == mlp::RunnerKind::Default) {
@@ -876,9 +893,16 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
     return PreservedAnalyses::all();
   }
 
+  // Before any module of this process reaches its code generation with an
+  // agent configured (the same for all of them: the settings are the
+  // process's), so every module's decision is written as attributes.
+  if (std::optional<bool> UserOutline = takeOverMachineOutliner()) {
+    Outline = *UserOutline;
+    OwnsOutliner = true;
+  }
   // The start flags apply whenever an agent is configured, so an agent
   // that fails leaves the flags' own result.
-  if (mlb::Status S = applyStart(M, StartText, *PB, MAM, Started); !S.isOk())
+  if (mlb::Status S = applyStart(M, StartText, *PB, MAM, Started, Outline); !S.isOk())
     return GiveUp(S.message());
 
   // The actions are built from their textual pipelines by the host's
@@ -896,7 +920,8 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
   mlp::RunnerRequest Req;
   Req.Features = phaseOrderFeatureSpecs(Lookahead);
   Req.Advice = mlb::TensorSpec::create<int64_t>("action");
-  Req.Diagnostics = mlp::llvmDiagnosticSink(Ctx, Prefix, Verbose);
+  Req.Diagnostics = mlp::llvmDiagnosticSink(
+      Ctx, Prefix, Verbose, "; the episode ends, the module keeps the actions applied so far");
   Req.MakeEmbedded = Embedded.Make;
   auto Bound = mlp::makeBoundRunner(K, *C, Req, "agent", "the pass");
   if (!Bound)
@@ -925,7 +950,7 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
   const unsigned IROutlinerRuns =
       mlp::unsignedSetting(IROutlinerRunsOpt, "MLBRIDGE_PO_IR_OUTLINER_RUNS");
   PhaseOrderEnv Env(M, MAM, *PB, Binding, MaxSteps, IROutlinerRuns, Size, Lookahead,
-                    Verbose, Embedder.get());
+                    Verbose, Embedder.get(), Outline);
   mlb::rl::Driver Driver(Env);
   (void)Driver.addAgent("phase-order", Runner);
   mlb::rl::EpisodeOptions EO;
@@ -948,7 +973,7 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
     (void)Runner.evaluateRaw();
   }
   Log(mlp::runnerKindName(K), &Env, R ? R->FallbackSteps : 0, Error);
-  return Env.changed() || Started ? PreservedAnalyses::none() : PreservedAnalyses::all();
+  return Finish(Env.changed() || Started);
 }
 
 } // namespace
