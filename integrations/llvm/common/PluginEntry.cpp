@@ -18,6 +18,7 @@
 namespace mlbridge::plugins {
 void writePassPluginInfo(void *Out); // PluginEntry.h, without PassPlugin.h
 bool hostLLVMMatches();              // PluginEntry.h
+void reportNoPasses();               // PluginEntry.h
 } // namespace mlbridge::plugins
 
 namespace {
@@ -67,11 +68,16 @@ std::string decimal(unsigned N) {
   return Buf;
 }
 
-void refuse(unsigned Host) {
+// The file of this plugin.
+std::string selfPath() {
   Dl_info Self{};
-  std::string Path = "this MLBridge plugin";
-  if (dladdr(reinterpret_cast<void *>(&refuse), &Self) && Self.dli_fname)
-    Path = Self.dli_fname;
+  if (dladdr(reinterpret_cast<void *>(&selfPath), &Self) && Self.dli_fname)
+    return Self.dli_fname;
+  return "this MLBridge plugin";
+}
+
+void refuse(unsigned Host) {
+  const std::string Path = selfPath();
   std::string Fix = "rebuild it for LLVM " + decimal(Host);
   if (Host == 19 || Host == 22) {
     const std::string Other = counterpart(Path, Host);
@@ -85,6 +91,20 @@ void refuse(unsigned Host) {
 }
 
 } // namespace
+
+void mlbridge::plugins::reportNoPasses() {
+  // Once per process: lld's LTO backends each load the plugin again.
+  static const bool Reported = [] {
+    const std::string Path = selfPath();
+    std::fprintf(stderr,
+                 "warning: %s has no passes for the new pass manager (-fpass-plugin, "
+                 "-load-pass-plugin, --load-pass-plugin) and does nothing here: it "
+                 "registers code-generation passes for llc; load it with llc -load=%s\n",
+                 Path.c_str(), Path.c_str());
+    return true;
+  }();
+  (void)Reported;
+}
 
 bool mlbridge::plugins::hostLLVMMatches() {
   // Once per plugin: every registration of a plugin asks, one message.

@@ -37,7 +37,13 @@
 namespace mlbridge::plugins {
 
 /// What the plugin registers: {LLVM_PLUGIN_API_VERSION, name, version,
-/// callback}. Defined by each plugin; called only in a host of its LLVM.
+/// callback}. Defined by each plugin with passes for the new pass manager;
+/// called only in a host of its LLVM. A plugin of legacy code-generation
+/// passes only (MLBridgeMIR2Vec.so, for llc -load) defines none: loaded as
+/// a pass plugin (-fpass-plugin, -load-pass-plugin, lld's
+/// --load-pass-plugin) its entry says how to load it (once) and registers
+/// nothing. (A refusal, API version 0, is a fatal error in lld's LTO
+/// backend threads, and one thread's exit races another's loading.)
 llvm::PassPluginLibraryInfo passPluginInfo();
 
 /// True when the host tool's LLVM (LLVMGetVersion in the process) is the
@@ -50,8 +56,13 @@ bool hostLLVMMatches();
 
 /// Stores passPluginInfo() at Out (PluginEntryInfo.cpp): the exported entry
 /// (PluginEntry.cpp) is compiled without this header, whose declaration of
-/// llvmGetPassPluginInfo has the typed signature.
+/// llvmGetPassPluginInfo has the typed signature. For a plugin without
+/// passPluginInfo: reportNoPasses() and an info registering nothing.
 void writePassPluginInfo(void *Out);
+
+/// Says, once per process, that this plugin has no passes to load as a pass
+/// plugin and how to load it (llc -load).
+void reportNoPasses();
 
 } // namespace mlbridge::plugins
 

@@ -3,8 +3,22 @@
 
 #include <new>
 
+// Weak: a plugin of legacy passes only defines none (PluginEntry.h).
+namespace mlbridge::plugins {
+__attribute__((weak)) llvm::PassPluginLibraryInfo passPluginInfo();
+} // namespace mlbridge::plugins
+
+namespace {
+llvm::PassPluginLibraryInfo infoOrNothing() {
+  if (&mlbridge::plugins::passPluginInfo)
+    return mlbridge::plugins::passPluginInfo();
+  mlbridge::plugins::reportNoPasses();
+  return {LLVM_PLUGIN_API_VERSION, "MLBridge", "no passes", [](llvm::PassBuilder &) {}};
+}
+} // namespace
+
 void mlbridge::plugins::writePassPluginInfo(void *Out) {
-  new (Out) llvm::PassPluginLibraryInfo(passPluginInfo());
+  new (Out) llvm::PassPluginLibraryInfo(infoOrNothing());
 }
 
 #if !defined(__x86_64__)
@@ -12,6 +26,6 @@ void mlbridge::plugins::writePassPluginInfo(void *Out) {
 // convention; elsewhere the plugin has the plain entry (no version check).
 extern "C" __attribute__((visibility("default"), weak)) llvm::PassPluginLibraryInfo
 llvmGetPassPluginInfo() {
-  return mlbridge::plugins::passPluginInfo();
+  return infoOrNothing();
 }
 #endif
