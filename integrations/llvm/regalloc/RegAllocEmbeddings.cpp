@@ -36,24 +36,31 @@ struct MIR2VecObservation::State {
   DenseMap<Register, std::vector<float>> Nodes;
 };
 
-MIR2VecObservation::MIR2VecObservation() : S(new State) {}
-MIR2VecObservation::~MIR2VecObservation() = default;
-
-MIR2VecObservation &MIR2VecObservation::get(LLVMContext &Ctx) {
-  static const std::unique_ptr<MIR2VecObservation> O = [&Ctx] {
-    std::unique_ptr<MIR2VecObservation> New(new MIR2VecObservation());
+namespace {
+/// The vocabulary of the option, loaded once per process (null: none, or
+/// unreadable); immutable, so every thread's embedder may share it.
+std::shared_ptr<const m2v::Vocabulary> sharedVocabulary(LLVMContext &Ctx) {
+  static const std::shared_ptr<const m2v::Vocabulary> V =
+      [&Ctx]() -> std::shared_ptr<const m2v::Vocabulary> {
     const std::string Path = mlp::stringSetting(VocabOpt, "MLBRIDGE_RA_MIR2VEC_VOCAB");
     if (Path.empty())
-      return New;
-    if (auto V = m2v::Vocabulary::load(Path))
-      New->S->E.emplace(std::make_shared<const m2v::Vocabulary>(std::move(*V)));
-    else
-      mlp::diagnose(Ctx, "mlbridge-regalloc", DS_Warning,
-                    V.status().toString() + "; the model gets no MIR2Vec vectors");
-    return New;
+      return nullptr;
+    auto Loaded = m2v::Vocabulary::load(Path);
+    if (Loaded)
+      return std::make_shared<const m2v::Vocabulary>(std::move(*Loaded));
+    mlp::diagnose(Ctx, "mlbridge-regalloc", DS_Warning,
+                  Loaded.status().toString() + "; the model gets no MIR2Vec vectors");
+    return nullptr;
   }();
-  return *O;
+  return V;
 }
+} // namespace
+
+MIR2VecObservation::MIR2VecObservation(LLVMContext &Ctx) : S(new State) {
+  if (std::shared_ptr<const m2v::Vocabulary> V = sharedVocabulary(Ctx))
+    S->E.emplace(std::move(V));
+}
+MIR2VecObservation::~MIR2VecObservation() = default;
 
 bool MIR2VecObservation::enabled() const { return S->E.has_value(); }
 

@@ -29,11 +29,14 @@ class Register;
 
 namespace mlbridge::regalloc {
 
+/// One per allocator pass (a ThinLTO backend thread has its own): the
+/// vocabulary, read once per process, is shared and immutable; the
+/// embedder's and the ranges' vectors are this pass's.
 class MIR2VecObservation {
 public:
-  /// The process's: reads the option and the vocabulary on the first call
-  /// (reporting a failure to Ctx once).
-  static MIR2VecObservation &get(llvm::LLVMContext &Ctx);
+  /// Reads the option and, the first time in the process, the vocabulary
+  /// (a failure is reported to that Ctx, once).
+  explicit MIR2VecObservation(llvm::LLVMContext &Ctx);
   ~MIR2VecObservation();
 
   bool enabled() const;
@@ -48,7 +51,6 @@ public:
 
 private:
   struct State;
-  MIR2VecObservation();
   std::unique_ptr<State> S;
   std::vector<float> Function;
 };

@@ -14,8 +14,9 @@
 // LiveRangeEdit, and the stock VirtRegRewriter after us. Splitting is our
 // own (SplitKit is not public): a range is split per basic block -- each
 // block using it gets a local copy of the value (copy in before the first
-// use, copy out before the terminators when live out), the original keeps
-// only the parts between blocks.
+// use, copy out at the block's last split point when live out), the
+// original keeps only the parts between blocks; or around a loop, or in two
+// inside one block.
 //
 // Also registers the score pass (RegAllocScore.cpp).
 //
@@ -56,7 +57,9 @@
 #include "llvm/CodeGen/VirtRegMap.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/raw_ostream.h"
 
 #if MLBRIDGE_REGALLOC_EMBEDDED
 #include "RegAllocPolicy.h" // generated from models/plugins/regalloc_policy.onnx
@@ -65,7 +68,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <set>
@@ -118,6 +123,12 @@ cl::opt<std::string> LogOpt(
 cl::opt<bool> VerboseOpt(
     "mlbridge-ra-verbose", cl::cat(Category), cl::init(false),
     cl::desc("Report the runner as a remark. Env: MLBRIDGE_RA_VERBOSE"));
+cl::opt<bool> EnableOpt(
+    "mlbridge-ra-enable", cl::cat(Category), cl::init(false),
+    cl::desc("Loaded as a pass plugin (clang -fpass-plugin, lld "
+             "--load-pass-plugin), make this the allocator of optimized code "
+             "generation unless -regalloc is given. Env: MLBRIDGE_RA_ENABLE "
+             "(those hosts parse -mllvm before loading the plugin)"));
 
 /// The model built in: models/plugins/regalloc_policy.onnx compiled in when
 /// the build has it (MLBRIDGE_REGALLOC_EMBEDDED), else none (the heuristic).
@@ -162,6 +173,7 @@ public:
   }
   void getAnalysisUsage(AnalysisUsage &AU) const override;
   bool runOnMachineFunction(MachineFunction &MF) override;
+  bool doFinalization(Module &M) override;
   MachineFunctionProperties getClearedProperties() const override {
     return MachineFunctionProperties().set(
         MachineFunctionProperties::Property::IsSSA);
@@ -223,6 +235,14 @@ private:
   void computeCandidates(const LiveInterval &LI);
   bool canSplit(Register R) const;
   bool canBlockSplit(const LiveInterval &LI) const;
+  struct CopyOut {
+    bool Possible; // else MBB is not split
+    bool Needed;   // else the rest keeps the value through MBB
+    MachineBasicBlock::iterator At;
+  };
+  CopyOut copyOut(MachineBasicBlock &MBB, const LiveInterval &LI) const;
+  bool splittableBlock(MachineBasicBlock &MBB, const LiveInterval &LI,
+                       ArrayRef<const MachineInstr *> Instrs) const;
   MachineInstr *localSplitPoint(const LiveInterval &LI) const;
   void splitLocal(Register R, MachineInstr &At);
   bool loopSplittable(const LiveInterval &LI, MachineLoop &L) const;
@@ -323,12 +343,19 @@ private:
   bool ActionMask[ra::NumActions] = {false, false, false};
 
   // The model runner, kept across functions (one pipe connection per
-  // compiler process).
+  // compiler process), and the optional MIR2Vec inputs: this pass's, as
+  // everything it keeps (ThinLTO's backend threads each build their own
+  // code generator, so their own pass).
   friend class RegAllocEnv;
+  std::unique_ptr<ra::MIR2VecObservation> Observation;
   std::unique_ptr<mlb::ModelRunner> Runner;
   mlp::RunnerKind RunnerKindUsed = mlp::RunnerKind::Default;
   bool RunnerTried = false;
   std::string RunnerError;
+  /// The model failed a decision: the heuristic decides from then on.
+  bool ModelFailed = false;
+  /// The model's answers in this compile, and how many were not legal.
+  uint64_t ModelAnswers = 0, IllegalAnswers = 0;
 };
 
 char MLBridgeRegAlloc::ID = 0;
@@ -485,20 +512,50 @@ void MLBridgeRegAlloc::computeCandidates(const LiveInterval &LI) {
   }
 }
 
-/// Whether the copies of a per-block split of R may go into MBB, given the
-/// instructions of MBB that use or define R: not after a terminator that
-/// reads R, not where an exception or asm goto leaves the block.
-static bool splittableBlock(const MachineBasicBlock &MBB,
-                            ArrayRef<const MachineInstr *> Instrs) {
+/// Where the copy of a per-block piece back to the rest goes when LI lives
+/// on out of MBB: its last split point (greedy's
+/// SplitAnalysis::getLastSplitPoint, for asm goto). Normally before the
+/// terminators. But an INLINEASM_BR is no terminator: it leaves the block
+/// from inside, and LiveIntervals takes the value leaving MBB for the one
+/// each successor receives, so a range live into one of its indirect
+/// targets must not be written after it. Then the copy goes before the
+/// (first) INLINEASM_BR when LI is written in MBB, before it only; none is
+/// needed when LI is not written in MBB (the rest keeps the value through
+/// the block); and the block is not split when LI is written after it.
+MLBridgeRegAlloc::CopyOut MLBridgeRegAlloc::copyOut(MachineBasicBlock &MBB,
+                                                    const LiveInterval &LI) const {
+  const MachineBasicBlock::iterator Terminators = MBB.getFirstTerminator();
+  const auto Leave = std::find_if(MBB.begin(), Terminators, [](const MachineInstr &MI) {
+    return MI.getOpcode() == TargetOpcode::INLINEASM_BR;
+  });
+  if (Leave == Terminators || none_of(MBB.successors(), [&](const MachineBasicBlock *S) {
+        return S->isInlineAsmBrIndirectTarget() && LIS->isLiveInToMBB(LI, S);
+      }))
+    return {true, true, Terminators};
+  const SlotIndex LeaveIdx = LIS->getInstructionIndex(*Leave);
+  bool Written = false;
+  for (const MachineInstr &MI : MRI->def_instructions(LI.reg())) {
+    if (MI.getParent() != &MBB)
+      continue;
+    if (LIS->getInstructionIndex(MI) > LeaveIdx)
+      return {false, false, Terminators};
+    Written = true;
+  }
+  return {true, Written, Leave};
+}
+
+/// Whether the copies of a per-block split of LI may go into MBB, given the
+/// instructions of MBB that use or define it: not after a terminator or an
+/// inline asm that reads it, not where an exception leaves the block, and
+/// the value going on has a place to be copied out (copyOut).
+bool MLBridgeRegAlloc::splittableBlock(MachineBasicBlock &MBB, const LiveInterval &LI,
+                                       ArrayRef<const MachineInstr *> Instrs) const {
   if (MBB.hasEHPadSuccessor() || MBB.isEHPad())
     return false;
   for (const MachineInstr *MI : Instrs)
     if (MI->isTerminator() || MI->isInlineAsm())
       return false;
-  for (const MachineInstr &T : MBB.terminators())
-    if (T.getOpcode() == TargetOpcode::INLINEASM_BR)
-      return false;
-  return true;
+  return !LIS->isLiveOutOfMBB(LI, &MBB) || copyOut(MBB, LI).Possible;
 }
 
 bool MLBridgeRegAlloc::canBlockSplit(const LiveInterval &LI) const {
@@ -511,7 +568,7 @@ bool MLBridgeRegAlloc::canBlockSplit(const LiveInterval &LI) const {
     Used[MI.getParent()].push_back(&MI);
   unsigned LiveBlocks = 0;
   bool Eligible = false;
-  for (const MachineBasicBlock &MBB : *MF) {
+  for (MachineBasicBlock &MBB : *MF) {
     if (!LIS->getSlotIndexes()->getMBBRange(&MBB).first.isValid())
       continue;
     const SlotIndex Start = LIS->getMBBStartIdx(&MBB);
@@ -520,7 +577,7 @@ bool MLBridgeRegAlloc::canBlockSplit(const LiveInterval &LI) const {
       continue;
     ++LiveBlocks;
     auto It = Used.find(&MBB);
-    if (It != Used.end() && splittableBlock(MBB, It->second))
+    if (It != Used.end() && splittableBlock(MBB, LI, It->second))
       Eligible = true;
   }
   return LiveBlocks >= 2 && Eligible;
@@ -532,7 +589,7 @@ bool MLBridgeRegAlloc::canBlockSplit(const LiveInterval &LI) const {
 /// the loop and not an exception or asm-goto target.
 bool MLBridgeRegAlloc::loopSplittable(const LiveInterval &LI, MachineLoop &L) const {
   if (LIS->isLiveInToMBB(LI, L.getHeader())) {
-    const MachineBasicBlock *P = L.getLoopPreheader();
+    MachineBasicBlock *P = L.getLoopPreheader();
     if (!P)
       return false;
     for (const MachineInstr &T : P->terminators())
@@ -760,6 +817,8 @@ void MLBridgeRegAlloc::splitAroundLoop(Register R, MachineLoop &L) {
     if (L.contains(MO.getParent()->getParent()))
       MO.setReg(N);
   if (LiveIn) {
+    // A preheader has no INLINEASM_BR (MachineBasicBlock::isLegalToHoistInto),
+    // so its last split point is before the terminators.
     MachineBasicBlock *P = L.getLoopPreheader();
     const MachineBasicBlock::iterator At = P->getFirstTerminator();
     const DebugLoc DL = At != P->end() ? At->getDebugLoc() : DebugLoc();
@@ -802,8 +861,8 @@ void MLBridgeRegAlloc::splitLocal(Register R, MachineInstr &At) {
 
 /// Per block: every block using R (where copies may go) gets its own
 /// register for R's part in it (copy in before the first use when the
-/// value comes in, copy out before the terminators when it goes on); the
-/// rest, between the blocks, is another register. Its pieces are not split
+/// value comes in, copy out at copyOut's place when it goes on); the rest,
+/// between the blocks, is another register. Its pieces are not split
 /// again.
 void MLBridgeRegAlloc::splitPerBlock(Register R) {
   LiveInterval &LI = LIS->getInterval(R);
@@ -827,17 +886,19 @@ void MLBridgeRegAlloc::splitPerBlock(Register R) {
   info(Rest).Within = info(R).Within;
   std::vector<Register> Pieces;
   for (auto &[MBB, Instrs] : ByBlock) {
-    if (!splittableBlock(*MBB, ArrayRef<const MachineInstr *>(
-                                   reinterpret_cast<const MachineInstr *const *>(
-                                       Instrs.data()),
-                                   Instrs.size())))
+    if (!splittableBlock(*MBB, LI, ArrayRef<const MachineInstr *>(
+                                       reinterpret_cast<const MachineInstr *const *>(
+                                           Instrs.data()),
+                                       Instrs.size())))
       continue;
+    // Found while R still has its operands here (splittableBlock said it is possible).
+    const CopyOut Out = LIS->isLiveOutOfMBB(LI, MBB) ? copyOut(*MBB, LI)
+                                                     : CopyOut{true, false, MBB->end()};
     sort(Instrs, [&](MachineInstr *A, MachineInstr *B) {
       return LIS->getInstructionIndex(*A) < LIS->getInstructionIndex(*B);
     });
     MachineInstr *First = Instrs.front();
     const bool CopyIn = First->readsVirtualRegister(R);
-    const bool CopyOut = LIS->isLiveOutOfMBB(LI, MBB);
     const Register N = LRE.createFrom(R);
     Pieces.push_back(N);
     for (MachineInstr *MI : Instrs)
@@ -848,10 +909,9 @@ void MLBridgeRegAlloc::splitPerBlock(Register R) {
     if (CopyIn)
       LIS->InsertMachineInstrInMaps(
           *BuildMI(*MBB, First, DL, TII->get(TargetOpcode::COPY), N).addReg(Rest));
-    if (CopyOut)
-      LIS->InsertMachineInstrInMaps(*BuildMI(*MBB, MBB->getFirstTerminator(), DL,
-                                             TII->get(TargetOpcode::COPY), Rest)
-                                         .addReg(N));
+    if (Out.Needed)
+      LIS->InsertMachineInstrInMaps(
+          *BuildMI(*MBB, Out.At, DL, TII->get(TargetOpcode::COPY), Rest).addReg(N));
   }
   for (MachineOperand &MO : make_early_inc_range(MRI->reg_operands(R)))
     MO.setReg(Rest);
@@ -976,8 +1036,13 @@ bool MLBridgeRegAlloc::interfere(Register A, Register B) {
   const uint32_t VA = intervalVersion(A), VB = intervalVersion(B);
   auto [It, New] = OverlapCache.try_emplace({A.id(), B.id()});
   Overlap &O = It->second;
-  if (New || O.VersionA != VA || O.VersionB != VB)
-    O = {LIS->getInterval(A).overlaps(LIS->getInterval(B)), VA, VB};
+  if (New || O.VersionA != VA || O.VersionB != VB) {
+    // LiveRange::overlaps needs a non-empty range on its left (it reads the
+    // first segment unchecked); an empty interval -- a register with only
+    // undef uses -- overlaps nothing.
+    const LiveInterval &LA = LIS->getInterval(A), &LB = LIS->getInterval(B);
+    O = {!LA.empty() && LA.overlaps(LB), VA, VB};
+  }
   return O.Overlaps;
 }
 
@@ -1219,6 +1284,7 @@ public:
   /// one integer, else the argmax over the legal entries. Illegal or
   /// unreadable answers become the heuristic's choice (counted).
   mlb::Expected<int64_t> decide(const mlb::TensorValue &Out) {
+    ++RA.ModelAnswers;
     const size_t N = choices();
     auto Legal = [&](int64_t I) { return I >= 0 && static_cast<size_t>(I) < N && legal(I); };
     if (Out.elementCount() == 1 && Out.type() != mlb::DType::Float &&
@@ -1236,11 +1302,18 @@ public:
         return Best;
     }
     ++RA.St.Illegal;
+    ++RA.IllegalAnswers;
     return heuristic();
   }
 
+  /// A decision the model failed (reported by the driver, the runner's one
+  /// warning): the heuristic takes it, and the episode ends; the pass
+  /// lets the heuristic decide the rest of the compile, asking the model
+  /// nothing more (a stopped peer would cost a timeout per decision).
   std::optional<int64_t> fallbackAction() override {
     ++RA.St.ModelFailures;
+    RA.ModelFailed = true;
+    setDone();
     return heuristic();
   }
 
@@ -1450,6 +1523,8 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
   }
 
   LLVMContext &Ctx = MF->getFunction().getContext();
+  if (!Observation)
+    Observation = std::make_unique<ra::MIR2VecObservation>(Ctx);
   const bool Verbose = mlp::boolSetting(VerboseOpt, "MLBRIDGE_RA_VERBOSE");
   const std::string PolicyText = mlp::stringSetting(PolicyOpt, "MLBRIDGE_RA_POLICY");
   PolicyKind Policy = PolicyKind::Model;
@@ -1480,8 +1555,11 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
       RunnerKindUsed = mlp::resolveRunnerKind(*C);
       if (RunnerKindUsed != mlp::RunnerKind::Default) {
         mlp::RunnerRequest Req;
-        Req.Features = modelFeatureSpecs(ra::MIR2VecObservation::get(Ctx));
+        Req.Features = modelFeatureSpecs(*Observation);
         Req.Advice = mlb::TensorSpec::create<int64_t>("action");
+        // The runner's first failure is its one warning: the heuristic then
+        // decides the rest of the compile, asking the model nothing more
+        // (ModelFailed), so nothing else is reported.
         Req.Diagnostics = mlp::llvmDiagnosticSink(Ctx, Prefix, Verbose);
         Req.MakeEmbedded = Embedded.Make;
         auto Bound = mlp::makeBoundRunner(RunnerKindUsed, *C, Req, "model",
@@ -1500,16 +1578,17 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
                     Runner ? mlp::runnerRemark(RunnerKindUsed, "decisions taken")
                            : std::string("no model: the built-in heuristic decides"));
   }
-  if (Runner && Runner->isUnavailable()) {
-    // A dead peer or broken channel: the heuristic takes the rest of the
-    // compile instead of failing every decision of every function.
-    mlp::diagnose(Ctx, Prefix, DS_Warning,
-                  "the model's runner is unavailable; the built-in heuristic "
-                  "decides from '" + MF->getName() + "' on");
+  if (Runner && (ModelFailed || Runner->isUnavailable())) {
+    // A failed model, a dead peer or broken channel: the heuristic takes the
+    // rest of the compile instead of failing every decision of every
+    // function. Through the runner's sink: a warning only if it gave none.
+    if (!ModelFailed)
+      Runner->report(mlb::Severity::Warning,
+                     "the model's runner is unavailable from '" + MF->getName().str() + "' on");
     Runner.reset();
   }
   const unsigned Budget = budget();
-  ra::MIR2VecObservation &Obs = ra::MIR2VecObservation::get(Ctx);
+  ra::MIR2VecObservation &Obs = *Observation;
   if (Policy == PolicyKind::Model && Runner &&
       Binding.bind(*Runner, modelFeatureSpecs(Obs)).isOk()) {
     Used = mlp::runnerKindName(RunnerKindUsed);
@@ -1525,16 +1604,17 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
     EO.Context = MF->getName().str();
     mlb::Expected<mlb::rl::EpisodeResult> R = Driver.runEpisode(EO);
     if (!R) {
+      // Through the runner's sink too: one warning per runner and compile.
       Error = R.status().toString();
-      mlp::diagnose(Ctx, Prefix, DS_Warning,
-                    "in '" + MF->getName() + "': " + Error +
-                        "; the rest of the function is allocated by the fallback");
+      Runner->report(mlb::Severity::Warning, "in '" + MF->getName().str() + "': " + Error);
+      ModelFailed = true;
     }
-    // A round interrupted by an error leaves its range selected: put it back.
+    // A round the model left unfinished leaves its range selected: put it back.
     if (Current && !VRM->hasPhys(Current) && LIS->hasInterval(Current) &&
         !Queued.count(Current))
       enqueue(Current);
-    runFallback();
+    // The rest, if the model failed; past the budget, the fallback.
+    runBuiltIn(PolicyKind::Heuristic, MF->getFunction());
   } else {
     runBuiltIn(Policy == PolicyKind::Random ? PolicyKind::Random
                                             : PolicyKind::Heuristic,
@@ -1570,6 +1650,18 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
   return true;
 }
 
+bool MLBridgeRegAlloc::doFinalization(Module &M) {
+  // A model that never answers legally (NaN scores, illegal indices) does
+  // not fail, so no runner reports it: once per compile, here.
+  if (ModelAnswers > 0 && IllegalAnswers == ModelAnswers)
+    mlp::diagnose(M.getContext(), Prefix, DS_Warning,
+                  "the model gave no legal answer in " + Twine(ModelAnswers) +
+                      " decisions (NaN or an illegal choice every time): it is "
+                      "broken; the built-in heuristic took every decision");
+  ModelAnswers = IllegalAnswers = 0;
+  return false;
+}
+
 FunctionPass *createMLBridgeRegAlloc() { return new MLBridgeRegAlloc(); }
 
 // Registered only in a host of the LLVM this plugin was built for: loaded
@@ -1586,4 +1678,61 @@ struct Registration {
   }
 } MLBridgeRegAllocRegistration;
 
+// ---- loaded as a pass plugin (clang -fpass-plugin, lld --load-pass-plugin) --
+// Those hosts parse -mllvm before they load the plugin, so -regalloc=mlbridge
+// cannot name it; MLBRIDGE_RA_ENABLE=1 makes it LLVM's default allocator
+// instead. TargetPassConfig::createRegAllocPass takes
+// RegisterRegAlloc::getDefault() and only when that is unset fills it from
+// -regalloc, so the default is set before the code generator is built:
+// when the optimization pipeline that precedes it is (per module, in the
+// same thread, also in lld's LTO backends). Never at -O0 (LLVM's fast
+// allocator stays), never over a -regalloc given on the command line.
+
+bool regallocGiven() {
+  const auto &Opts = cl::getRegisteredOptions(); // a StringMap on 19, a DenseMap on 22
+  const auto It = Opts.find("regalloc");
+  return It != Opts.end() && It->second->getNumOccurrences() > 0;
+}
+
+/// Once per process: the default is LLVM's process-wide registry, and the
+/// setting is the same for every module (the environment, the command line).
+void selectAsDefault(OptimizationLevel Level) {
+  if (Level == OptimizationLevel::O0 || !MLBridgeRegAllocRegistration.Allocator)
+    return;
+  static std::once_flag Once;
+  std::call_once(Once, [] {
+    if (!regallocGiven())
+      RegisterRegAlloc::setDefault(createMLBridgeRegAlloc);
+  });
+}
+
+/// Loaded as a pass plugin with nothing asking for it: say how, once.
+void adviseEnable() {
+  static std::once_flag Once;
+  std::call_once(Once, [] {
+    const char *Env = std::getenv("MLBRIDGE_RA_ENABLE");
+    if ((Env && *Env) || EnableOpt.getNumOccurrences() || regallocGiven())
+      return;
+    errs() << "warning: " << Prefix
+           << ": MLBridgeRegAlloc.so is loaded as a pass plugin but selects no "
+              "allocator: set MLBRIDGE_RA_ENABLE=1 to make it the default "
+              "allocator of optimized code generation (or load it with "
+              "-fplugin= / llc -load and pass -regalloc=mlbridge)\n";
+  });
+}
+
 } // namespace
+
+::llvm::PassPluginLibraryInfo mlbridge::plugins::passPluginInfo() {
+  return {LLVM_PLUGIN_API_VERSION, "MLBridgeRegAlloc", LLVM_VERSION_STRING,
+          [](PassBuilder &PB) {
+            if (!mlp::boolSetting(EnableOpt, "MLBRIDGE_RA_ENABLE"))
+              return adviseEnable();
+            // Every pipeline that code generation can follow: per module
+            // (clang, ThinLTO's backends) and full LTO.
+            llvm_compat::registerOptimizerLast(
+                PB, [](ModulePassManager &, OptimizationLevel L) { selectAsDefault(L); });
+            PB.registerFullLinkTimeOptimizationLastEPCallback(
+                [](ModulePassManager &, OptimizationLevel L) { selectAsDefault(L); });
+          }};
+}
