@@ -10,7 +10,8 @@ every LLVM version the build has plugins for.
   allocator of optimized code generation: a project of a .c and a .S file
   built with those flags (the integrated assembler never sees an option of
   the plugin); a ThinLTO link with two backend threads in lld, whose log
-  shows our allocator ran in both modules' backends. Never at -O0 (clang
+  shows our allocator ran in both modules' backends (the same bytes as with
+  one thread). Never at -O0 (clang
   -O0, lld --lto-O0), never over an explicit -regalloc.
 """
 
@@ -165,6 +166,10 @@ def test_thinlto_backends_allocate_with_ours(plugins, objects, tmp_path):
     assert thinlto_link(plugins, objects, tmp_path / "app", env=env) == want
     modules = {(Path(r["module"]).name, r["function"]) for r in logged(log)}
     assert {("app.c.thin.o", "main"), ("mix.c.thin.o", "mix")} <= modules, modules
+    # One backend thread links the same bytes (nothing shared between them).
+    assert thinlto_link(plugins, objects, tmp_path / "app1", "-Wl,--thinlto-jobs=1",
+                        env=env) == want
+    assert (tmp_path / "app1").read_bytes() == (tmp_path / "app").read_bytes()
     # lld's -O0 backends and an explicit -regalloc keep LLVM's allocators.
     log.unlink()
     assert thinlto_link(plugins, objects, tmp_path / "app0", "-Wl,--lto-O0", env=env) == want
