@@ -21,7 +21,6 @@ Command line: ``python -m mlbridge.mir2vec train --out build/mir2vec/vocab.json`
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys

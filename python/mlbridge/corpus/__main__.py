@@ -15,7 +15,6 @@ it); ``check`` reports it and does not measure that library.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import logging

@@ -3,7 +3,6 @@ the results table of a split, the compile cost of the plugin (callgrind Ir
 of whole clang compiles), and one held-out kernel before and after.
 (Training: ``python -m mlbridge.train loop-distribution``.)"""
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
