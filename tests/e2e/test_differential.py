@@ -35,23 +35,14 @@ FAST = {"csmith": range(1, 3), "stress": range(1, 6), "thinlto": [(1, 2, 3, 4)],
 SANITIZED = {"csmith": range(1, 2), "stress": range(1, 4), "thinlto": [(1, 2)],
              "kernels": range(0, 3), "kernel_units": 4}
 
-#: Failures the fast campaign shows today, each fixed by issue 34's item
-#: named (another session works on it): (check, configuration) -> why. The
-#: marks are strict: once the fix lands the test passes, fails as XPASS, and
-#: the mark is removed.
-KNOWN = {
-    ("stress", "ra-model"): "issue 34 item 5: MLBridgeRegAlloc::interfere reads a freed "
-                            "live range when the model fills its window",
-    ("programs", "ra-model"): "issue 34 item 5: sha256.c crashes the allocator's model path",
-}
-#: Phase ordering's machine-outliner actions set LLVM's process-wide
-#: -enable-machine-outliner: one ThinLTO module's decision changes another's.
-for _c in ("po", "po-start", "size"):
-    KNOWN[("thinlto", _c)] = "issue 34 item 9: the machine outliner switched for the process"
-#: The register allocator cannot be selected in lld (it parses -mllvm
-#: before loading plugins, and the allocator is no pass plugin).
-for _c in ("ra-model", "ra-heuristic", "ra-random-1", "ra-random-2"):
-    KNOWN[("thinlto", _c)] = "issue 34 items 7 and 10: no way to select the allocator in lld"
+#: Failures the fast campaign shows on main, each awaiting the fix of the
+#: issue item named: (check, configuration) -> why, marked xfail(strict):
+#: once the fix lands the test XPASSes, fails, and the mark is removed.
+#: Empty since issue 34's fixes (items 1-3, 5, 6, 7, 9, 10) landed; before
+#: them: stress and programs ra-model (item 5), thinlto po/po-start/size
+#: (item 9), thinlto ra-* (items 7, 10), kernels and lto-kernels ld-*
+#: (items 1-3, 6).
+KNOWN = {}
 
 #: A kept case's own known failures (its JSON's "known": configuration -> why).
 for _meta in CASES.glob("*.json"):

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .. import cli
 from ..errors import MLBridgeError
-from .configs import CONFIGS
+from .configs import CONFIGS, HOSTS
 
 PROG = "python -m mlbridge.difftest"
 #: The exit status of a campaign in which a check failed.
@@ -87,6 +87,8 @@ def build_parser():
                                      "settings (and its served policy)")
     b.add_argument("--config", required=True, choices=_NAMES)
     b.add_argument("--llvm", type=int, default=19)
+    b.add_argument("--host", choices=HOSTS, default="clang",
+                   help="what the command runs (default clang; lld: a link through clang)")
     b.add_argument("cmd", nargs=argparse.REMAINDER, help="-- then the command")
     r = sub.add_parser("reduce", help="reduce a failing csmith program with cvise")
     r.add_argument("--config", required=True, choices=_NAMES)
@@ -97,6 +99,8 @@ def build_parser():
     r.add_argument("--max-funcs", type=cli.positive_int, default=8)
     r.add_argument("--name", required=True, help="name of the kept case")
     r.add_argument("--time", type=cli.positive_int, default=900, help="seconds for cvise")
+    r.add_argument("--known", metavar="WHY",
+                   help="the case still fails there (the bug it awaits): the test marks it")
     r.add_argument("--out-dir", type=Path, help="where to keep it (default "
                                                 "tests/differential/cases)")
     sub.add_parser("configs", help="list the configurations")
@@ -150,7 +154,8 @@ def cmd_build(args) -> int:
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not cmd:
         raise MLBridgeError("build: no command after --")
-    r = compile_with(toolset(args.llvm), by_name(args.config), cmd, timeout=3600)
+    r = compile_with(toolset(args.llvm), by_name(args.config), cmd, timeout=3600,
+                     host=args.host)
     sys.stdout.write(r.stdout)
     sys.stderr.write(r.stderr)
     return 124 if r.timed_out else (r.returncode if r.returncode >= 0 else 128 - r.returncode)
@@ -161,7 +166,7 @@ def cmd_reduce(args) -> int:
     from .reduce import reduce_program
     kept = reduce_program(toolset(args.llvm), by_name(args.config), seed=args.csmith_seed,
                           source=args.source, max_funcs=args.max_funcs, name=args.name,
-                          seconds=args.time, out_dir=args.out_dir)
+                          seconds=args.time, out_dir=args.out_dir, known=args.known)
     print(kept)
     return 0
 

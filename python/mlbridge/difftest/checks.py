@@ -195,25 +195,26 @@ def served_settings(config: Config, timeout: float) -> Iterator[Dict[str, str]]:
                                  timeout_ms=int(timeout * 1000))
 
 
-def reproducer(ts: Toolset, config: Optional[Config], cmd: Sequence[str]) -> str:
+def reproducer(ts: Toolset, config: Optional[Config], cmd: Sequence[str],
+               host: str = "clang") -> str:
     """A shell line that repeats ``cmd`` with ``config``'s settings; a served
     configuration is repeated through ``python -m mlbridge.difftest build``."""
     if config is not None and config.served:
         return shlex.join(["python", "-m", "mlbridge.difftest", "build", "--config", config.name,
-                           "--llvm", str(ts.llvm), "--", *map(str, cmd)])
-    settings = {**_PERTURB, **(config.env if config else {})}
+                           "--llvm", str(ts.llvm), "--host", host, "--", *map(str, cmd)])
+    settings = {**_PERTURB, **(ts.settings(config, host) if config else {})}
     return shlex.join(["env", *(f"{k}={v}" for k, v in settings.items()), *map(str, cmd)])
 
 
 def compile_with(ts: Toolset, config: Optional[Config], cmd: Sequence, *, timeout: float,
-                 cwd=None) -> Run:
+                 host: str = "clang", cwd=None) -> Run:
     """Runs compiler command ``cmd`` with ``config``'s settings (and the
     sanitizer runtime a sanitized plugin build needs); None: stock."""
     env = {**os.environ, **_PERTURB}
     if config is None:
         return run(cmd, timeout=timeout, env=env, cwd=cwd)
     env = tool_env(ts.info, env)
-    env.update(config.env)
+    env.update(ts.settings(config, host))
     with served_settings(config, timeout) as extra:
         env.update(extra)
         return run(cmd, timeout=timeout, env=env, cwd=cwd)
@@ -322,12 +323,13 @@ def check_stress(ts: Toolset, config: Config, seed: int, module: Path, *,
                  timeout: float = 300.0, size: int = 100) -> Result:
     """``module`` (llvm-stress ``seed``) through ``config``'s IR host."""
     cmd = stress_command(ts, config, config.level, config.codegen, module)
-    r = compile_with(ts, config, cmd, timeout=timeout)
+    host = "llc" if config.codegen else "opt"
+    r = compile_with(ts, config, cmd, timeout=timeout, host=host)
     status = compiler_status(r)
     detail = "" if status == "ok" else f"{crash_signature(r.stderr)} | {_tail(r.stderr)}"
     origin = f"{os.path.basename(ts.stress)} -seed={seed} -size={size} -o {module.name}"
     res = _result("stress", f"stress{seed}", config, ts, status, detail,
-                  reproducer(ts, config, cmd), origin, r.seconds)
+                  reproducer(ts, config, cmd, host), origin, r.seconds)
     if res.failed:
         stock = compile_with(ts, None, stress_command(ts, None, config.level, config.codegen,
                                                       module), timeout=timeout)
@@ -421,7 +423,7 @@ def _thinlto(ts, config, level, prog, ref, workdir, jobs, timeout) -> Result:
 
     def result(status, detail, cmd):
         return _result("thinlto", prog.name, config, ts, status, detail,
-                       reproducer(ts, config, cmd), prog.origin, 0.0)
+                       reproducer(ts, config, cmd, "lld"), prog.origin, 0.0)
 
     def flags(host):
         return ts.flags(config, host) if config else []
@@ -441,7 +443,7 @@ def _thinlto(ts, config, level, prog, ref, workdir, jobs, timeout) -> Result:
         exe = workdir / f"{tag}.j{j}"
         cmd = [ts.clang, level, "-flto=thin", "-fuse-ld=lld", f"--ld-path={ts.lld}",
                *flags("lld"), f"-Wl,--thinlto-jobs={j}", *objs, "-o", str(exe)]
-        r = compile_with(ts, config, cmd, timeout=timeout)
+        r = compile_with(ts, config, cmd, timeout=timeout, host="lld")
         status = compiler_status(r)
         if status != "ok":
             return result(status, f"linking with --thinlto-jobs={j}: "

@@ -2,7 +2,7 @@
 shipped plugin, loaded the documented way, with each of its policies.
 
 One table (:data:`CONFIGS`) to edit; how each plugin is loaded into each
-host (clang, opt, llc, lld) is :func:`plugin_flags`, the one place to change
+host (clang, opt, llc, lld) is :func:`plugin_loading`, the one place to change
 when a plugin gets another way of being selected. Settings travel through
 the plugins' environment variables (``MLBRIDGE_*``), which reach a plugin in
 clang, opt, llc and lld alike (lld and clang's driver parse ``-mllvm``
@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..build_manifest import NotBuilt
 from ..llvm.plugins import PluginInfo, built_llvm_versions, find_llvm_tool, find_plugins
 
-__all__ = ["Config", "CONFIGS", "HOSTS", "Toolset", "by_name", "plugin_flags", "toolsets",
+__all__ = ["Config", "CONFIGS", "HOSTS", "Toolset", "by_name", "plugin_loading", "toolsets",
            "select"]
 
 #: The hosts a configuration is loaded into: the clang driver (a program
@@ -111,23 +111,27 @@ def select(names: Optional[Sequence[str]] = None) -> List[Config]:
     return list(CONFIGS) if not names else [by_name(n) for n in names]
 
 
-def plugin_flags(plugin: str, host: str, info: PluginInfo) -> List[str]:
-    """The arguments that load ``plugin`` of ``info`` into ``host`` and select
-    it (the documented way; empty where the plugin has no work in that host)."""
+def plugin_loading(plugin: str, host: str, info: PluginInfo) -> Tuple[List[str], Dict[str, str]]:
+    """The arguments and environment that load ``plugin`` of ``info`` into
+    ``host`` and select it, the documented way (nothing where the plugin has
+    no work in that host)."""
     path = getattr(info, plugin)
     if path is None:
         raise NotBuilt(f"{info.source} lists no {plugin} plugin for LLVM {info.llvm_major}")
     if plugin == "regalloc":
-        # A legacy code-generation pass, selected with -regalloc; -fplugin
-        # loads it before clang parses -mllvm. lld parses -mllvm before it
-        # loads plugins (issue 34 item 10: no way to select it there yet).
-        return {"clang": [f"-fplugin={path}", "-mllvm", "-regalloc=mlbridge",
-                          "-mllvm", "-verify-machineinstrs"],
-                "llc": ["-load", str(path), "-regalloc=mlbridge", "-verify-machineinstrs"],
-                "lld": [f"-Wl,--load-pass-plugin={path}", "-Wl,-mllvm,-regalloc=mlbridge"],
-                "opt": []}[host]
+        # llc: the legacy pass, selected with -regalloc. clang and lld: a pass
+        # plugin made LLVM's default allocator by MLBRIDGE_RA_ENABLE (what
+        # survives .S files and LTO, docs/register-allocation.md).
+        verify = "-verify-machineinstrs"
+        return {"clang": ([f"-fpass-plugin={path}", "-mllvm", verify], _RA_ENABLE),
+                "llc": (["-load", str(path), "-regalloc=mlbridge", verify], {}),
+                "lld": ([f"-Wl,--load-pass-plugin={path}", f"-Wl,-mllvm,{verify}"], _RA_ENABLE),
+                "opt": ([], {})}[host]
     return {"clang": [f"-fpass-plugin={path}"], "opt": [f"-load-pass-plugin={path}"],
-            "lld": [f"-Wl,--load-pass-plugin={path}"], "llc": []}[host]
+            "lld": [f"-Wl,--load-pass-plugin={path}"], "llc": []}[host], {}
+
+
+_RA_ENABLE = {"MLBRIDGE_RA_ENABLE": "1"}
 
 
 @dataclass
@@ -144,7 +148,16 @@ class Toolset:
 
     def flags(self, config: Config, host: str) -> List[str]:
         """All arguments loading and selecting ``config``'s plugins in ``host``."""
-        return [a for p in config.plugins for a in plugin_flags(p, host, self.info)]
+        return [a for p in config.plugins for a in plugin_loading(p, host, self.info)[0]]
+
+    def settings(self, config: Config, host: str) -> Dict[str, str]:
+        """The environment of ``config`` in ``host``: the plugins' selection
+        and the configuration's settings."""
+        env: Dict[str, str] = {}
+        for p in config.plugins:
+            env.update(plugin_loading(p, host, self.info)[1])
+        env.update(config.env)
+        return env
 
 
 def toolset(llvm: int, build_dir=None) -> Toolset:

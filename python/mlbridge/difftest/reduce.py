@@ -1,7 +1,8 @@
 """Reduction of a failing program with cvise (Debian's ``cvise``), kept as a
 regression case in tests/differential/cases.
 
-The interestingness script keeps the failure: for a crash, verifier or
+The interestingness script keeps the failure in a program that builds and
+ends at ``-O0``: for a crash, verifier or
 compiler error, the build with the configuration still fails with the same
 signature (:func:`mlbridge.difftest.checks.crash_signature`); for a wrong
 output, the program must stay free of undefined behaviour (its ``-O0`` build
@@ -46,15 +47,17 @@ def interestingness_script(ts: Toolset, config: Config, case: str, flags, status
     build = (f"{py_env} {q(sys.executable)} -m mlbridge.difftest build --config {config.name} "
              f"--llvm {ts.llvm} -- {q(ts.clang)} {config.level} {' '.join(map(q, flags))} "
              f"{' '.join(map(q, ts.flags(config, 'clang')))} {q(case)} -o t.exe")
+    # Whatever it keeps, the case stays a program that ends: a kept case is
+    # checked like any program (its output against -O0).
     lines = ["#!/bin/sh", f"# keeps: {status} of {config.name} on LLVM {ts.llvm}",
              f"CC={q(ts.clang)}", f"FLAGS={q(' '.join(flags))}",
-             f"$CC -O0 $FLAGS {q(case)} -o ref.exe >/dev/null 2>&1 || exit 1"]
+             f"$CC -O0 $FLAGS {q(case)} -o ref.exe >/dev/null 2>&1 || exit 1",
+             f"timeout {run_timeout:g} ./ref.exe >ref.out 2>/dev/null || exit 1"]
     if status in ("wrong-output", "timeout"):
         lines += [
             f"$CC -O0 $FLAGS {' '.join(UB_GUARDS)} -fsanitize=undefined,address "
             f"-fno-sanitize-recover=all {q(case)} -o ub.exe >/dev/null 2>&1 || exit 1",
             f"timeout {run_timeout:g} ./ub.exe >ub.out 2>/dev/null || exit 1",
-            f"timeout {run_timeout:g} ./ref.exe >ref.out 2>/dev/null || exit 1",
             "cmp -s ub.out ref.out || exit 1",
             f"{build} >/dev/null 2>&1 || exit 1",
             f"timeout {2 * run_timeout:g} ./t.exe >t.out 2>/dev/null; echo \"exit $?\" >>t.out",
@@ -69,10 +72,12 @@ def interestingness_script(ts: Toolset, config: Config, case: str, flags, status
 
 def reduce_program(ts: Toolset, config: Config, *, seed: Optional[int] = None,
                    source: Optional[Path] = None, max_funcs: int = 8, name: str,
-                   seconds: float = 900, out_dir: Optional[Path] = None) -> Path:
+                   seconds: float = 900, out_dir: Optional[Path] = None,
+                   known: Optional[str] = None) -> Path:
     """Reduces the program (csmith ``seed`` or ``source``) that fails in
     ``config`` for at most ``seconds`` and keeps the result as
-    ``<out_dir>/<name>.c`` with ``<name>.json``. MLBridgeError when the
+    ``<out_dir>/<name>.c`` with ``<name>.json`` (``known``: why the case
+    still fails in ``config``, the bug it awaits). MLBridgeError when the
     program does not fail there, or when the reduction lost the failure."""
     out_dir = Path(out_dir or CASES_DIR)
     work = Path(tempfile.mkdtemp(prefix="mlbridge-reduce-"))
@@ -120,6 +125,8 @@ def reduce_program(ts: Toolset, config: Config, *, seed: Optional[int] = None,
         meta = {"flags": ["-w", "-I{csmith_include}"], "origin": origin,
                 "found": {"config": config.name, "llvm": ts.llvm, "status": first.status,
                           "signature": signature, "detail": first.detail[:300]}}
+        if known:
+            meta["known"] = {config.name: known}
         kept.with_suffix(".json").write_text(json.dumps(meta, indent=1) + "\n")
     except BaseException:
         print(f"the reduction's files are kept in {work}", file=sys.stderr)
