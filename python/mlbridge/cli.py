@@ -27,8 +27,9 @@ import tempfile
 
 from .errors import MLBridgeError
 
-__all__ = ["ArgumentParser", "run", "describe", "positive_int", "existing_file", "output_file",
-           "output_folder", "naming", "write_json", "EXIT_ERROR", "EXIT_USAGE", "EXIT_INTERRUPTED", "EXPECTED"]
+__all__ = ["ArgumentParser", "run", "describe", "positive_int", "non_negative_int",
+           "existing_file", "output_file", "output_folder", "naming", "write_json", "EXIT_ERROR",
+           "EXIT_USAGE", "EXIT_INTERRUPTED", "EXPECTED"]
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -45,15 +46,24 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (--help for usage)\n")
 
 
-def positive_int(text: str) -> int:
-    """An argparse ``type``: an integer >= 1 (jobs, workers)."""
+def _int_at_least(text: str, least: int) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+        raise argparse.ArgumentTypeError(f"expected an integer >= {least}, got {text!r}") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected an integer >= {least}, got {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse ``type``: an integer >= 1 (jobs, workers)."""
+    return _int_at_least(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse ``type``: an integer >= 0 (workers where 0 means "here")."""
+    return _int_at_least(text, 0)
 
 
 def existing_file(text: str) -> str:

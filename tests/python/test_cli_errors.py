@@ -64,6 +64,14 @@ def test_zero_jobs_or_workers_are_refused(args):
     _one_line(_run(*args), cli.EXIT_USAGE, "expected an integer >= 1, got 0")
 
 
+@pytest.mark.parametrize("args", [
+    ("mlbridge.train.regalloc", "heldout", "--workers", "-1"),
+    ("mlbridge.train.loop_distribution", "evaluate", "--out", "r.json", "--workers", "-1"),
+])
+def test_negative_workers_are_refused(args):
+    _one_line(_run(*args), cli.EXIT_USAGE, "expected an integer >= 0, got -1")
+
+
 @pytest.mark.parametrize("args,what", [
     (("mlbridge.train", "regalloc", "--out", "{tmp}/run", "--train-ir", "{tmp}/none.ll"),
      "argument --train-ir: no such file: {tmp}/none.ll"),

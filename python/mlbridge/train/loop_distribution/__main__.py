@@ -67,7 +67,7 @@ def main(argv=None):
     ev.add_argument("--out", type=lambda t: Path(cli.output_file(t)), required=True)
     ev.add_argument("--model", type=lambda t: Path(cli.existing_file(t)), default=None,
                     help="an ONNX model instead of the compiled-in one")
-    ev.add_argument("--workers", type=int, default=2,
+    ev.add_argument("--workers", type=cli.non_negative_int, default=2,
                     help="Ray workers (0: in this process, for a machine too loaded for Ray)")
     ev.add_argument("--cache", default=None)
     ev.add_argument("--plugin", default=None, type=cli.existing_file)
@@ -75,7 +75,7 @@ def main(argv=None):
                         "family files, plain and with the plugin")
     co.add_argument("--families", nargs="+", required=True)
     co.add_argument("--out", type=lambda t: Path(cli.output_file(t)), required=True)
-    co.add_argument("--workers", type=int, default=2,
+    co.add_argument("--workers", type=cli.non_negative_int, default=2,
                     help="Ray workers (0: in this process)")
     co.add_argument("--plugin", default=None, type=cli.existing_file)
     de = sub.add_parser("demo", help="one held-out kernel: -O3 Ir, then with the plugin")

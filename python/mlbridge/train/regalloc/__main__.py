@@ -350,7 +350,8 @@ def main(argv=None):
     q.add_argument("--columns", nargs="+", default=list(COLUMNS), choices=COLUMNS,
                    help="alloc: measure only these (with --cache, to fill it in parts)")
     q.add_argument("--cache", default=None, help="alloc: keep measured numbers here")
-    q.add_argument("--workers", type=int, default=2, help="Ray workers (0: here, no Ray)")
+    q.add_argument("--workers", type=cli.non_negative_int, default=2,
+                   help="Ray workers (0: here, no Ray)")
     q.add_argument("--address", default=None)
     q.add_argument("--out", default=None, type=cli.output_file,
                    help="write every unit's numbers (JSON) here")
