@@ -100,7 +100,7 @@ def test_failing_peer_one_warning(plugins, ra, want, e2e, close, tmp_path):
     assert stdout == ""
     w = warnings(stderr)
     assert len(w) == 1, stderr
-    assert "mlbridge-regalloc:" in w[0], w
+    assert "mlbridge-regalloc:" in w[0] and "heuristic decides the rest of the compile" in w[0], w
     # One failed request, not one per decision (each would wait 1.5 s).
     assert seconds < 20, seconds
     import json

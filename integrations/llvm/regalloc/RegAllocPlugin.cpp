@@ -1559,8 +1559,9 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
         Req.Advice = mlb::TensorSpec::create<int64_t>("action");
         // The runner's first failure is its one warning: the heuristic then
         // decides the rest of the compile, asking the model nothing more
-        // (ModelFailed), so nothing else is reported.
-        Req.Diagnostics = mlp::llvmDiagnosticSink(Ctx, Prefix, Verbose);
+        // (ModelFailed).
+        Req.Diagnostics = mlp::llvmDiagnosticSink(
+            Ctx, Prefix, Verbose, "; the built-in heuristic decides the rest of the compile");
         Req.MakeEmbedded = Embedded.Make;
         auto Bound = mlp::makeBoundRunner(RunnerKindUsed, *C, Req, "model",
                                           "the register allocator");
