@@ -30,8 +30,8 @@ REPO = Path(__file__).resolve().parents[2]
 CASES = REPO / "tests" / "differential" / "cases"
 
 #: The fast campaign's fixed inputs, unsanitized and sanitized builds.
-FAST = {"csmith": range(1, 3), "stress": range(1, 6), "thinlto": [(1, 2, 3, 4)],
-        "kernels": range(0, 6), "kernel_units": 8}
+FAST = {"csmith": range(1, 3), "stress": range(1, 5), "thinlto": [(1, 2, 3, 4)],
+        "kernels": range(0, 4), "kernel_units": 6}
 SANITIZED = {"csmith": range(1, 2), "stress": range(1, 4), "thinlto": [(1, 2)],
              "kernels": range(0, 3), "kernel_units": 4}
 
