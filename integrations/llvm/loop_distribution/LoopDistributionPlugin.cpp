@@ -381,7 +381,8 @@ std::unique_ptr<Dependence> dependence(DependenceInfo &DI, Instruction *Src,
 
 /// What DependenceAnalysis needs to be right about an access in L: its
 /// address is a loop-invariant base plus an offset that is either invariant
-/// in L or an affine recurrence of L whose step is provably non-zero (DA
+/// in L or an affine recurrence of L whose step (and the step of every
+/// outer recurrence in its start) is provably non-zero (DA
 /// assumes a symbolic coefficient is not 0, and reads a wrapping, non-affine
 /// or extended subscript as if it were affine), and the access is a whole
 /// aligned element (DA compares addresses as points: an offset that is not a
@@ -408,8 +409,17 @@ AccessShape shapeOf(Instruction *I, Loop &L, ScalarEvolution &SE) {
     return A;
   const unsigned AlignBits = Log2_64(A.Size);
   auto Aligned = [&](const SCEV *E) { return SE.getMinTrailingZeros(E) >= AlignBits; };
+  // The outer loops' coefficients count too: DA's tests run over all
+  // common levels at once.
+  auto OuterStepsNonZero = [&](const SCEV *E) {
+    return !SCEVExprContains(E, [&](const SCEV *Sub) {
+      const auto *Outer = dyn_cast<SCEVAddRecExpr>(Sub);
+      return Outer && (!Outer->isAffine() ||
+                       !SE.isKnownNonZero(Outer->getStepRecurrence(SE)));
+    });
+  };
   if (SE.isLoopInvariant(Offset, &L)) {
-    A.Trusted = Aligned(Offset);
+    A.Trusted = Aligned(Offset) && OuterStepsNonZero(Offset);
     return A;
   }
   const auto *AR = dyn_cast<SCEVAddRecExpr>(Offset);
@@ -417,7 +427,8 @@ AccessShape shapeOf(Instruction *I, Loop &L, ScalarEvolution &SE) {
     return A;
   const SCEV *Step = AR->getStepRecurrence(SE);
   A.Trusted = SE.isLoopInvariant(Step, &L) && SE.isKnownNonZero(Step) &&
-              Aligned(AR->getStart()) && Aligned(Step);
+              OuterStepsNonZero(AR->getStart()) && Aligned(AR->getStart()) &&
+              Aligned(Step);
   return A;
 }
 
