@@ -7,6 +7,7 @@ r"""Command line of the differential tests (docs: tests/differential/README.md).
     python -m mlbridge.difftest reduce --config ra-model --llvm 19 --csmith-seed 12 \
         --name ra-model-csmith12 --time 600
     python -m mlbridge.difftest configs
+    python -m mlbridge.difftest snapshot build/difftest-plugins   # then MLBRIDGE_BUILD_DIR=...
 
 ``campaign`` prints one summary (inputs x configurations x LLVM versions,
 each kind of failure) and writes every result to ``--out``; it exits 3 when
@@ -104,11 +105,15 @@ def build_parser():
     r.add_argument("--out-dir", type=Path, help="where to keep it (default "
                                                 "tests/differential/cases)")
     sub.add_parser("configs", help="list the configurations")
+    n = sub.add_parser("snapshot", help="copy the built plugins and a manifest naming them "
+                                        "(MLBRIDGE_BUILD_DIR=DIR then tests that copy)")
+    n.add_argument("dir", type=cli.output_folder)
     return p
 
 
 def cmd_campaign(args) -> int:
     from .campaign import Plan, format_summary, run_campaign, summarize
+    from ..build_manifest import load as load_manifest
     from .configs import select, toolsets
     s = args.seed
     plan = Plan(configs=select(args.config), toolsets=toolsets(args.llvm),
@@ -120,11 +125,15 @@ def cmd_campaign(args) -> int:
                 kernel_units=args.kernel_units, project=args.project, max_funcs=args.max_funcs, jobs=args.jobs)
     t0 = time.monotonic()
     done = []
+    # which plugins: the build's manifest, or what a snapshot copied
+    manifest = load_manifest()
+    built = manifest.data.get("snapshot") or {"of": str(manifest.path.parent)}
 
     def write(results, partial):
         summary = summarize(results)
         summary["seconds"] = round(time.monotonic() - t0)
         summary["command"] = "python -m mlbridge.difftest " + " ".join(sys.argv[1:])
+        summary["plugins"] = built
         if partial:
             summary["partial"] = True
         if args.out:
@@ -179,10 +188,18 @@ def cmd_configs(args) -> int:
     return 0
 
 
+def cmd_snapshot(args) -> int:
+    from .campaign import snapshot_plugins
+    snap = snapshot_plugins(Path(args.dir))
+    print(f"{len(snap['sha256'])} plugins of {snap['of']} (commit {snap['head'][:12]}) in "
+          f"{args.dir}")
+    return 0
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     return {"campaign": cmd_campaign, "build": cmd_build, "reduce": cmd_reduce,
-            "configs": cmd_configs}[args.command](args)
+            "configs": cmd_configs, "snapshot": cmd_snapshot}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from .checks import (FAILURES, LtoProgram, Program, Result, check_program, check
 from .configs import Config, Toolset
 
 __all__ = ["Plan", "run_campaign", "summarize", "format_summary", "csmith_input",
-           "project_programs", "CASES_DIR", "kept_cases"]
+           "project_programs", "CASES_DIR", "kept_cases", "snapshot_plugins"]
 
 REPO = Path(__file__).resolve().parents[3]
 #: The reduced regression cases the harness found.
@@ -259,3 +259,33 @@ def format_summary(s: Dict) -> str:
     lines += [f"  {k}: " + ", ".join(f"{n} {st}" for st, n in v.items())
               for k, v in s["failing"].items()]
     return "\n".join(lines)
+
+
+def snapshot_plugins(dest: Path, build_dir=None) -> Dict:
+    """Copies the built plugins of every LLVM version into ``dest`` with a
+    build manifest naming the copies (point ``MLBRIDGE_BUILD_DIR`` at it): a
+    long campaign then tests one set of plugins while the build directory
+    is rebuilt. Returns what was copied (the commit, each file's sha256)."""
+    import hashlib
+    import subprocess
+    from ..build_manifest import MANIFEST_NAME, load
+    from ..llvm.plugins._plugins import PLUGIN_SECTIONS
+    manifest = load(build_dir)
+    data = json.loads(json.dumps(manifest.data))
+    dest = Path(dest)
+    copied = {}
+    for name in PLUGIN_SECTIONS.values():
+        if not manifest.built(name):
+            continue
+        for key, value in data[name].items():
+            if isinstance(value, str) and value.endswith(".so") and Path(value).is_file():
+                target = dest / name / Path(value).name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(value, target)
+                data[name][key] = str(target)
+                copied[f"{name}/{target.name}"] = hashlib.sha256(target.read_bytes()).hexdigest()
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
+    data["snapshot"] = {"of": str(manifest.path.parent), "head": head, "sha256": copied}
+    (dest / MANIFEST_NAME).write_text(json.dumps(data, indent=1))
+    return data["snapshot"]
