@@ -31,8 +31,9 @@
 //                                    selected; select: all 0
 //   loop_features  float32 [8]       LoopFeature columns
 //   agent          int64   [1]       0 select, 1 merge
-//   loop_id        int64   [1]       loops asked about so far in this process
-//                                    (0, 1, ...): tells loops apart
+//   loop_id        int64   [1]       loops asked about so far in this module
+//                                    (0, 1, ...): tells loops apart, the
+//                                    same whatever the thread count
 //   step           int64   [1]       decisions asked so far for this loop
 //   node_embeddings float32 [16, 300] per node, the sum of the IR2Vec
 //                                    (symbolic) vectors of its instructions,
@@ -76,8 +77,9 @@ enum NodeFeature : size_t {
   NFGEPs,             // getelementptr
   NFPhis,             // phis (recurrences, reductions, secondary inductions)
   NFPureCalls,        // calls without memory effects (intrinsics, libm)
-  NFPiBlock,          // 1: holds a DDG pi-block with memory accesses, or
-                      //    units merged because their dependences form a cycle
+  NFPiBlock,          // 1: holds units merged because their dependences
+                      //    form a cycle, or a unit whose store feeds one of
+                      //    its own loads in a later iteration
   NFUnits,            // slices (stores and live-out values) in the node
   NFLiveOut,          // 1: a value of the node is used after the loop
   NFInDegree,         // predecessor nodes (adjacency)
