@@ -66,6 +66,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassManager.h"
 #include "llvm/IR/StructuralHash.h"
+#include "llvm/IR/Verifier.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Object/ObjectFile.h"
 #include "llvm/Passes/PassBuilder.h"
@@ -291,6 +292,28 @@ bool markOutliner(Module &M, bool Outline) {
   return Changed;
 }
 
+/// LLVM's IR outliner (19 and 22) turns a constant that differs between
+/// similar regions into an argument of the outlined function even where the
+/// operand must stay an immediate (an intrinsic's immarg, e.g. llvm.ctlz's
+/// is_zero_poison, memcpy's isvolatile): the module is then invalid, and
+/// clang, which does not verify it, miscompiles it or crashes later (in
+/// CodeGenPrepare). So the outliner runs on a copy first and on the module
+/// only when the copy stays valid (the pass is deterministic: the same
+/// result). The copy's cached analyses are cleared before it goes away.
+bool irOutlinerKeepsModuleValid(const Module &M, PassBuilder &PB,
+                                ModuleAnalysisManager &MAM) {
+  ModulePassManager Outline;
+  if (Error E = PB.parsePassPipeline(Outline, "iroutliner")) {
+    consumeError(std::move(E));
+    return false;
+  }
+  std::unique_ptr<Module> Copy = CloneModule(M);
+  Outline.run(*Copy, MAM);
+  const bool Valid = !verifyModule(*Copy);
+  MAM.clear(*Copy, Copy->getName());
+  return Valid;
+}
+
 /// Runs action A (not STOP) on M. Pipelines are built by the host's
 /// PassBuilder; a fresh pass manager every time (some passes keep state
 /// between runs of one instance: deadargelim does).
@@ -321,6 +344,8 @@ mlb::Status applyAction(Module &M, int64_t A, PassBuilder &PB,
   case ActionKind::Pipeline:
     break;
   }
+  if (StringRef(Info.Pipeline) == "iroutliner" && !irOutlinerKeepsModuleValid(M, PB, MAM))
+    return mlb::Status::ok(); // a no-op, as when it finds nothing to outline
   ModulePassManager Action;
   if (Error E = PB.parsePassPipeline(Action, Info.Pipeline))
     return mlb::Status(mlb::ErrorCode::Internal, std::string("action ") + Info.Name +
@@ -363,7 +388,8 @@ mlb::Status applyStart(Module &M, StringRef Start, PassBuilder &PB,
     return mlb::Status(mlb::ErrorCode::Unavailable,
                        "-mlbridge-po-start: this LLVM has no -enable-machine-outliner");
   if (MergeFunctions || IROutliner) {
-    std::string Pipeline = IROutliner ? "iroutliner," : "";
+    const bool RunIROutliner = IROutliner && irOutlinerKeepsModuleValid(M, PB, MAM);
+    std::string Pipeline = RunIROutliner ? "iroutliner," : "";
     Pipeline += "globaldce,constmerge";
     if (MergeFunctions)
       Pipeline += ",mergefunc";
