@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from mlbridge.llvm.plugins.regalloc import settings_env
+
 E2E = Path(__file__).resolve().parent
 PROJECT = E2E / "programs" / "regalloc" / "project"
 TIMEOUT = 120.0
@@ -32,16 +34,6 @@ TIMEOUT = 120.0
 def plugins(plugins_any_llvm):
     assert plugins_any_llvm.regalloc is not None and plugins_any_llvm.mir2vec is not None
     return plugins_any_llvm
-
-
-def env_with(plugins, **settings):
-    from mlbridge.llvm.plugins import tool_env
-    env = tool_env(plugins, dict(os.environ))
-    for key in list(env):
-        if key.startswith("MLBRIDGE_RA_"):
-            del env[key]
-    env.update({k: str(v) for k, v in settings.items()})
-    return env
 
 
 def run(cmd, env, cwd=None):
@@ -66,7 +58,7 @@ def objects(plugins, tmp_path_factory):
     program prints built at -O0."""
     tmp = tmp_path_factory.mktemp("ra-project")
     clang = plugins.tool("clang")
-    env = env_with(plugins)
+    env = settings_env(plugins)
     for unit in ("app.c", "mix.c", "add3.S"):
         assert run([clang, "-O2", "-c", PROJECT / unit, "-o", tmp / f"{unit}.o"], env)[0] == 0
     for unit in ("app.c", "mix.c"):
@@ -81,7 +73,7 @@ def objects(plugins, tmp_path_factory):
 def test_mir2vec_as_pass_plugin_says_how(plugins, objects, tmp_path):
     tmp, _ = objects
     mir2vec = plugins.mir2vec
-    env = env_with(plugins)
+    env = settings_env(plugins)
     ways = {
         "clang": [plugins.tool("clang"), "-O2", f"-fpass-plugin={mir2vec}", "-c",
                   PROJECT / "mix.c", "-o", tmp_path / "mix.o"],
@@ -101,12 +93,12 @@ def test_mir2vec_as_pass_plugin_says_how(plugins, objects, tmp_path):
 
 def test_regalloc_as_pass_plugin_without_enable_says_how(plugins, objects, tmp_path):
     rc, _, err = run([plugins.tool("clang"), "-O2", f"-fpass-plugin={plugins.regalloc}", "-c",
-                      PROJECT / "mix.c", "-o", tmp_path / "mix.o"], env_with(plugins))
+                      PROJECT / "mix.c", "-o", tmp_path / "mix.o"], settings_env(plugins))
     assert rc == 0, err
     assert "MLBRIDGE_RA_ENABLE=1" in err and err.count("warning:") == 1, err
     # opt loads it too, enabled or not (it runs no code generator).
     tmp, _ = objects
-    for env in (env_with(plugins), env_with(plugins, MLBRIDGE_RA_ENABLE=1)):
+    for env in (settings_env(plugins), settings_env(plugins, MLBRIDGE_RA_ENABLE=1)):
         rc, _, err = run([plugins.tool("opt"), f"-load-pass-plugin={plugins.regalloc}",
                           "-passes=instcombine", tmp / "mix.c.thin.o", "-o", os.devnull], env)
         assert rc == 0, err
@@ -133,7 +125,7 @@ def test_project_with_assembly_enabled_by_environment(plugins, objects, tmp_path
     log = tmp_path / "ra.jsonl"
     cflags = ["-O2", "-Wall", "-Werror", f"-fpass-plugin={plugins.regalloc}"]
     got = build_project(plugins, objects, tmp_path, *cflags,
-                        env=env_with(plugins, MLBRIDGE_RA_ENABLE=1, MLBRIDGE_RA_LOG=log))
+                        env=settings_env(plugins, MLBRIDGE_RA_ENABLE=1, MLBRIDGE_RA_LOG=log))
     assert got == want
     assert {r["function"] for r in logged(log)} >= {"main", "mix"}
 
@@ -141,7 +133,7 @@ def test_project_with_assembly_enabled_by_environment(plugins, objects, tmp_path
 def test_not_at_O0_nor_over_an_explicit_regalloc(plugins, objects, tmp_path):
     _, want = objects
     log = tmp_path / "ra.jsonl"
-    env = env_with(plugins, MLBRIDGE_RA_ENABLE=1, MLBRIDGE_RA_LOG=log)
+    env = settings_env(plugins, MLBRIDGE_RA_ENABLE=1, MLBRIDGE_RA_LOG=log)
     plugin = f"-fpass-plugin={plugins.regalloc}"
     assert build_project(plugins, objects, tmp_path, "-O0", plugin, env=env) == want
     assert build_project(plugins, objects, tmp_path, "-O2", plugin, "-mllvm", "-regalloc=greedy",
@@ -162,7 +154,7 @@ def thinlto_link(plugins, objects, out: Path, *flags, env):
 def test_thinlto_backends_allocate_with_ours(plugins, objects, tmp_path):
     _, want = objects
     log = tmp_path / "ra.jsonl"
-    env = env_with(plugins, MLBRIDGE_RA_ENABLE=1, MLBRIDGE_RA_LOG=log)
+    env = settings_env(plugins, MLBRIDGE_RA_ENABLE=1, MLBRIDGE_RA_LOG=log)
     assert thinlto_link(plugins, objects, tmp_path / "app", env=env) == want
     modules = {(Path(r["module"]).name, r["function"]) for r in logged(log)}
     assert {("app.c.thin.o", "main"), ("mix.c.thin.o", "mix")} <= modules, modules

@@ -12,12 +12,13 @@ what their -O0 builds print; nothing goes to stdout.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from pathlib import Path
 
 import pytest
+
+from mlbridge.llvm.plugins.regalloc import settings_env
 
 E2E = Path(__file__).resolve().parent
 PRESSURE = E2E / "programs" / "regalloc" / "pressure.c"
@@ -45,16 +46,6 @@ def want(plugins, tmp_path_factory, e2e):
 
 def warnings(stderr: str):
     return [line for line in stderr.splitlines() if re.search(r"\bwarning:", line)]
-
-
-def env_with(plugins, **settings):
-    from mlbridge.llvm.plugins import tool_env
-    env = tool_env(plugins, dict(os.environ))
-    for key in list(env):
-        if key.startswith("MLBRIDGE_RA_"):
-            del env[key]
-    env.update({k: str(v) for k, v in settings.items()})
-    return env
 
 
 def clang_cmd(plugins, exe: Path):
@@ -85,7 +76,7 @@ def answers_then(ra, answers: int, close: bool):
 def test_failing_peer_one_warning(plugins, ra, want, e2e, close, tmp_path):
     exe = tmp_path / "prog"
     log = tmp_path / "ra.jsonl"
-    env = env_with(plugins, MLBRIDGE_RA_POLICY="model", MLBRIDGE_RA_RUNNER="pipe",
+    env = settings_env(plugins, MLBRIDGE_RA_POLICY="model", MLBRIDGE_RA_RUNNER="pipe",
                    MLBRIDGE_RA_TIMEOUT_MS=1500, MLBRIDGE_RA_LOG=log)
 
     def cmd(base):
@@ -142,7 +133,7 @@ def test_illegal_peer_reported_broken_once(plugins, ra, want, e2e, tmp_path):
     exe = tmp_path / "prog"
     log = tmp_path / "ra.jsonl"
     with ModelServer(lambda obs: 1000, timeout=RUN_TIMEOUT) as server:
-        env = env_with(plugins, MLBRIDGE_RA_POLICY="model", MLBRIDGE_RA_RUNNER="pipe",
+        env = settings_env(plugins, MLBRIDGE_RA_POLICY="model", MLBRIDGE_RA_RUNNER="pipe",
                        MLBRIDGE_RA_CHANNEL=server.endpoint, MLBRIDGE_RA_TIMEOUT_MS=30000,
                        MLBRIDGE_RA_LOG=log)
         r = run_command(clang_cmd(plugins, exe), timeout=RUN_TIMEOUT, env=env)
@@ -157,7 +148,7 @@ def test_nan_model_reported_broken_once(plugins, want, e2e, tmp_path):
         pytest.fail("the plugins were built without the ONNX runner")
     exe = tmp_path / "prog"
     log = tmp_path / "ra.jsonl"
-    env = env_with(plugins, MLBRIDGE_RA_POLICY="model", MLBRIDGE_RA_RUNNER="onnx",
+    env = settings_env(plugins, MLBRIDGE_RA_POLICY="model", MLBRIDGE_RA_RUNNER="onnx",
                    MLBRIDGE_RA_MODEL=nan_scores_onnx(tmp_path / "nan.onnx"), MLBRIDGE_RA_LOG=log)
     r = run_command(clang_cmd(plugins, exe), timeout=RUN_TIMEOUT, env=env)
     assert r.returncode == 0, r.stderr

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from mlbridge.llvm.plugins.regalloc import settings_env
+
 E2E = Path(__file__).resolve().parent
 PROGRAMS = E2E / "programs"
 REGALLOC = PROGRAMS / "regalloc"
@@ -54,16 +56,6 @@ def run(cmd, env=None, timeout=RUN_TIMEOUT):
     return run_tool([str(c) for c in cmd], timeout=timeout, env=env)
 
 
-def env_with(plugins, **settings):
-    from mlbridge.llvm.plugins import tool_env
-    env = tool_env(plugins, dict(os.environ))
-    for key in list(env):
-        if key.startswith("MLBRIDGE_RA_"):
-            del env[key]
-    env.update({k: str(v) for k, v in settings.items()})
-    return env
-
-
 def runners_logged(log: Path):
     import json
     return {json.loads(line)["runner"] for line in log.read_text().splitlines()}
@@ -76,7 +68,7 @@ def llc_allocate(plugins, module: Path, tmp: Path, policy: str, seed: int = 1, o
     run([plugins.tool("llc"), "-O2", "-relocation-model=pic", "-load", plugins.regalloc,
          "-regalloc=mlbridge", "-verify-machineinstrs",
          *(["-filetype=obj", "-o", obj] if obj else ["-o", os.devnull]), module],
-        env=env_with(plugins, MLBRIDGE_RA_POLICY=policy, MLBRIDGE_RA_SEED=seed,
+        env=settings_env(plugins, MLBRIDGE_RA_POLICY=policy, MLBRIDGE_RA_SEED=seed,
                      MLBRIDGE_RA_LOG=log))
     return runners_logged(log)
 
@@ -101,7 +93,7 @@ def test_default_policy_programs(plugins, model_runner, program, tmp_path):
     log = tmp_path / "ra.jsonl"
     got = clang_build(plugins, program, tmp_path / "prog", "-O2", f"-fplugin={plugins.regalloc}",
                       "-mllvm", "-regalloc=mlbridge", "-mllvm", "-verify-machineinstrs",
-                      env=env_with(plugins, MLBRIDGE_RA_LOG=log))
+                      env=settings_env(plugins, MLBRIDGE_RA_LOG=log))
     assert got == want
     assert runners_logged(log) == {model_runner}
 

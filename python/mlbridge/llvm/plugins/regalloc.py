@@ -39,7 +39,7 @@ from ._plugins import PluginInfo, PluginNotFound, find_plugins, tool_env
 __all__ = ["ALLOCATORS", "AGENTS", "ACTIONS", "MAX_NODES", "MAX_REGS", "NODE_FEATURES",
            "REGISTER_FEATURES", "FEATURES", "FunctionScore", "Allocation", "allocate",
            "llc_command", "legal_mask", "first_legal", "optimized_ir", "compare_corpus",
-           "check_csmith"]
+           "check_csmith", "settings_env"]
 
 #: The allocators compared: ours and LLVM's three.
 ALLOCATORS = ("mlbridge", "greedy", "basic", "fast")
@@ -154,6 +154,16 @@ def _parsable_mir(mir: Path) -> None:
     fixed = re.sub(r"^(\s+value:\s+'.*) zeroinitializer'$", r"\1 undef'", text, flags=re.M)
     if fixed != text:
         mir.write_text(fixed)
+
+
+def settings_env(plugins: PluginInfo, **settings) -> Dict[str, str]:
+    """The environment of a tool loading ``plugins``' allocator with exactly
+    ``settings`` (``MLBRIDGE_RA_*`` names): this process's own
+    ``MLBRIDGE_RA_*`` variables are dropped, so none leaks into the tool."""
+    env = {k: v for k, v in tool_env(plugins, dict(os.environ)).items()
+           if not k.startswith("MLBRIDGE_RA_")}
+    env.update({k: str(v) for k, v in settings.items()})
+    return env
 
 
 def _policy_env(policy, seed: Optional[int]) -> Dict[str, str]:
