@@ -283,14 +283,15 @@ def _served(cmd, advisors, timeout, env, cwd, include_default):
 #: An option loading a plugin with its file after "=", as an argument or
 #: inside one (make's ``CFLAGS=... -fpass-plugin=...``).
 _PLUGIN_OPTION_RE = re.compile(
-    r"(?:^|[\s=])--?(?:fpass-plugin|fplugin|load-pass-plugin|load)=(\S+)")
+    r"(?:^|[\s=,])--?(?:fpass-plugin|fplugin|load-pass-plugin|load)=([^\s,]+)")
 #: The same options with the file as the next argument (after -Xclang in
 #: ``clang -Xclang -load -Xclang <file>``).
 _PLUGIN_OPTIONS = frozenset({"-load", "--load", "-load-pass-plugin", "--load-pass-plugin"})
 
 
 def loaded_plugins(cmd: Sequence) -> List[str]:
-    """The plugin files command ``cmd`` loads into clang, opt or llc."""
+    """The plugin files command ``cmd`` loads into clang, opt or llc, or
+    through the clang driver into lld (``-Wl,--load-pass-plugin=<file>``)."""
     args = [os.fspath(c) for c in cmd]
     found: List[str] = []
     for i, arg in enumerate(args):

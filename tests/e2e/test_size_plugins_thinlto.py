@@ -128,8 +128,7 @@ def link(clang, lld, plugins, program, jobs: int, tag: str, extra_env=None) -> t
            f"-Wl,--load-pass-plugin={plugins.inline_advisor}",
            f"-Wl,--load-pass-plugin={plugins.phase_order}",
            *map(str, program["objects"]), "-o", str(exe)]
-    # (plugin_env does not read the plugins out of -Wl, options)
-    env = toolchain.plugin_env([f"--load-pass-plugin={plugins.phase_order}"], env)
+    env = toolchain.plugin_env(cmd, env)
     res = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=300)
     assert res.returncode == 0, \
         f"link failed ({res.returncode}): {' '.join(cmd)}\n{res.stderr.decode()[-3000:]}"

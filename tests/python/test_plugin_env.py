@@ -17,8 +17,9 @@ def test_every_way_of_loading_a_plugin_is_found():
     cmd = ["clang-19", "-O3", "-fpass-plugin=/p/a.so", "-Xclang", "-load", "-Xclang", "/p/b.so",
            "CFLAGS=-O3 -w -fpass-plugin=/p/c.so", "-load=/p/d.so", "-load-pass-plugin",
            "/p/e.so", "--load-pass-plugin=/p/f.so", "-fplugin=/p/g.so", "-load", "/p/h.so",
-           "-mllvm", "-regalloc=mlbridge", "-o", "x.o", Path("/p/in.c")]
-    assert toolchain.loaded_plugins(cmd) == [f"/p/{c}.so" for c in "abcdefgh"]
+           "-mllvm", "-regalloc=mlbridge", "-Wl,--load-pass-plugin=/p/i.so,--thinlto-jobs=2",
+           "-o", "x.o", Path("/p/in.c")]
+    assert toolchain.loaded_plugins(cmd) == [f"/p/{c}.so" for c in "abcdefghi"]
     assert toolchain.loaded_plugins(["clang-19", "-O2", "-c", "x.c", "-o", "x.o"]) == []
 
 
