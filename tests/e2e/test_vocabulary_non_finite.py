@@ -53,8 +53,9 @@ def _module(tmp_path):
 
 
 def _run_opt(ir2vec, setup, module, vocab, out, loader=None):
+    from mlbridge.toolchain import plugin_env   # the sanitizer runtime for a sanitized plugin
     cmd = ir2vec.command(module, out, setup, vocabulary=vocab, loader=loader)
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=plugin_env(cmd))
 
 
 def _refused(res, out, *fragments):
