@@ -14,7 +14,7 @@
 # CUDA/TensorRT-capable 44 MB build of the library and no headers or
 # licence file; the Android AAR that carries the headers
 # (com.microsoft.onnxruntime:onnxruntime-android) is not on the reachable
-# Maven Central mirror. docs/deployment.md says how to use an official
+# Maven Central mirror. docs/onnx-runtime.md says how to use an official
 # release instead (-DONNXRUNTIME_ROOT). Idempotent: does nothing when the
 # stamp file matches.
 set -euo pipefail
