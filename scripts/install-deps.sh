@@ -14,6 +14,46 @@ cd "$(dirname "$0")/.."
 SUDO=""
 [[ $(id -u) -ne 0 ]] && SUDO="sudo"
 
+# Debian's source archive for the real-project builds (python/mlbridge/builds:
+# apt-get source --download-only): a deb-src entry with the URIs and suites of
+# the deb entry of the Debian archive (not the security archive), in a file of
+# its own. Debian's sources in deb822 (*.sources) or one-line form (*.list).
+DEB_SRC=/etc/apt/sources.list.d/mlbridge-deb-src.sources
+deb_src_entry() {  # prints the first entry found
+  local f entry
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [[ -e $f ]] || continue
+    entry=$(awk 'BEGIN { RS = ""; FS = "\n" }
+      { t = u = s = k = ""
+        for (i = 1; i <= NF; i++) {
+          if ($i ~ /^Types:/) t = $i; else if ($i ~ /^URIs:/) u = $i
+          else if ($i ~ /^Suites:/) s = $i; else if ($i ~ /^Signed-By:/) k = $i }
+        if (t ~ /[ \t]deb([ \t]|$)/ && u ~ /\/debian\/?([ \t]|$)/) {
+          print "Types: deb-src"; print u; print s; print "Components: main"
+          if (k != "") print k; exit } }' "$f")
+    [[ -n $entry ]] && { printf '%s\n' "$entry"; return; }
+  done
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+    [[ -e $f ]] || continue
+    entry=$(awk '$1 == "deb" && $2 ~ /\/debian\/?$/ { s = s " " $3; u = $2 }
+      END { if (u != "") { print "Types: deb-src"; print "URIs: " u
+            print "Suites:" s; print "Components: main" } }' "$f")
+    [[ -n $entry ]] && { printf '%s\n' "$entry"; return; }
+  done
+  return 0
+}
+if [[ ! -f $DEB_SRC ]]; then
+  entry=$(deb_src_entry)
+  if [[ -n $entry ]]; then
+    echo "install-deps: adding Debian's source archive ($DEB_SRC)"
+    printf '%s\n' "$entry" | $SUDO tee "$DEB_SRC" >/dev/null
+    $SUDO apt-get update -qq
+  else
+    echo "install-deps: no deb entry of the Debian archive found; the real-project builds" \
+         "need a deb-src entry (python -m mlbridge.builds fetch says so)" >&2
+  fi
+fi
+
 mapfile -t APT_PACKAGES < <(cat scripts/deps/*.apt | sed 's/#.*//' | awk 'NF {print $1}' | sort -u)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -1,0 +1,127 @@
+r"""Command line of the real-project builds.
+
+    python -m mlbridge.builds list
+    python -m mlbridge.builds fetch [--projects zlib,libyaml]
+    python -m mlbridge.builds run [--projects ...] [--configs size,Oz] [--llvm 19,22]
+                                  [--results FILE] [--work DIR] [--keep] [--again]
+    python -m mlbridge.builds table [--results FILE]
+
+``run`` builds every project × configuration × LLVM version asked for (LLVM
+versions in the order given, so ``--llvm 19,22`` finishes 19 first),
+writing each result into ``--results`` as soon as it is measured; a
+result already there is kept unless ``--again``. A configuration whose
+plugin the build manifest says is not built is reported and left out.
+Exit status: 0 when every build and every test passed, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from .. import cli
+from ..build_manifest import NotBuilt
+from ..llvm.plugins import PluginNotFound
+from . import configs, projects, report
+from .build import build_project
+from .fetch import cache_dir, fetch
+
+DEFAULT_RESULTS = Path("tests/real-builds/results.json")
+
+
+def _names(value):
+    return [v for v in value.split(",") if v] if value else None
+
+
+def build_parser():
+    p = cli.ArgumentParser(prog="python -m mlbridge.builds",
+                           description="Real Debian projects built with each plugin "
+                                       "configuration through their own build systems, "
+                                       "tested with their own test suites, measured.")
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="the projects and configurations")
+    q = sub.add_parser("fetch", help="download and verify the sources")
+    q.add_argument("--projects", help="comma-separated (default: all)")
+    q.add_argument("--cache", type=Path, help="download folder (default $MLBRIDGE_BUILDS_CACHE "
+                                              "or ~/.cache/mlbridge/debian-sources)")
+    q = sub.add_parser("run", help="build, test and measure")
+    q.add_argument("--projects", help="comma-separated (default: all)")
+    q.add_argument("--configs", help="comma-separated (default: all)")
+    q.add_argument("--llvm", default="19,22", help="LLVM versions, in order (default 19,22)")
+    q.add_argument("--results", type=Path, default=DEFAULT_RESULTS,
+                   help=f"results JSON, updated after each build (default {DEFAULT_RESULTS})")
+    q.add_argument("--work", type=Path, default=Path("build/builds-work"),
+                   help="build folders (default build/builds-work)")
+    q.add_argument("--build-dir", type=Path, help="mlbridge build with the plugins "
+                                                  "(default $MLBRIDGE_BUILD_DIR or build)")
+    q.add_argument("--cache", type=Path, help="download folder")
+    q.add_argument("--keep", action="store_true", help="keep the build trees")
+    q.add_argument("--again", action="store_true", help="rebuild results already there")
+    q = sub.add_parser("table", help="print the tables of a results file")
+    q.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
+    return p
+
+
+def _run(args) -> int:
+    if args.command == "list":
+        for pr in projects.PROJECTS:
+            print(f"{pr.name:<10} {pr.version:<18} {pr.build_system:<9} tests: "
+                  f"{pr.test_format}")
+        for c in configs.CONFIGS:
+            env = " ".join(f"{k}={v}" for k, v in c.env.items())
+            print(f"{c.name:<15} {c.level} compile={','.join(c.compile) or '-'} "
+                  f"link={','.join(c.link) or '-'} {env}")
+        return 0
+    if args.command == "fetch":
+        for pr in projects.select(_names(args.projects)):
+            print(f"{pr.name}: {fetch(pr, args.cache or cache_dir())}")
+        return 0
+    if args.command == "table":
+        print(report.table(report.load(args.results)))
+        return 0
+    return _run_matrix(args)
+
+
+def _run_matrix(args) -> int:
+    chosen = projects.select(_names(args.projects))
+    cfgs = configs.select(_names(args.configs))
+    records = report.load(args.results)
+    done = {report.key(r) for r in records}
+    failures = 0
+    for llvm in [int(v) for v in _names(args.llvm)]:
+        try:
+            comp = configs.compilers(llvm, args.build_dir)
+        except (NotBuilt, PluginNotFound) as e:
+            print(f"LLVM {llvm}: skipped: {e}", file=sys.stderr)
+            continue
+        for cfg in cfgs:
+            for pr in chosen:
+                if (pr.name, cfg.name, llvm) in done and not args.again:
+                    continue
+                t0 = time.monotonic()
+                try:
+                    rec = build_project(pr, cfg, comp, args.work / str(llvm) / pr.name / cfg.name,
+                                        cache=args.cache, keep=args.keep)
+                except NotBuilt as e:
+                    print(f"{pr.name} {cfg.name} LLVM {llvm}: skipped: {e}", file=sys.stderr)
+                    break
+                records = [r for r in records if report.key(r) != report.key(rec)] + [rec]
+                report.save(args.results, records)
+                bad = not rec["ok"] or rec["tests_failed"] or rec["tests_total"] == 0
+                failures += bool(bad)
+                print(f"{pr.name} {cfg.name} LLVM {llvm}: "
+                      f"{'ok' if rec['ok'] else 'FAILED at ' + str(rec['failed_step'])} "
+                      f"tests {rec['tests_passed']}/{rec['tests_total']} "
+                      f".text {rec['text_total']} cpu {rec['cpu']:.1f}s "
+                      f"({time.monotonic() - t0:.0f}s)", flush=True)
+    return 1 if failures else 0
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    return cli.run(f"mlbridge.builds {args.command}", _run, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""The configurations a real project is built with, and the compiler
+environment (``CC``, ``CFLAGS``, ``LDFLAGS``, ``MLBRIDGE_*``) each one gives
+its build system.
+
+Every plugin is loaded the way its guide documents it for a build system
+(docs/llvm-plugins.md, docs/register-allocation.md,
+docs/loop-distribution.md): ``-fpass-plugin=`` in the compile flags,
+``-Wl,--load-pass-plugin=`` for lld's ThinLTO backends, and the plugin's
+settings in the environment (clang's driver and lld parse ``-mllvm`` before
+they load a pass plugin). Plugins decide with the models compiled into
+them. Every configuration links with lld, so the plain builds differ from
+the plugin builds only in what is measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ..llvm.plugins import PluginInfo, find_plugins
+from ..train.baselines import FLAGS, load_best_flags
+
+__all__ = ["BuildConfig", "CONFIGS", "by_name", "select", "Compilers", "compilers",
+           "environment"]
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """One way of building a project.
+
+    ``plugins``: fields of :class:`mlbridge.llvm.plugins.PluginInfo` loaded
+    into clang (``compile``) and into lld's ThinLTO backends (``link``);
+    ``best_flags``: add the size flags chosen on validation
+    (``models/size/best_flags_llvm<N>.json``); ``base``: the plain build
+    this one's build CPU and peak RSS are compared with."""
+
+    name: str
+    level: str
+    base: str
+    compile: Tuple[str, ...] = ()
+    link: Tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    best_flags: bool = False
+    thinlto: bool = False
+
+    @property
+    def plugins(self) -> Tuple[str, ...]:
+        return tuple(dict.fromkeys(self.compile + self.link))
+
+
+_SIZE = ("inline_advisor", "phase_order")
+_PO = {"MLBRIDGE_PO_ENABLE": "1"}
+
+CONFIGS: Tuple[BuildConfig, ...] = (
+    BuildConfig("O2", "-O2", "O2"),
+    BuildConfig("O3", "-O3", "O3"),
+    BuildConfig("Oz", "-Oz", "Oz"),
+    BuildConfig("best", "-Oz", "Oz", best_flags=True),
+    # both size plugins in every compile (docs/results.md "Combined")
+    BuildConfig("size", "-Oz", "Oz", compile=_SIZE, env=_PO),
+    # the register allocator as LLVM's default allocator
+    BuildConfig("regalloc", "-O2", "O2", compile=("regalloc",), env={"MLBRIDGE_RA_ENABLE": "1"}),
+    BuildConfig("loopdist", "-O3", "O3", compile=("loop_distribution",)),
+    # ThinLTO through lld with two backend threads: plain, and the size
+    # plugins before linking, in the link's backends, or both
+    BuildConfig("thin-Oz", "-Oz", "thin-Oz", thinlto=True),
+    BuildConfig("thin-size-pre", "-Oz", "thin-Oz", compile=_SIZE, env=_PO, thinlto=True),
+    BuildConfig("thin-size-link", "-Oz", "thin-Oz", link=_SIZE, env=_PO, thinlto=True),
+    BuildConfig("thin-size-both", "-Oz", "thin-Oz", compile=_SIZE, link=_SIZE, env=_PO,
+                thinlto=True),
+)
+
+#: ThinLTO backend threads (this machine has 2 cores).
+THINLTO_JOBS = 2
+
+
+def by_name(name: str) -> BuildConfig:
+    for c in CONFIGS:
+        if c.name == name:
+            return c
+    raise KeyError(f"no configuration '{name}' (known: {', '.join(c.name for c in CONFIGS)})")
+
+
+def select(names: Optional[Sequence[str]] = None) -> List[BuildConfig]:
+    return list(CONFIGS) if not names else [by_name(n) for n in names]
+
+
+@dataclass(frozen=True)
+class Compilers:
+    """The clang/clang++ of one LLVM version and its built plugins."""
+
+    llvm: int
+    cc: str
+    cxx: str
+    info: PluginInfo
+
+
+def compilers(llvm: int, build_dir=None) -> Compilers:
+    """LLVM ``llvm``'s compilers with the plugins of the build in
+    ``build_dir`` (PluginNotFound / NotBuilt when they are not built)."""
+    info = find_plugins(build_dir, llvm=llvm)
+    return Compilers(llvm, info.tool("clang"), info.tool("clang++"), info)
+
+
+def _plugin_path(info: PluginInfo, plugin: str) -> str:
+    from ..build_manifest import NotBuilt
+    path = getattr(info, plugin)
+    if path is None:
+        raise NotBuilt(f"{info.source} lists no {plugin} plugin for LLVM {info.llvm_major}")
+    return str(path)
+
+
+def environment(config: BuildConfig, comp: Compilers,
+                extra_ldflags: Sequence[str] = ()) -> Dict[str, str]:
+    """The variables a build system reads (``CC``, ``CXX``, ``CFLAGS``,
+    ``CXXFLAGS``, ``LDFLAGS``) and the plugins' settings for ``config``."""
+    cflags: List[str] = [config.level]
+    if config.best_flags:
+        cflags += [f for n in load_best_flags(comp.llvm) for f in FLAGS[n]]
+    cflags += [f"-fpass-plugin={_plugin_path(comp.info, p)}" for p in config.compile]
+    ldflags = ["-fuse-ld=lld", *extra_ldflags]
+    if config.thinlto:
+        cflags.append("-flto=thin")
+        ldflags.append(f"-Wl,--thinlto-jobs={THINLTO_JOBS}")
+        ldflags += [f"-Wl,--load-pass-plugin={_plugin_path(comp.info, p)}" for p in config.link]
+    flags = " ".join(cflags)
+    env = {"CC": comp.cc, "CXX": comp.cxx, "CFLAGS": flags, "CXXFLAGS": flags,
+           "LDFLAGS": " ".join(ldflags)}
+    env.update(config.env)
+    return env
