@@ -203,3 +203,117 @@ def test_per_module_outliner_decisions_under_thinlto_threads(clang, lld, plugins
     actions = {e["module"]: e["actions"] for e in log}
     off = [m for m, a in actions.items() if a and a[0] == 20]
     assert off and len(off) < len(actions), actions
+
+
+# ---- a model in another process (pipe, gRPC) under backend threads -----------
+
+#: Units of the program the inliner is asked about in every backend module:
+#: each calls the next unit's helper, which ThinLTO imports.
+ASKING_UNITS = 8
+
+
+def asking_sources() -> dict:
+    files = {}
+    for i in range(ASKING_UNITS):
+        j = (i + 1) % ASKING_UNITS
+        files[f"v{i}.c"] = f"""
+int u{j}_helper(const int *a, int n);
+int u{i}_helper(const int *a, int n) {{
+  int s = {i};
+  for (int k = 0; k < n; ++k) s = s * 31 + (a[k] ^ {i});
+  return s;
+}}
+int unit{i}(const int *a, int n) {{
+  return u{i}_helper(a, n) + u{j}_helper(a, n / 2) + u{j}_helper(a + 1, n / 3);
+}}
+"""
+    decls = "".join(f"int unit{i}(const int *a, int n);\n" for i in range(ASKING_UNITS))
+    calls = "".join(f"  s += unit{i}(a, 64);\n" for i in range(ASKING_UNITS))
+    files["vmain.c"] = f"""#include <stdio.h>
+{decls}int main(void) {{
+  int a[64];
+  long s = 0;
+  for (int i = 0; i < 64; ++i) a[i] = i * 7 % 13;
+{calls}  printf("%ld\\n", s);
+  return 0;
+}}
+"""
+    return files
+
+
+def call_site_policy(obs) -> int:
+    """Inline or not by the call site's own features: a module given
+    another's answers would build other code."""
+    return int((int(obs["callsite_height"][0]) + int(obs["callee_users"][0])) % 2 == 0)
+
+
+@pytest.mark.parametrize("transport", ["grpc", "pipe"])
+def test_model_process_under_thinlto_threads(clang, lld, plugins, tmp_path, e2e, transport):
+    """The inliner's model served from Python while 8 backend threads ask
+    for it. gRPC: every module has its own session, so every decision is
+    the model's and the link is the one-thread link. A FIFO pair serves one
+    session: the modules that find it taken are refused (the warning says
+    so) and take LLVM's decisions; every answer served reaches the module
+    that asked. The program prints what plain -Oz's build prints."""
+    import threading
+    from mlbridge.toolchain import ModelServer
+    if transport == "grpc":
+        require_component("grpc")
+    assert plugins.has_runner(transport)
+    sources = []
+    for name, text in asking_sources().items():
+        (tmp_path / name).write_text(text)
+        sources.append(tmp_path / name)
+    plain = tmp_path / "plain.exe"
+    e2e.run_checked([clang, "-Oz", *map(str, sources), "-o", str(plain)])
+    expected = e2e.run_checked([str(plain)], timeout=60)
+    objects = []
+    for src in sources:
+        objects.append(src.with_suffix(".o"))
+        e2e.run_checked([clang, "-Oz", "-flto=thin", "-c", str(src), "-o", str(objects[-1])])
+
+    def link(jobs: int):
+        served = []
+        lock = threading.Lock()
+
+        def policy(obs):
+            with lock:
+                served.append(1)
+            return call_site_policy(obs)
+        exe = tmp_path / f"{transport}-{jobs}.exe"
+        log = tmp_path / f"{transport}-{jobs}.jsonl"
+        with ModelServer(policy, transport=transport, timeout=60) as server:
+            env = {k: v for k, v in os.environ.items() if not k.startswith("MLBRIDGE_")}
+            env["MLBRIDGE_INLINE_CHANNEL" if transport == "pipe"
+                else "MLBRIDGE_INLINE_SERVER"] = server.endpoint
+            env.update(MLBRIDGE_INLINE_TIMEOUT_MS="10000", MLBRIDGE_INLINE_LOG=str(log))
+            cmd = [clang, "-Oz", "-flto=thin", f"--ld-path={lld}", f"-Wl,--thinlto-jobs={jobs}",
+                   f"-Wl,--load-pass-plugin={plugins.inline_advisor}", *map(str, objects),
+                   "-o", str(exe)]
+            res = subprocess.run(cmd, env=toolchain.plugin_env(cmd, env),
+                                 stdin=subprocess.DEVNULL, capture_output=True, timeout=300)
+        # (leaving the with block raised the server's first protocol error, if any)
+        assert res.returncode == 0, res.stderr.decode()[-3000:]
+        assert e2e.run_checked([str(exe)], timeout=60) == expected
+        rows = [json.loads(l) for l in log.read_text().splitlines() if l.strip()]
+        model = sum(r["model_decisions"] for r in rows)
+        assert len(served) == model, (len(served), rows)
+        for r in rows:
+            assert r["model_decisions"] + r["fallbacks"] == r["asked"], r
+        return exe.read_bytes(), rows, res.stderr.decode()
+
+    one, rows, err = link(1)
+    assert "warning" not in err, err
+    assert sum(r["asked"] for r in rows) >= ASKING_UNITS, rows
+    assert all(r["fallbacks"] == 0 for r in rows), rows
+    many, rows8, err8 = link(8)
+    if transport == "grpc":
+        assert "warning" not in err8, err8
+        assert all(r["fallbacks"] == 0 for r in rows8), rows8
+        assert many == one, "8 backend threads built other code than one"
+    else:
+        warnings = [l for l in err8.splitlines() if "warning" in l]
+        assert all("in use by another compiler session" in w for w in warnings), warnings
+        # A module refused when its advisor was made writes no log line.
+        fell_back = len(rows8) < len(rows) or any(r["fallbacks"] for r in rows8)
+        assert fell_back == bool(warnings), (warnings, rows8)
