@@ -61,3 +61,29 @@ def test_libyaml_with_the_register_allocator(builds, plugins, tmp_path):
         pytest.skip(f"{plugins.source} lists no regalloc plugin for LLVM 19")
     plain, ra = _check_pair(builds, "libyaml", "O2", "regalloc", 19, tmp_path)
     assert ra["settings"] == {"MLBRIDGE_RA_ENABLE": "1"}
+
+
+def test_sources_are_verified_before_use(builds, tmp_path):
+    """A cached file that differs from its pin is fetched again; a download
+    that differs from its pin is refused and removed."""
+    import dataclasses
+    project = builds.by_name("zlib")
+    folder = builds.fetch(project, cache=tmp_path)
+    orig = folder / project.orig
+    orig.write_bytes(b"not the tarball")
+    assert builds.fetch(project, cache=tmp_path) == folder
+    assert orig.stat().st_size > 100_000  # fetched again and verified
+    wrong = dataclasses.replace(project, files={**project.files, project.orig: "0" * 64})
+    with pytest.raises(builds.SourceMismatch, match=f"changed: {project.orig}"):
+        builds.fetch(wrong, cache=tmp_path)
+    assert not orig.exists()
+
+
+def test_test_counts_are_read_from_each_harness(mlbridge_pkg):
+    from mlbridge.builds.measure import count_tests
+    automake = ("# TOTAL: 3\n# PASS:  2\n# SKIP:  1\n# XFAIL: 0\n# FAIL:  0\n"
+                "...\n# TOTAL: 4\n# PASS:  2\n# SKIP:  0\n# XFAIL: 1\n# FAIL:  1\n")
+    assert count_tests("automake", automake) == (5, 6)
+    assert count_tests("ctest", "96% tests passed, 1 tests failed out of 23\n") == (22, 23)
+    assert count_tests("ctest", "no summary: ctest did not run") == (0, 0)
+    assert count_tests("commands", "", [True, False, True]) == (2, 3)

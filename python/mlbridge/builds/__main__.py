@@ -3,7 +3,8 @@ r"""Command line of the real-project builds.
     python -m mlbridge.builds list
     python -m mlbridge.builds fetch [--projects zlib,libyaml]
     python -m mlbridge.builds run [--projects ...] [--configs size,Oz] [--llvm 19,22]
-                                  [--results FILE] [--work DIR] [--keep] [--again]
+                                  [--results FILE] [--table FILE] [--work DIR] [--keep]
+                                  [--again]
     python -m mlbridge.builds table [--results FILE]
 
 ``run`` builds every project × configuration × LLVM version asked for (LLVM
@@ -56,6 +57,7 @@ def build_parser():
     q.add_argument("--build-dir", type=Path, help="mlbridge build with the plugins "
                                                   "(default $MLBRIDGE_BUILD_DIR or build)")
     q.add_argument("--cache", type=Path, help="download folder")
+    q.add_argument("--table", type=Path, help="also write the tables (markdown) here at the end")
     q.add_argument("--keep", action="store_true", help="keep the build trees")
     q.add_argument("--again", action="store_true", help="rebuild results already there")
     q = sub.add_parser("table", help="print the tables of a results file")
@@ -115,6 +117,9 @@ def _run_matrix(args) -> int:
                       f"tests {rec['tests_passed']}/{rec['tests_total']} "
                       f".text {rec['text_total']} cpu {rec['cpu']:.1f}s "
                       f"({time.monotonic() - t0:.0f}s)", flush=True)
+    if args.table:
+        with cli.naming(args.table):
+            args.table.write_text(report.table(records) + "\n")
     return 1 if failures else 0
 
 
