@@ -1,6 +1,7 @@
-"""``python -m mlbridge.train.loop_distribution {evaluate,compile-cost,demo}``:
+"""``python -m mlbridge.train.loop_distribution {evaluate,compile-cost,coverage,demo}``:
 the results table of a split, the compile cost of the plugin (callgrind Ir
-of whole clang compiles), and one held-out kernel before and after.
+of whole clang compiles), what the plugin does with real code's loops, and
+one held-out kernel before and after.
 (Training: ``python -m mlbridge.train loop-distribution``.)"""
 
 import sys
@@ -57,6 +58,20 @@ def compile_cost_command(args):
     return 0
 
 
+def coverage_command(args):
+    from .coverage import corpus_loops, markdown, project_loops
+    from .trainer import write_json
+    per = {}
+    if args.libraries is None or args.libraries:
+        per.update(corpus_loops(args.libraries, args.split, args.plugin))
+    if args.projects:
+        per.update(project_loops(None if args.projects == ["all"] else args.projects))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    write_json(args.out, per)
+    print(markdown(per))
+    return 0
+
+
 def main(argv=None):
     p = cli.ArgumentParser(prog="python -m mlbridge.train.loop_distribution",
                            description=__doc__)
@@ -78,6 +93,16 @@ def main(argv=None):
     co.add_argument("--workers", type=cli.non_negative_int, default=2,
                     help="Ray workers (0: in this process)")
     co.add_argument("--plugin", default=None, type=cli.existing_file)
+    cv = sub.add_parser("coverage", help="the innermost loops of real code (corpus libraries, "
+                        "real projects' own builds): how many the model is asked about, what "
+                        "it does, why the others are declined")
+    cv.add_argument("--libraries", nargs="*", default=None,
+                    help="corpus libraries (default: all; none with an empty list)")
+    cv.add_argument("--split", default=None, help="only the corpus libraries of this split")
+    cv.add_argument("--projects", nargs="*", default=[],
+                    help="real projects of mlbridge.builds (default: none; 'all' for all)")
+    cv.add_argument("--out", type=lambda t: Path(cli.output_file(t)), required=True)
+    cv.add_argument("--plugin", default=None, type=cli.existing_file)
     de = sub.add_parser("demo", help="one held-out kernel: -O3 Ir, then with the plugin")
     de.add_argument("--kernel", default=DEMO_KERNEL)
     de.add_argument("--plugin", default=None, type=cli.existing_file)
@@ -94,6 +119,8 @@ def _run(args):
         return 0 if same else 1
     if args.cmd == "compile-cost":
         return compile_cost_command(args)
+    if args.cmd == "coverage":
+        return coverage_command(args)
     from .evaluate import evaluate, markdown
     from .trainer import write_json
     res = evaluate(args.split, plugin=find_plugin(args.plugin), workers=args.workers,
