@@ -19,6 +19,11 @@
 // module's code generation, so STOP at once gives their object byte for
 // byte and the agent only adds to or undoes parts of them.
 //
+// The built-in model comes with the start flags, step budget and IR-outliner
+// bound it was trained and measured with (its policy.json, compiled in as
+// PhaseOrderShipped.h): a user who sets nothing runs it as measured; an
+// option or environment variable still wins (episodeSettings).
+//
 // It is an mlbridge::rl::Environment run by an rl::Driver, so the same code
 // runs against a Python agent over pipes or gRPC while training and against
 // an ONNX or compiled-in agent in-process when deployed; only the runner
@@ -82,8 +87,12 @@
 #if MLBRIDGE_INTEGRATION_HAVE_COMPILED
 #include "PhaseOrderPolicy.h" // generated from models/plugins/phase_order_policy.onnx
 #endif
+#if MLBRIDGE_PO_SHIPPED_SETTINGS
+#include "PhaseOrderShipped.h" // its settings, from models/plugins/phase_order_policy.json
+#endif
 
 #include <array>
+#include <cstdlib>
 #include <optional>
 #include <memory>
 #include <string>
@@ -380,7 +389,7 @@ mlb::Status applyStart(Module &M, StringRef Start, PassBuilder &PB,
     if (It == std::end(StartFlagNames))
       return mlb::Status(mlb::ErrorCode::InvalidArgument,
                          "-mlbridge-po-start: unknown flag '" + N.str() +
-                             "' (mergefunc, ir-outliner, machine-outliner)");
+                             "' (mergefunc, ir-outliner, machine-outliner; or none)");
     Want[It - std::begin(StartFlagNames)] = true;
   }
   const bool MergeFunctions = Want[0], IROutliner = Want[1], MachineOutliner = Want[2];
@@ -418,14 +427,16 @@ cl::OptionCategory Category("MLBridge phase-ordering plugin");
 const mlp::RunnerOptions RunnerOpts("mlbridge-po", "MLBRIDGE_PO_", Category);
 cl::opt<unsigned> MaxStepsOpt(
     "mlbridge-po-max-steps", cl::cat(Category), cl::init(10),
-    cl::desc("Step budget of an episode (actions before it ends). Env: "
+    cl::desc("Step budget of an episode (actions before it ends); default: "
+             "the built-in model's when it is the agent, else 10. Env: "
              "MLBRIDGE_PO_MAX_STEPS"));
 cl::opt<unsigned> IROutlinerRunsOpt(
     "mlbridge-po-ir-outliner-runs", cl::cat(Category), cl::init(2),
     cl::desc("Runs of the IR outliner action per episode; asking for one more "
              "ends the episode (each run outlines again what the last one "
              "made, at about its compile time; 2, chosen on validation, "
-             "was the smallest). Env: MLBRIDGE_PO_IR_OUTLINER_RUNS"));
+             "was the smallest; the built-in model's if it records one). "
+             "Env: MLBRIDGE_PO_IR_OUTLINER_RUNS"));
 cl::opt<std::string> LogOpt(
     "mlbridge-po-log", cl::cat(Category),
     cl::desc("Append one JSON line per episode (actions, code sizes) to this "
@@ -442,7 +453,9 @@ cl::opt<std::string> StartOpt(
     "mlbridge-po-start", cl::cat(Category),
     cl::desc("Start the episode from the module as these stock size flags "
              "leave it (comma-separated: mergefunc, ir-outliner, "
-             "machine-outliner); STOP at once then gives their object. Env: "
+             "machine-outliner; none: where -Oz ends); STOP at once then "
+             "gives their object. Default: the flags the built-in model was "
+             "trained from when it is the agent, else none. Env: "
              "MLBRIDGE_PO_START"));
 cl::opt<std::string> SizeOpt(
     "mlbridge-po-size", cl::cat(Category), cl::init("auto"),
@@ -468,6 +481,78 @@ cl::opt<bool> VerboseOpt(
     "mlbridge-po-verbose", cl::cat(Category), cl::init(false),
     cl::desc("Report the runner and each action as remarks. Env: "
              "MLBRIDGE_PO_VERBOSE"));
+
+// ---- the episode's settings ----------------------------------------------------------
+
+/// Where a setting of the episode came from (the log line names it).
+enum class From { Option, Environment, Model, Default };
+
+const char *fromName(From F) {
+  switch (F) {
+  case From::Option:
+    return "option";
+  case From::Environment:
+    return "environment";
+  case From::Model:
+    return "model";
+  case From::Default:
+    break;
+  }
+  return "default";
+}
+
+/// The rule of every setting: the option if given, else its environment
+/// variable if set and non-empty, else the built-in model's value when it
+/// is the agent and records one, else the option's default.
+From settingFrom(const cl::Option &Opt, const char *Env, bool ModelHasIt) {
+  if (Opt.getNumOccurrences() > 0)
+    return From::Option;
+  if (const char *V = std::getenv(Env); V && *V)
+    return From::Environment;
+  return ModelHasIt ? From::Model : From::Default;
+}
+
+struct EpisodeSettings {
+  std::string Start; // comma-separated start flags; empty: where -Oz ends
+  unsigned MaxSteps = 0;
+  unsigned IROutlinerRuns = 0;
+  From StartFrom = From::Default, MaxStepsFrom = From::Default,
+       IROutlinerRunsFrom = From::Default;
+};
+
+/// The episode's settings; \p Shipped: the agent is the built-in model.
+EpisodeSettings episodeSettings(bool Shipped) {
+  std::optional<std::string> ModelStart;
+  std::optional<unsigned> ModelSteps, ModelRuns;
+#if MLBRIDGE_PO_SHIPPED_SETTINGS
+  if (Shipped) {
+    namespace shipped = mlbridge_plugins::phase_order_shipped;
+    ModelStart = shipped::Start;
+    ModelSteps = shipped::MaxSteps;
+    if (shipped::IROutlinerRuns >= 0)
+      ModelRuns = static_cast<unsigned>(shipped::IROutlinerRuns);
+  }
+#else
+  (void)Shipped;
+#endif
+  EpisodeSettings S;
+  S.StartFrom = settingFrom(StartOpt, "MLBRIDGE_PO_START", ModelStart.has_value());
+  S.Start = S.StartFrom == From::Model ? *ModelStart
+                                       : mlp::stringSetting(StartOpt, "MLBRIDGE_PO_START");
+  if (S.Start == "none") // no start flags (an empty variable is "not set")
+    S.Start.clear();
+  S.MaxStepsFrom = settingFrom(MaxStepsOpt, "MLBRIDGE_PO_MAX_STEPS", ModelSteps.has_value());
+  S.MaxSteps = S.MaxStepsFrom == From::Model
+                   ? *ModelSteps
+                   : mlp::unsignedSetting(MaxStepsOpt, "MLBRIDGE_PO_MAX_STEPS");
+  S.IROutlinerRunsFrom =
+      settingFrom(IROutlinerRunsOpt, "MLBRIDGE_PO_IR_OUTLINER_RUNS", ModelRuns.has_value());
+  S.IROutlinerRuns =
+      S.IROutlinerRunsFrom == From::Model
+          ? *ModelRuns
+          : mlp::unsignedSetting(IROutlinerRunsOpt, "MLBRIDGE_PO_IR_OUTLINER_RUNS");
+  return S;
+}
 
 // ---- the environment --------------------------------------------------------------
 
@@ -873,7 +958,7 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
                       "' (text, tti, auto); using auto");
   const bool Lookahead =
       InterProcess && mlp::boolSetting(LookaheadOpt, "MLBRIDGE_PO_LOOKAHEAD");
-  const std::string StartText = mlp::stringSetting(StartOpt, "MLBRIDGE_PO_START");
+  const EpisodeSettings Settings = episodeSettings(K == mlp::RunnerKind::Compiled);
   auto Log = [&](const std::string &Runner, const PhaseOrderEnv *Env,
                  size_t FallbackSteps, const std::string &Error) {
     if (LogPath.empty())
@@ -889,7 +974,12 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
                          : Size == SizeMeasure::TTI ? "tti"
                                                     : "none")
             .add("no_ops", static_cast<int64_t>(Env ? Env->noOps() : 0))
-            .add("start", StartText)
+            .add("start", Settings.Start)
+            .add("start_from", fromName(Settings.StartFrom))
+            .add("max_steps", static_cast<int64_t>(Settings.MaxSteps))
+            .add("max_steps_from", fromName(Settings.MaxStepsFrom))
+            .add("ir_outliner_runs", static_cast<int64_t>(Settings.IROutlinerRuns))
+            .add("ir_outliner_runs_from", fromName(Settings.IROutlinerRunsFrom))
             .add("error", Error)
             .str());
   };
@@ -928,7 +1018,7 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
   }
   // The start flags apply whenever an agent is configured, so an agent
   // that fails leaves the flags' own result.
-  if (mlb::Status S = applyStart(M, StartText, *PB, MAM, Started, Outline); !S.isOk())
+  if (mlb::Status S = applyStart(M, Settings.Start, *PB, MAM, Started, Outline); !S.isOk())
     return GiveUp(S.message());
 
   // The actions are built from their textual pipelines by the host's
@@ -959,7 +1049,7 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
   if (Verbose)
     mlp::diagnose(Ctx, Prefix, DS_Remark, mlp::runnerRemark(K, "actions chosen"));
 
-  const unsigned MaxSteps = mlp::unsignedSetting(MaxStepsOpt, "MLBRIDGE_PO_MAX_STEPS");
+  const unsigned MaxSteps = Settings.MaxSteps;
   // IR2Vec's vocabulary, only for an agent that takes the embedding.
   std::unique_ptr<mlb::ir2vec::PluginEmbeddings> Embedder;
   if (Binding.has(FEmbedding)) {
@@ -973,9 +1063,7 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
                         "; the agent gets the counts only (embedding zero; "
                         "-mlbridge-po-vocab names another vocabulary)");
   }
-  const unsigned IROutlinerRuns =
-      mlp::unsignedSetting(IROutlinerRunsOpt, "MLBRIDGE_PO_IR_OUTLINER_RUNS");
-  PhaseOrderEnv Env(M, MAM, *PB, Binding, MaxSteps, IROutlinerRuns, Size, Lookahead,
+  PhaseOrderEnv Env(M, MAM, *PB, Binding, MaxSteps, Settings.IROutlinerRuns, Size, Lookahead,
                     Verbose, Embedder.get(), Outline);
   mlb::rl::Driver Driver(Env);
   (void)Driver.addAgent("phase-order", Runner);
@@ -988,9 +1076,13 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
   std::string Error;
   if (!R) {
     Error = R.status().toString();
-    mlp::diagnose(Ctx, Prefix, DS_Warning,
-                  "episode ended early: " + Error +
-                      "; the module keeps the actions applied so far");
+    // A runner that became unavailable has said so once (its sink); the
+    // episode's end is the same event, not a second warning.
+    const DiagnosticSeverity Sev = Runner.isUnavailable() ? DS_Remark : DS_Warning;
+    if (Sev == DS_Warning || Verbose)
+      mlp::diagnose(Ctx, Prefix, Sev,
+                    "episode ended early: " + Error +
+                        "; the module keeps the actions applied so far");
   }
   // A trainer on the other side of a pipe or gRPC learns the last reward
   // from one more observation, marked done; its reply is not used.
