@@ -153,6 +153,9 @@ class PipeCompilerInterface(StreamInterface):
     ``max_message_bytes``/``max_header_bytes``: limits of protocol §4.
     ``process``: optional ``subprocess.Popen`` of the compiler; when it exits
     while we wait, the session ends (evaluate returns None) within ~20 ms.
+    As the compiler needs the channel's path, ``process`` may also be a
+    function ``base -> Popen``, called once the FIFOs exist (what it raises
+    propagates, nothing left behind).
     ``trace``: optional binary file object (or path) receiving a copy of
     every byte read from the compiler. ``spin_us``: how long a read may poll
     the empty pipe before sleeping, used only while that measurably
@@ -204,6 +207,8 @@ class PipeCompilerInterface(StreamInterface):
                 trace = open(trace, "wb")
                 self._res.trace = trace
             self._trace = trace
+            if callable(process) and not hasattr(process, "poll"):
+                self._process = process(base)
         except BaseException:
             self._finalizer()
             raise

@@ -157,6 +157,25 @@ def test_process_exit_after_opening_returns_none(tmp_path):
     proc.wait()
 
 
+def test_process_given_at_construction_as_a_function_of_the_base(tmp_path):
+    # docs/pipes.md: the compiler needs the channel's path, so process= may be
+    # a function of the base, called once the FIFOs exist.
+    bases = []
+
+    def start(base):
+        bases.append(base)
+        return spawn_peer(base, "bitstream", "open_and_exit")
+    with PipeCompilerInterface(timeout=10, process=start) as iface:
+        assert bases == [iface.base] and iface.process.args[-3] == iface.base
+        start_t = time.monotonic()
+        assert iface.evaluate() is None   # the compiler's exit is seen
+        assert time.monotonic() - start_t < 3.0
+        iface.process.wait()
+    with pytest.raises(RuntimeError, match="cannot start"):
+        PipeCompilerInterface(process=lambda base: (_ for _ in ()).throw(
+            RuntimeError("cannot start")))
+
+
 # ---- sessions ------------------------------------------------------------------------
 def test_several_requests_contexts_and_specs(iface):
     def peer(p):
