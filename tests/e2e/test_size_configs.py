@@ -111,9 +111,15 @@ def test_both_plugins_act_in_one_process_and_the_result_is_cached(sizes, tmp_pat
     again = ev.measure([src], [ev.PLAIN, both], plugins=sizes.plugins,
                        cache=tmp_path / "cache")
     assert again == rows and not inline_log.exists()   # from the cache, nothing compiled
-    # A plugin setting from the environment is part of the key: measured again.
+    # A plugin setting from the environment is not the documented command:
+    # refused, measured only as an experiment, with the setting in its key
+    # (measured again).
     monkeypatch.setenv("MLBRIDGE_PO_IR_OUTLINER_RUNS", "2")
-    ev.measure([src], [ev.PLAIN, both], plugins=sizes.plugins, cache=tmp_path / "cache")
+    with pytest.raises(ev.NotReproducible, match="MLBRIDGE_PO_IR_OUTLINER_RUNS"):
+        ev.measure([src], [ev.PLAIN, both], plugins=sizes.plugins, cache=tmp_path / "cache")
+    assert not inline_log.exists()
+    ev.measure([src], [ev.PLAIN, both.as_experiment()], plugins=sizes.plugins,
+               cache=tmp_path / "cache")
     assert inline_log.exists()
 
 

@@ -76,19 +76,25 @@ def cmd_evaluate(args):
         bar = tqdm(total=len(mods), desc=f"{args.split}: -Oz vs plugin", unit="unit")
     with tempfile.TemporaryDirectory(prefix="mlbridge-evaluate-") as tmp:
         if args.pass_name == "phase-order":
+            from .phase_order import shipped_max_steps, shipped_start
             model, steps = args.model, args.max_steps
+            start = None if args.start is None else tuple(args.start)
             if args.fixed_action is not None:
                 model, steps = _fixed_action_model(args.fixed_action, tmp), 1
+            if model is not None:   # an ONNX model brings no settings: the shipped ones
+                steps = shipped_max_steps() if steps is None else steps
+                start = shipped_start() if start is None else start
             if args.plugin:
                 plugins = dataclasses.replace(plugins, phase_order=args.plugin)
             config = evaluate.Config(
                 "phase ordering", plugins=("phase-order",), phase_order_model=model,
-                phase_order_steps=steps,
-                phase_order_start=None if args.start is None else tuple(args.start))
+                phase_order_steps=steps, phase_order_start=start)
         else:
             if args.plugin:
                 plugins = dataclasses.replace(plugins, inline_advisor=args.plugin)
             config = evaluate.Config("inliner", plugins=("inliner",), inline_model=args.model)
+        if args.experiment:
+            config = config.as_experiment()
         rows = evaluate.measure(mods, [evaluate.PLAIN, config], plugins=plugins,
                                 jobs=args.jobs, progress=bar.update if bar else None,
                                 cache=None if args.no_cache else evaluate.default_cache_dir())
@@ -143,6 +149,7 @@ def cmd_size_report(args):
     out = {"compiler": toolchain().version, "split": args.split,
            "best_flags": baselines.load_best_flags(),
            "configs": {c.name: {"flags": list(c.flags), "plugins": list(c.plugins),
+                                "settings": c.settings(),
                                 **({"phase_order_start": list(c.start())}
                                    if "phase-order" in c.plugins else {})}
                        for c in configs},
@@ -239,14 +246,15 @@ def build_parser():
     q = sub.add_parser("evaluate", help="deployed plugin vs clang-19 -Oz, per library")
     q.add_argument("--pass", dest="pass_name", default="inliner",
                    choices=["inliner", "phase-order"], help="which plugin")
-    q.add_argument("--max-steps", type=int, default=3,
-                   help="phase-order: actions per episode")
+    q.add_argument("--max-steps", type=int, default=None,
+                   help="phase-order: actions per episode (default: the model's; an "
+                        "experiment)")
     q.add_argument("--fixed-action", type=int, default=None,
                    help="phase-order: one step of this action (a trivial baseline: "
                         "15 = -Oz twice, 16 = mergefunc)")
     q.add_argument("--start", nargs="*", default=None, metavar="FLAG",
                    help="phase-order: the stock size flags the episode starts from "
-                        "(default: the shipped model's; none given: where -Oz ends)")
+                        "(default: the model's; none given: where -Oz ends; an experiment)")
     q.add_argument("--split", default="heldout", choices=["train", "validation", "heldout"])
     q.add_argument("--manifest", default=None)
     q.add_argument("--libraries", nargs="*", default=None)
@@ -255,7 +263,13 @@ def build_parser():
                    help="the plugin (default: the build's)")
     q.add_argument("--plugin-build-dir", default=None)
     q.add_argument("--model", default=None, type=cli.existing_file,
-                   help="an ONNX policy run by ONNX Runtime (default: the built-in compiled model)")
+                   help="an ONNX policy run by ONNX Runtime (default: the built-in compiled "
+                        "model; an experiment)")
+    q.add_argument("--experiment", action="store_true",
+                   help="measure a configuration that is not the documented command "
+                        "(docs/llvm-plugins.md): --model, --max-steps, --start, "
+                        "--fixed-action or plugin settings in the environment; the table "
+                        "says so")
     q.add_argument("--jobs", type=cli.positive_int, default=2)
     q.add_argument("--no-cache", action="store_true",
                    help="measure everything again (default: size-report's measurement cache)")

@@ -5,6 +5,15 @@ project's plugins with their built-in compiled models, or an ONNX model),
 and compared by the objects' ``.text`` bytes and the compiler's CPU time
 (user + system of the child, :func:`mlbridge.toolchain.compile`).
 
+A plugin configuration is measured only as a user can reproduce it from
+docs/llvm-plugins.md: ``-fpass-plugin=`` and, for phase ordering,
+``MLBRIDGE_PO_ENABLE=1`` -- the built-in models bring their own settings
+(the phase-ordering model its start flags and step budget). A configuration
+that adds plugin settings (an ONNX model, another step budget or start), or
+a caller whose environment has plugin settings, raises
+:class:`NotReproducible` unless the configuration is named an experiment
+(:meth:`Config.as_experiment`; its name, and so the table, says so).
+
 Every configuration of a unit is measured next to a fresh plain ``-Oz``
 compile of the same unit (back to back, so both see the same machine load);
 a configuration's compile-CPU ratio divides its CPU by that of the plain
@@ -33,44 +42,88 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..corpus.jobs import pool as jobs_pool
+from ..errors import MLBridgeError
 from ..toolchain import CompileError, compile, run_tool, toolchain
 from .cache import BestEffortWrites
 from .results import write_atomically
 
-__all__ = ["Config", "PLAIN", "INLINER", "PHASE_ORDER", "PHASE_ORDER_STEPS", "measure",
-           "measure_lto", "summarize", "markdown_table", "default_cache_dir"]
+__all__ = ["Config", "PLAIN", "INLINER", "PHASE_ORDER", "NotReproducible",
+           "check_reproducible", "measure", "measure_lto", "summarize", "markdown_table", "default_cache_dir"]
 
-#: Pass sequences the phase-ordering plugin may choose per module (its
-#: training episode length, python -m mlbridge.train phase-order --max-steps).
-PHASE_ORDER_STEPS = 3
+
+class NotReproducible(MLBridgeError, ValueError):
+    """A configuration a user could not reproduce from the documented
+    command, measured without being named an experiment."""
 
 
 @dataclass(frozen=True)
 class Config:
     """One way to compile: ``clang -Oz`` + ``flags`` + the plugins named in
-    ``plugins`` ("inliner", "phase-order"; built-in models unless
-    ``inline_model`` / ``phase_order_model`` name ONNX files).
-    ``phase_order_start``: the stock size flags the phase-ordering episode
-    starts from (None: those the shipped model was trained from,
-    :func:`mlbridge.train.phase_order.shipped_start`)."""
+    ``plugins`` ("inliner", "phase-order"), loaded the documented way with
+    their built-in models. Anything else is an experiment (``experiment``
+    must be set, :meth:`as_experiment`): ``inline_model`` /
+    ``phase_order_model`` (ONNX files), ``phase_order_steps`` and
+    ``phase_order_start`` (the step budget and the stock size flags the
+    episode starts from, instead of the model's own)."""
 
     name: str
     flags: Tuple[str, ...] = ()
     plugins: Tuple[str, ...] = ()
     inline_model: Optional[str] = None
     phase_order_model: Optional[str] = None
-    phase_order_steps: int = PHASE_ORDER_STEPS
+    phase_order_steps: Optional[int] = None
     phase_order_start: Optional[Tuple[str, ...]] = None
+    experiment: bool = False
 
     def with_flags(self, name: str, flags: Sequence[str]) -> "Config":
         return dataclasses.replace(self, name=name, flags=self.flags + tuple(flags))
 
+    def as_experiment(self) -> "Config":
+        """This configuration, allowed settings the documented command does
+        not have, named "<name> (experiment)"."""
+        return self if self.experiment else dataclasses.replace(
+            self, name=f"{self.name} (experiment)", experiment=True)
+
     def start(self) -> Tuple[str, ...]:
-        """The flags the phase-ordering episode starts from."""
+        """The flags the phase-ordering episode starts from: ``phase_order_start``,
+        else the built-in model's (:func:`mlbridge.train.phase_order.shipped_start`;
+        an ONNX model brings none)."""
         if self.phase_order_start is not None:
             return tuple(self.phase_order_start)
+        if self.phase_order_model:
+            return ()
         from .phase_order import shipped_start
         return shipped_start()
+
+    def settings(self) -> Dict[str, str]:
+        """The plugin settings (environment) this configuration gives."""
+        env = {}
+        if "inliner" in self.plugins and self.inline_model:
+            env.update(MLBRIDGE_INLINE_RUNNER="onnx",
+                       MLBRIDGE_INLINE_MODEL=os.fspath(self.inline_model))
+        if "phase-order" in self.plugins:
+            env.update(DOCUMENTED_SETTINGS["phase-order"])
+            if self.phase_order_model:
+                env.update(MLBRIDGE_PO_RUNNER="onnx",
+                           MLBRIDGE_PO_MODEL=os.fspath(self.phase_order_model))
+            if self.phase_order_steps is not None:
+                env["MLBRIDGE_PO_MAX_STEPS"] = str(self.phase_order_steps)
+            if self.phase_order_start is not None:
+                env["MLBRIDGE_PO_START"] = ",".join(self.phase_order_start) or "none"
+        return env
+
+    def undocumented(self) -> List[str]:
+        """What this configuration gives or inherits beyond the documented
+        command (docs/llvm-plugins.md): its own settings, then the plugin
+        settings of this process's environment, which reach the compiler."""
+        documented = {}
+        for p in self.plugins:
+            documented.update(DOCUMENTED_SETTINGS.get(p, {}))
+        out = [f"{k}={v}" for k, v in sorted(self.settings().items())
+               if documented.get(k) != v]
+        if self.plugins:
+            out += [f"{k}={v} (environment)" for k, v in _environment_settings()]
+        return out
 
     def args(self, plugins) -> List[str]:
         """What the configuration adds to ``clang -Oz`` (``plugins``: a
@@ -87,36 +140,47 @@ class Config:
         if not self.plugins:
             return None
         from ..llvm.plugins import tool_env
-        env = {}
-        if "inliner" in self.plugins and self.inline_model:
-            env.update(MLBRIDGE_INLINE_RUNNER="onnx", MLBRIDGE_INLINE_MODEL=self.inline_model)
-        if "phase-order" in self.plugins:
-            from .phase_order import plugin_env
-            env.update(plugin_env(self.phase_order_model, self.phase_order_steps, base={},
-                                  start=self.start()))
-        return tool_env(plugins, {**os.environ, **env})
+        return tool_env(plugins, {**os.environ, **self.settings()})
 
     def key_parts(self, plugins) -> list:
         """What a cached measurement depends on besides the unit."""
-        parts = [list(self.flags), sorted(self.plugins), self.phase_order_steps]
+        parts = [list(self.flags), sorted(self.plugins), sorted(self.settings().items())]
         if "inliner" in self.plugins:
             parts += [_file_hash(plugins.inline_advisor), _file_hash(self.inline_model)]
         if "phase-order" in self.plugins:
             parts += [_file_hash(plugins.phase_order), _file_hash(self.phase_order_model)]
-            if self.start():   # (keys measured before starts existed stay valid)
-                parts.append(list(self.start()))
-        # Plugin settings the user's environment adds (env() passes it on;
-        # logs and remarks change no object).
-        settings = sorted((k, v) for k, v in os.environ.items()
-                          if k.startswith(_PLUGIN_ENV_PREFIXES)
-                          and not k.endswith(("_LOG", "_VERBOSE")))
-        if self.plugins and settings:
-            parts.append(settings)
+        # Plugin settings the user's environment adds (env() passes it on),
+        # in an experiment's key.
+        if self.plugins and _environment_settings():
+            parts.append(_environment_settings())
         return parts
 
 
+#: What docs/llvm-plugins.md's command sets for each plugin (besides
+#: ``-fpass-plugin=``): the built-in models bring the rest.
+DOCUMENTED_SETTINGS = {"inliner": {}, "phase-order": {"MLBRIDGE_PO_ENABLE": "1"}}
 #: Environment variables that configure the plugins.
 _PLUGIN_ENV_PREFIXES = ("MLBRIDGE_INLINE_", "MLBRIDGE_PO_")
+
+
+def _environment_settings() -> List[Tuple[str, str]]:
+    """The plugin settings of this process's environment (logs and remarks
+    change no object)."""
+    return sorted((k, v) for k, v in os.environ.items()
+                  if k.startswith(_PLUGIN_ENV_PREFIXES) and not k.endswith(("_LOG", "_VERBOSE")))
+
+
+def check_reproducible(configs: Sequence[Config]):
+    """Raises :class:`NotReproducible` for the first configuration that is
+    not an experiment and gives the plugins more than the documented
+    command."""
+    for c in configs:
+        extra = [] if c.experiment else c.undocumented()
+        if extra:
+            raise NotReproducible(
+                f"configuration {c.name!r} is not the documented command "
+                f"(docs/llvm-plugins.md): it adds {', '.join(extra)}; measure it as an "
+                f"experiment (Config.as_experiment(), `--experiment`) or unset them")
 
 #: Plain ``clang -Oz``: the reference of every ratio.
 PLAIN = Config("-Oz")
@@ -237,10 +301,13 @@ def measure(modules, configs: Sequence[Config], *, plugins=None, jobs: int = 2,
     """One row per module: ``{"module", "library", "results": {config name:
     {"text", "cpu", "oz_cpu"} or {"error"}}}``. ``modules``: corpus modules
     (``name``, ``library``, ``source``, ``flags``); ``plugins``: a
-    PluginInfo (default: :func:`mlbridge.llvm.plugins.find_plugins`);
+    PluginInfo (default: :func:`mlbridge.llvm.plugins.find_plugins`); raises
+    :class:`NotReproducible` (before compiling anything) for a configuration
+    that is not the documented command and not an experiment;
     ``cache``: a folder (e.g. :func:`default_cache_dir`) or None; ``jobs``
     units compile at a time."""
     configs = list(configs)
+    check_reproducible(configs)
     plugins = _plugins_for(configs, plugins)
     clang = toolchain().clang
     store = _Cache(cache)
@@ -288,6 +355,7 @@ def measure_lto(modules, configs: Sequence[Config], *, plugins=None, jobs: int =
     each library of ``modules`` built with full LTO into one object (see the
     module docstring); the object's ``.text``, the CPU of all its compiles."""
     configs = list(configs)
+    check_reproducible(configs)
     plugins = _plugins_for(configs, plugins)
     clang = toolchain().clang
     store = _Cache(cache)

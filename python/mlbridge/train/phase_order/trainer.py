@@ -45,7 +45,7 @@ from .policy import NUM_PASS_ACTIONS, PhasePolicy
 from .task import compile_task, oracle_task
 
 __all__ = ["collect", "labels", "select_threshold", "compile_all", "train", "CLIP_PCT",
-           "shipped_start", "SHIPPED_POLICY"]
+           "shipped_start", "shipped_max_steps", "SHIPPED_POLICY"]
 
 #: The shipped policy (Python form); its ``start`` says the flags its
 #: episodes start from.
@@ -53,13 +53,24 @@ SHIPPED_POLICY = Path(__file__).resolve().parents[4] / "models" / "plugins" / \
     "phase_order_policy.json"
 
 
-def shipped_start():
-    """The stock size flags the shipped policy's episodes start from (what
-    the plugin must be given, MLBRIDGE_PO_START, to run it as trained)."""
+def _shipped(key, default):
     try:
-        return tuple(json.loads(SHIPPED_POLICY.read_text()).get("start", ()))
+        return json.loads(SHIPPED_POLICY.read_text()).get(key, default)
     except FileNotFoundError:
-        return ()
+        return default
+
+
+def shipped_start():
+    """The stock size flags the shipped policy's episodes start from (the
+    plugin applies them with its built-in model; an ONNX file of the policy
+    must be given them, MLBRIDGE_PO_START, to run as trained)."""
+    return tuple(_shipped("start", ()))
+
+
+def shipped_max_steps():
+    """The step budget the shipped policy was trained and selected with
+    (applied like :func:`shipped_start`)."""
+    return int(_shipped("max_steps", 3))
 
 _log = logging.getLogger("mlbridge.train")
 
