@@ -19,6 +19,9 @@ they all use the same compiler and the same measures.
   answers each one with a policy; :class:`ModelServer` answers such an
   endpoint from a thread while compilers are run one after the other
   (benchmarks, builds).
+* :func:`callgrind` runs a program under valgrind's callgrind and returns
+  its instruction count (Ir; of one function and its callees if asked):
+  the project's one reader of callgrind's output.
 * Every process started here that loads a plugin of a sanitized build
   (``-fpass-plugin=``, ``-load-pass-plugin``, ``-load``, ``-fplugin=``; the
   build manifest next to the plugin says ``sanitize``) gets the sanitizer
@@ -49,8 +52,8 @@ from .llvm.tools import elf_text_size, output_path
 
 __all__ = ["Toolchain", "toolchain", "compile", "Compiled", "CompileError",
            "serve_compiler", "ServedRun", "ModelServer", "run_tool", "run_command",
-           "plugin_env", "sanitizer_env", "loaded_plugins", "first_error", "DEFAULT_CLANG",
-           "COMPILE_TIMEOUT"]
+           "plugin_env", "sanitizer_env", "loaded_plugins", "first_error", "callgrind",
+           "Callgrind", "DEFAULT_CLANG", "COMPILE_TIMEOUT"]
 
 #: The compiler when ``$MLBRIDGE_CLANG`` is not set.
 DEFAULT_CLANG = "clang-19"
@@ -276,6 +279,51 @@ def _served(cmd, advisors, timeout, env, cwd, include_default):
     if res.error is not None:
         raise CompileError(f"{_describe(cmd)}: {res.error}")
     return res.returncode, process.cpu_seconds(comp.proc) or 0.0, stderr, res
+
+
+# ---- callgrind ------------------------------------------------------------------------
+
+_CALLGRIND_TOTALS_RE = re.compile(r"^totals: (\d+)", re.M)
+
+
+@dataclass
+class Callgrind:
+    """One program run under callgrind: ``ir``, the instructions executed
+    (of ``function`` and its callees when one was named), and what the
+    program printed."""
+
+    ir: int
+    stdout: str
+    stderr: str
+
+
+def callgrind(cmd: Sequence, *, function: Optional[str] = None,
+              timeout: float = COMPILE_TIMEOUT, env: Optional[Dict[str, str]] = None,
+              cwd=None) -> Callgrind:
+    """Runs ``cmd`` under ``valgrind --tool=callgrind`` and reads the Ir
+    total of its output file. ``function``: count only while it is on the
+    stack (``--toggle-collect``). Exact and repeatable, unlike time on a
+    shared machine. CompileError when valgrind is missing, the program
+    fails, or nothing was counted (e.g. ``function`` never ran)."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise CompileError("valgrind is not installed (scripts/deps/loops.apt)")
+    cmd = [os.fspath(c) for c in cmd]
+    with tempfile.TemporaryDirectory(prefix="mlbridge-cg-") as tmp:
+        out_file = os.path.join(tmp, "callgrind.out")
+        vg = [valgrind, "--tool=callgrind", f"--callgrind-out-file={out_file}"]
+        if function is not None:
+            vg += ["--collect-atstart=no", f"--toggle-collect={function}"]
+        stdout, stderr = run_tool(vg + cmd, timeout=timeout, stderr=True, env=env, cwd=cwd)
+        try:
+            with open(out_file) as f:
+                m = _CALLGRIND_TOTALS_RE.search(f.read())
+        except OSError as e:
+            raise CompileError(f"callgrind wrote no output for {_describe(cmd)}: {e}") from None
+    if m is None or int(m.group(1)) == 0:
+        where = f" in {function}" if function else ""
+        raise CompileError(f"callgrind counted no instruction{where}: {_describe(cmd)}")
+    return Callgrind(int(m.group(1)), stdout, stderr)
 
 
 # ---- plugins of a sanitized build ------------------------------------------------------

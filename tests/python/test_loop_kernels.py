@@ -10,7 +10,7 @@ import re
 import pytest
 
 from mlbridge.corpus import loops
-from mlbridge.toolchain import run_tool
+from mlbridge.toolchain import callgrind
 
 def test_the_split_is_by_family_and_covers_every_kernel_file():
     ks = loops.kernels()
@@ -116,9 +116,7 @@ def test_ir_is_positive_repeatable_and_counts_the_kernels_callees(tmp_path):
     assert ir1 > 4 * (2 * 1024 - 1) / 4
     # the driver's initialisation and checksums are not counted: the whole
     # program costs many times more than the kernel
-    cmd = loops.valgrind_command(exe, "alias_copy_add", tmp_path / "whole.out")
-    run_tool([c for c in cmd if not c.startswith(("--collect-atstart", "--toggle"))])
-    whole = int(re.search(r"^totals: (\d+)", (tmp_path / "whole.out").read_text(), re.M)[1])
+    whole = callgrind([exe, "alias_copy_add"]).ir
     assert whole > 10 * ir1
     with pytest.raises(loops.LoopKernelError, match="no instruction|failed"):
         loops.measure(exe, "carried_anti1")   # not in this binary

@@ -31,11 +31,11 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .. import cli
 from ..errors import MLBridgeError
-from ..toolchain import CompileError, compile as compile_cmd, run_tool, toolchain
+from ..toolchain import CompileError, callgrind, compile as compile_cmd, run_tool, toolchain
 from .manifest import REPO_ROOT
 
 __all__ = ["ROOT", "SPLITS", "FLAG_SETS", "SANITIZE_FLAGS", "Kernel", "LoopKernelError", "kernels", "build",
-           "run", "measure", "mutate", "generate", "valgrind_command",
+           "run", "measure", "mutate", "generate",
            "distribute_remarks", "REMARK_FLAGS", "generated", "mutable", "summarize",
            "kernel_source"]
 
@@ -135,28 +135,14 @@ def run(binary: Path, kernel: str) -> str:
         raise LoopKernelError(f"{kernel} failed in {binary}: {e}") from None
 
 
-def valgrind_command(binary: Path, kernel: str, out_file: Path) -> List[str]:
-    """callgrind counting only while ``kernel`` is on the stack: its own
-    instructions and those of everything it calls."""
-    valgrind = shutil.which("valgrind")
-    if valgrind is None:
-        raise LoopKernelError("valgrind is not installed (scripts/deps/loops.apt)")
-    return [valgrind, "--tool=callgrind", f"--callgrind-out-file={out_file}",
-            "--collect-atstart=no", f"--toggle-collect={kernel}", str(binary), kernel]
-
-
 def measure(binary: Path, kernel: str) -> Tuple[int, str]:
-    """(Ir of ``kernel``'s calls, the checksums) of one callgrind run."""
-    with tempfile.TemporaryDirectory(prefix="mlbridge-cg-") as tmp:
-        out_file = Path(tmp) / "callgrind.out"
-        try:
-            output = run_tool(valgrind_command(binary, kernel, out_file), timeout=RUN_TIMEOUT * 10)
-        except CompileError as e:
-            raise LoopKernelError(f"callgrind of {kernel} in {binary} failed: {e}") from None
-        m = re.search(r"^totals: (\d+)", out_file.read_text(), re.M)
-    if m is None or int(m.group(1)) == 0:
-        raise LoopKernelError(f"callgrind counted no instruction of {kernel} in {binary}")
-    return int(m.group(1)), output
+    """(Ir of ``kernel``'s calls -- its own instructions and those of
+    everything it calls --, the checksums) of one callgrind run."""
+    try:
+        res = callgrind([binary, kernel], function=kernel, timeout=RUN_TIMEOUT * 10)
+    except CompileError as e:
+        raise LoopKernelError(f"callgrind of {kernel} in {binary} failed: {e}") from None
+    return res.ir, res.stdout
 
 
 _FUNCTION_RE = re.compile(r"^(?:\w+ )*void (\w+)\(.*\) \{$", re.M)

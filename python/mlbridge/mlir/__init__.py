@@ -19,7 +19,6 @@ DEFAULT_ACTION (factor 4, MLIR's affine-loop-unroll default).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -27,7 +26,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from ..build_manifest import WithRunners, load
 from ..errors import MLBridgeError
 from ..llvm.plugins import find_llvm_tool
-from ..toolchain import CompileError, run_tool
+from ..toolchain import CompileError, callgrind, run_tool
 
 #: The features of one innermost loop, in the plugin's order.
 FEATURES = ("trip_count", "depth", "outer_trips", "body_ops", "loads", "stores",
@@ -142,18 +141,13 @@ def run_output(exe: Path) -> str:
     return _run([str(exe)], str(exe))[0]
 
 
-_COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
-
-
 def count_instructions(exe: Path, function: str = "kernel") -> int:
-    """Instructions retired inside ``function`` (callgrind --toggle-collect;
-    repeatable, unlike time on a shared machine)."""
-    res = _run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                f"--toggle-collect={function}", str(exe)], "valgrind")
-    m = _COLLECTED.search(res[1])
-    if not m:
-        raise MLBridgeError(f"no instruction count in valgrind's output:\n{res[1][-2000:]}")
-    return int(m.group(1))
+    """Instructions retired inside ``function`` (callgrind; repeatable,
+    unlike time on a shared machine)."""
+    try:
+        return callgrind([exe], function=function, timeout=TIMEOUT).ir
+    except CompileError as e:
+        raise MLBridgeError(f"valgrind failed: {e}") from None
 
 
 # ---- serving the pass from Python ------------------------------------------------------

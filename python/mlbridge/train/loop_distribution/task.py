@@ -62,17 +62,12 @@ def compile_ir_task(source_text, name, *, policy, plugin, flags=("-O3",), key=No
 
 
 def _compile_ir(task, workdir):
-    import re
-    import shutil
-    from ...toolchain import run_tool
+    from ...toolchain import callgrind
     from . import serve
-    valgrind = shutil.which("valgrind")
-    if valgrind is None:
-        raise corpus.LoopKernelError("valgrind is not installed (scripts/deps/loops.apt)")
     if task["policy"]["kind"] not in ("builtin", "heuristic"):
         raise ValueError("compile cost is measured with the plugin's own model or policy")
     src = workdir.file(task["source"].encode(), ".c")
-    obj, out = f"{src}.{os.getpid()}.o", f"{src}.{os.getpid()}.callgrind"
+    obj = f"{src}.{os.getpid()}.o"
     cmd = [toolchain().clang, *task["flags"], "-I", str(corpus.ROOT), "-c", src, "-o", obj]
     runs = {"O3": (cmd, None),
             "plugin": ([cmd[0], f"-fpass-plugin={task['plugin']}", *cmd[1:]],
@@ -81,14 +76,10 @@ def _compile_ir(task, workdir):
     irs = {}
     try:
         for name, (c, env) in runs.items():
-            run_tool([valgrind, "--tool=callgrind", f"--callgrind-out-file={out}", *c],
-                     timeout=task["timeout"], stderr=True, env=env)
-            with open(out) as f:
-                irs[name] = int(re.search(r"^totals: (\d+)", f.read(), re.M).group(1))
+            irs[name] = callgrind(c, timeout=task["timeout"], env=env).ir
     finally:
-        for f in (obj, out):
-            if os.path.exists(f):
-                os.unlink(f)
+        if os.path.exists(obj):
+            os.unlink(obj)
     return {"key": task["key"], **irs}
 
 

@@ -19,7 +19,6 @@ Training is ``python -m mlbridge.train regalloc`` (docs/training.md).
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -266,15 +265,12 @@ def cmd_losses(args):
             for k in ("copies", "loads", "stores", "load_stores", "expensive_remats")))
 
 
-_IR = re.compile(r"Collected\s*:\s*(\d+)")
-
-
 def callgrind(program_c, allocator, *, policy=None, model=None, workdir):
     """(callgrind Ir, program output) of csmith program ``program_c`` built
     with ``clang-19 -O2`` IR, ``allocator`` in llc-19 and clang to link."""
     from ...llvm.plugins import regalloc as ra
     from ...llvm.plugins.corpus import csmith_include_dir
-    from ...toolchain import compile, run_tool, toolchain
+    from ...toolchain import callgrind as count_ir, compile, toolchain
     wd = Path(workdir)
     stem = f"{Path(program_c).stem}-{allocator}-{policy or ('onnx' if model else 'default')}"
     ir = ra.optimized_ir(program_c, wd / f"{Path(program_c).stem}.ll",
@@ -283,12 +279,7 @@ def callgrind(program_c, allocator, *, policy=None, model=None, workdir):
     ra.allocate(ir, allocator, policy=model or policy, object_file=obj, workdir=wd)
     compile([toolchain().clang, str(obj), "-o", str(exe)], measure_text=False)
     out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120).stdout
-    _, err = run_tool(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                       str(exe)], stderr=True, timeout=1200)
-    m = _IR.search(err)
-    if not m:
-        raise RuntimeError(f"no instruction count in valgrind's output: {err[-500:]}")
-    return int(m.group(1)), out
+    return count_ir([exe], timeout=1200).ir, out
 
 
 def cmd_callgrind(args):
