@@ -186,3 +186,16 @@ def test_harness_refuses_what_a_user_could_not_reproduce(harness_plugins, monkey
     assert "error" not in rows[0]["results"][exp.name], rows
     summary = evaluate.summarize(rows, [evaluate.PLAIN.name, exp.name])
     assert "(experiment)" in evaluate.markdown_table(summary)
+
+
+def test_the_other_harnesses_measure_their_shipped_models_as_documented(monkeypatch):
+    """Loop distribution and register allocation: the harnesses compile
+    with the built-in model by giving the plugin no setting at all (their
+    documented commands: clang -O3 -fpass-plugin=MLBridgeLoopDistribution.so;
+    -regalloc=mlbridge), and a caller's own settings never reach the
+    compiler."""
+    from mlbridge.llvm.plugins import regalloc
+    from mlbridge.train.loop_distribution import serve
+    monkeypatch.setenv("MLBRIDGE_LD_RUNNER", "default")
+    assert not [k for k in serve._env() if k.startswith("MLBRIDGE_LD_")]
+    assert regalloc._policy_env(None, None) == {}
