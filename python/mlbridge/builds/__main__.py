@@ -10,7 +10,9 @@ r"""Command line of the real-project builds.
 ``run`` builds every project × configuration × LLVM version asked for (LLVM
 versions in the order given, so ``--llvm 19,22`` finishes 19 first),
 writing each result into ``--results`` as soon as it is measured; a
-result already there is kept unless ``--again``. A configuration whose
+passing result already there is kept unless ``--again`` (a failed one is
+built again). The plugins are copied into ``<work>/plugins-llvm<N>`` first,
+so the whole run uses one set of plugin files while the build tree changes. A configuration whose
 plugin the build manifest says is not built is reported and left out.
 Exit status: 0 when every build and every test passed, 1 otherwise.
 """
@@ -89,11 +91,12 @@ def _run_matrix(args) -> int:
     chosen = projects.select(_names(args.projects))
     cfgs = configs.select(_names(args.configs))
     records = report.load(args.results)
-    done = {report.key(r) for r in records}
+    done = {report.key(r) for r in records if r["ok"] and not r["tests_failed"]}
     failures = 0
     for llvm in [int(v) for v in _names(args.llvm)]:
         try:
-            comp = configs.compilers(llvm, args.build_dir)
+            comp = configs.compilers(llvm, args.build_dir,
+                                     snapshot=args.work / f"plugins-llvm{llvm}")
         except (NotBuilt, PluginNotFound) as e:
             print(f"LLVM {llvm}: skipped: {e}", file=sys.stderr)
             continue

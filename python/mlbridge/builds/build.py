@@ -17,6 +17,7 @@ import shutil
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from ..corpus.fetch import sha256_of
 from ..llvm.plugins import tool_env
 from .configs import BuildConfig, Compilers, environment
 from .fetch import unpack
@@ -52,8 +53,8 @@ def _tail(text: str, n: int = 4000) -> str:
 def build_project(project: Project, config: BuildConfig, comp: Compilers, workdir, *,
                   cache=None, keep: bool = False) -> dict:
     """Builds, tests and measures ``project`` with ``config`` in ``workdir``
-    (emptied first; removed afterwards unless ``keep``, except its
-    ``build.log``). Returns the record :mod:`mlbridge.builds` stores: ``ok``
+    (emptied first; removed afterwards unless ``keep`` or the build or a
+    test failed, except its ``build.log``). Returns the record :mod:`mlbridge.builds` stores: ``ok``
     (configured and built), ``failed_step``, ``tests_passed``/``tests_total``,
     ``texts`` (``.text`` per linked output) and ``text_total``, ``cpu``
     (configure + build, user + sys seconds), ``max_rss_kib``, ``headers``
@@ -73,6 +74,7 @@ def build_project(project: Project, config: BuildConfig, comp: Compilers, workdi
     env = build_env(config, comp, project)
     rec["flags"] = {k: env[k] for k in ("CC", "CFLAGS", "LDFLAGS")}
     rec["settings"] = dict(config.env)
+    rec["plugins"] = {p: sha256_of(getattr(comp.info, p)) for p in config.plugins}
     src = unpack(project, workdir / "src", cache)
     bdir = src / "build" if project.build_system == "cmake" else src
 
@@ -116,7 +118,7 @@ def build_project(project: Project, config: BuildConfig, comp: Compilers, workdi
         _tests(project, rec, step, bdir)
         return rec
     finally:
-        if not keep:
+        if not keep and rec["ok"] and not rec["tests_failed"]:  # a failure keeps its tree
             shutil.rmtree(workdir / "src", ignore_errors=True)
             shutil.rmtree(workdir / "install", ignore_errors=True)
 

@@ -14,10 +14,16 @@ the plugin builds only in what is measured.
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import shutil
+import subprocess
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..llvm.plugins import PluginInfo, find_plugins
+from ..llvm.plugins import PluginInfo, PluginNotFound, find_plugins, tool_env
 from ..train.baselines import FLAGS, load_best_flags
 
 __all__ = ["BuildConfig", "CONFIGS", "by_name", "select", "Compilers", "compilers",
@@ -95,11 +101,45 @@ class Compilers:
     info: PluginInfo
 
 
-def compilers(llvm: int, build_dir=None) -> Compilers:
+#: The plugins a configuration can load (fields of PluginInfo).
+PLUGINS = ("inline_advisor", "phase_order", "loop_distribution", "regalloc")
+
+
+def compilers(llvm: int, build_dir=None, snapshot=None) -> Compilers:
     """LLVM ``llvm``'s compilers with the plugins of the build in
-    ``build_dir`` (PluginNotFound / NotBuilt when they are not built)."""
+    ``build_dir`` (PluginNotFound / NotBuilt when they are not built).
+
+    ``snapshot``: a folder to copy the plugins into first, so that a long
+    run uses one set of plugin files while the build tree is rebuilt; each
+    copy is checked by loading it into clang (a copy caught while the build
+    wrote the file is taken again)."""
     info = find_plugins(build_dir, llvm=llvm)
-    return Compilers(llvm, info.tool("clang"), info.tool("clang++"), info)
+    cc, cxx = info.tool("clang"), info.tool("clang++")
+    if snapshot is not None:
+        info = _snapshot(info, cc, Path(snapshot).resolve())
+    return Compilers(llvm, cc, cxx, info)
+
+
+def _snapshot(info: PluginInfo, cc: str, folder: Path, attempts: int = 20) -> PluginInfo:
+    folder.mkdir(parents=True, exist_ok=True)
+    copies = {}
+    for name in PLUGINS:
+        src = getattr(info, name)
+        if src is None:
+            continue
+        dest = folder / Path(src).name
+        for _ in range(attempts):
+            shutil.copy2(src, dest)
+            r = subprocess.run([cc, f"-fpass-plugin={dest}", "-x", "c", "-c", "-o", os.devnull,
+                                "-"], input="int f(void) { return 0; }\n", capture_output=True,
+                               text=True, env=tool_env(info), timeout=120)
+            if r.returncode == 0:
+                break
+            time.sleep(15)  # the build is writing it
+        else:
+            raise PluginNotFound(f"{src} does not load into {cc}: {r.stderr.strip()[-500:]}")
+        copies[name] = dest
+    return dataclasses.replace(info, **copies)
 
 
 def _plugin_path(info: PluginInfo, plugin: str) -> str:
