@@ -1,6 +1,8 @@
 """The training registry: every problem the command line offers is a
 package with the registry's interface; unknown names are refused clearly."""
 
+import json
+import os
 import subprocess
 import sys
 
@@ -38,3 +40,45 @@ def test_worker_tasks_name_their_problem():
     assert measure_task("void k(void) {}", "k", ["k"])["problem"] == "loop-distribution"
     from mlbridge.train.regalloc.task import evict_task
     assert evict_task(b"ir")["problem"] == "regalloc"
+
+
+def _outside_distribution(root):
+    """A real installed distribution (a dist-info folder on the path, as pip
+    leaves it) registering two problems: "toy-size", and one that tries to
+    take the in-tree name "inliner"."""
+    (root / "toy_problem.py").write_text(
+        "def add_arguments(parser):\n"
+        "    parser.add_argument('--steps', type=int, default=2)\n"
+        "def main(args):\n"
+        "    return {'problem': args.command, 'steps': args.steps}\n")
+    info = root / "toy_problem-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-problem\nVersion: 0.1\n"
+                                   "Summary: a toy problem from outside mlbridge\n")
+    (info / "entry_points.txt").write_text("[mlbridge.problems]\ntoy-size = toy_problem\n"
+                                           "inliner = toy_problem\n")
+
+
+def test_problems_registered_from_outside_the_package(tmp_path, monkeypatch):
+    from mlbridge.train import registry
+    assert "toy-size" not in PROBLEMS
+    _outside_distribution(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.warns(RuntimeWarning, match="problem 'inliner' of toy-problem left out: "
+                                            "the name is mlbridge's own"):
+        found = registry.outside_problems()
+    assert list(found) == ["toy-size"]   # "inliner" stays mlbridge's
+    toy = found["toy-size"]
+    assert (toy.summary, toy.package, toy.distribution) == \
+        ("a toy problem from outside mlbridge", "toy_problem", "toy-problem")
+    assert callable(toy.load().main)
+    # The command line offers it beside the in-tree problems and runs it.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), *sys.path]))
+    res = subprocess.run([sys.executable, "-m", "mlbridge.train", "toy-size", "--steps", "5"],
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == {"problem": "toy-size", "steps": 5}
+    assert "problem 'inliner' of toy-problem left out: the name is mlbridge's own" in res.stderr
+    res = subprocess.run([sys.executable, "-m", "mlbridge.train", "--help"],
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert "toy-size" in res.stdout and "inliner" in res.stdout

@@ -12,14 +12,28 @@ A problem package provides:
 * ``run_task(task, workdir)`` -- if it compiles on the Ray workers
   (:mod:`mlbridge.train.cluster`): one task dict, in a worker's scratch
   folder, to a result dict.
+
+Problems from outside the package are Python entry points of the group
+``mlbridge.problems``: the name is the problem's, the value the module that
+provides the functions above (``myproblem = "my_pkg.problem"`` in a
+``pyproject.toml``'s ``[project.entry-points."mlbridge.problems"]``); the
+summary is the distribution's. They join the in-tree ones here; an outside
+problem cannot take an in-tree name (it is left out with a warning), and a
+name two distributions claim goes to the first found.
 """
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from dataclasses import dataclass
+from importlib import metadata
+from typing import Dict, Optional
 
-__all__ = ["Problem", "PROBLEMS", "problem"]
+__all__ = ["Problem", "PROBLEMS", "problem", "ENTRY_POINT_GROUP", "outside_problems"]
+
+#: The entry-point group of problems registered from outside the package.
+ENTRY_POINT_GROUP = "mlbridge.problems"
 
 
 @dataclass(frozen=True)
@@ -27,13 +41,15 @@ class Problem:
     name: str
     summary: str
     package: str
+    #: The installed distribution registering it (None: in tree).
+    distribution: Optional[str] = None
 
     def load(self):
         """The problem's package (imported on first use)."""
         return importlib.import_module(self.package)
 
 
-PROBLEMS = {p.name: p for p in (
+IN_TREE = {p.name: p for p in (
     Problem("inliner", "inlining for size (LLVM's inliner, .text of clang -Oz)",
             "mlbridge.train.inliner"),
     Problem("phase-order", "phase ordering for size (MLBridgePhaseOrder.so, .text)",
@@ -45,6 +61,31 @@ PROBLEMS = {p.name: p for p in (
     Problem("regalloc", "register allocation against the allocation score (greedy's "
             "eviction advisor over pipes)", "mlbridge.train.regalloc"),
 )}
+
+
+def outside_problems(in_tree=IN_TREE) -> Dict[str, Problem]:
+    """The problems of the installed distributions' ``mlbridge.problems``
+    entry points (none is imported here)."""
+    found: Dict[str, Problem] = {}
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist = ep.dist.name if ep.dist is not None else "an unknown distribution"
+        taken = in_tree.get(ep.name) or found.get(ep.name)
+        if taken is not None:
+            owner = f"taken by {taken.distribution}" if taken.distribution else "mlbridge's own"
+            warnings.warn(f"problem {ep.name!r} of {dist} left out: the name is {owner}",
+                          RuntimeWarning, stacklevel=2)
+            continue
+        if ep.attr:
+            warnings.warn(f"problem {ep.name!r} of {dist} left out: its entry point "
+                          f"{ep.value!r} must name a module, not an attribute",
+                          RuntimeWarning, stacklevel=2)
+            continue
+        summary = ep.dist.metadata.get("Summary") if ep.dist is not None else None
+        found[ep.name] = Problem(ep.name, summary or f"from {dist}", ep.module, dist)
+    return found
+
+
+PROBLEMS = {**IN_TREE, **outside_problems()}
 
 
 def problem(name: str) -> Problem:
