@@ -138,3 +138,14 @@ def test_loop_distribution_plugin_named_decisions_replay_and_callgrind(plugins, 
         assert [s.by for s in part.steps if s.decision.split("#")[0] == first] == \
             ["assignment"] * len(one)
         assert {s.by for s in part.steps if s.decision.split("#")[0] != first} <= {"default"}
+
+
+def test_the_guide_example_runs(plugins, tmp_path, monkeypatch, capsys):
+    # docs/gym.md's complete example as written (in a scratch folder).
+    guide = (loops.ROOT.parents[1] / "docs" / "gym.md").read_text()
+    example = guide.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(example, "docs/gym.md", "exec"), {})
+    lines = capsys.readouterr().out.splitlines()
+    assert [ln.split()[0] for ln in lines] == ["0", "1", "2"]
+    assert all(int(ln.split()[-1]) > 0 for ln in lines)
