@@ -33,8 +33,8 @@ BUILD_TIMEOUT = 1800.0
 TEST_TIMEOUT = 900.0
 
 _DROPPED = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "CC", "CXX", "CPP", "CFLAGS",
-            "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LIBS", "DESTDIR", "CMAKE_GENERATOR",
-            "CTEST_PARALLEL_LEVEL")
+            "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LIBS", "AR", "NM", "RANLIB", "DESTDIR",
+            "CMAKE_GENERATOR", "CTEST_PARALLEL_LEVEL")
 
 
 def build_env(config: BuildConfig, comp: Compilers, project: Project) -> Dict[str, str]:
@@ -80,11 +80,13 @@ def build_project(project: Project, config: BuildConfig, comp: Compilers, workdi
 
     test_env = {**env, **dict(project.test_env)}
 
-    def step(name: str, cmd: List[str], timeout: float, cwd: Path = src, measured=True):
+    def step(name: str, cmd: List[str], timeout: float, cwd: Path = src, kind="build"):
+        """Runs one step; ``kind``: "build" (configure and build: measured),
+        "bootstrap" (autoreconf: not the compiler's work) or "test"."""
         with open(log, "a") as f:
             f.write(f"\n=== {name}: {' '.join(cmd)}\n")
-        r = run(cmd, cwd=cwd, env=env if measured else test_env, timeout=timeout, log=log)
-        if measured:
+        r = run(cmd, cwd=cwd, env=test_env if kind == "test" else env, timeout=timeout, log=log)
+        if kind == "build":
             rec["cpu"] += r.cpu
             rec["wall"] += r.wall
             rec["max_rss_kib"] = max(rec["max_rss_kib"], r.max_rss_kib)
@@ -95,11 +97,13 @@ def build_project(project: Project, config: BuildConfig, comp: Compilers, workdi
 
     try:
         if project.bootstrap and not step("bootstrap", list(project.bootstrap),
-                                          CONFIGURE_TIMEOUT, measured=False).ok:
+                                          CONFIGURE_TIMEOUT, kind="bootstrap").ok:
             return rec
         if project.build_system == "cmake":
+            # CMake reads CC, CFLAGS and LDFLAGS from the environment, not AR
+            tools = [f"-DCMAKE_{var}={env[var]}" for var in ("AR", "NM", "RANLIB") if var in env]
             cfg = ["cmake", "-S", str(src), "-B", str(bdir), "-G", "Unix Makefiles",
-                   "-DCMAKE_BUILD_TYPE=None", *project.configure_args]
+                   "-DCMAKE_BUILD_TYPE=None", *tools, *project.configure_args]
             build = ["cmake", "--build", str(bdir), f"-j{JOBS}"]
         else:
             has_configure = (src / "configure").is_file()
@@ -126,7 +130,7 @@ def build_project(project: Project, config: BuildConfig, comp: Compilers, workdi
 def _tests(project: Project, rec: dict, step, bdir: Path) -> None:
     if project.test_format == "ctest":
         r = step("test", ["ctest", f"-j{JOBS}", "--output-on-failure"], TEST_TIMEOUT,
-                 cwd=bdir, measured=False)
+                 cwd=bdir, kind="test")
         rec["tests_passed"], rec["tests_total"] = count_tests("ctest", r.output)
         if not r.ok:
             rec["tests_failed"] = ["ctest"]
@@ -134,7 +138,7 @@ def _tests(project: Project, rec: dict, step, bdir: Path) -> None:
         outputs = []
         for target in project.tests:
             r = step(f"test {target}", ["make", f"-j{JOBS}", target], TEST_TIMEOUT, cwd=bdir,
-                     measured=False)
+                     kind="test")
             outputs.append(r.output)
             if not r.ok:
                 rec["tests_failed"].append(target)
@@ -143,7 +147,7 @@ def _tests(project: Project, rec: dict, step, bdir: Path) -> None:
         results = []
         for target in project.tests:
             r = step(f"test {target}", ["make", *target.split()], TEST_TIMEOUT, cwd=bdir,
-                     measured=False)
+                     kind="test")
             results.append(r.ok)
             if not r.ok:
                 rec["tests_failed"].append(target)

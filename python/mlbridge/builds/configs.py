@@ -153,18 +153,23 @@ def _plugin_path(info: PluginInfo, plugin: str) -> str:
 def environment(config: BuildConfig, comp: Compilers,
                 extra_ldflags: Sequence[str] = ()) -> Dict[str, str]:
     """The variables a build system reads (``CC``, ``CXX``, ``CFLAGS``,
-    ``CXXFLAGS``, ``LDFLAGS``) and the plugins' settings for ``config``."""
+    ``CXXFLAGS``, ``LDFLAGS``; ``AR``, ``NM``, ``RANLIB`` under ThinLTO) and
+    the plugins' settings for ``config``."""
     cflags: List[str] = [config.level]
     if config.best_flags:
         cflags += [f for n in load_best_flags(comp.llvm) for f in FLAGS[n]]
     cflags += [f"-fpass-plugin={_plugin_path(comp.info, p)}" for p in config.compile]
     ldflags = ["-fuse-ld=lld", *extra_ldflags]
+    tools = {}
     if config.thinlto:
+        # the objects are bitcode: archives and symbol lists need LLVM's tools
+        tools = {var: comp.info.tool(name) for var, name in
+                 (("AR", "llvm-ar"), ("NM", "llvm-nm"), ("RANLIB", "llvm-ranlib"))}
         cflags.append("-flto=thin")
         ldflags.append(f"-Wl,--thinlto-jobs={THINLTO_JOBS}")
         ldflags += [f"-Wl,--load-pass-plugin={_plugin_path(comp.info, p)}" for p in config.link]
     flags = " ".join(cflags)
     env = {"CC": comp.cc, "CXX": comp.cxx, "CFLAGS": flags, "CXXFLAGS": flags,
-           "LDFLAGS": " ".join(ldflags)}
+           "LDFLAGS": " ".join(ldflags), **tools}
     env.update(config.env)
     return env
