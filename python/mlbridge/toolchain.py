@@ -15,8 +15,9 @@ they all use the same compiler and the same measures.
   ``wait4``) and wall seconds. Failure, a crash, a timeout or a missing
   object raise :class:`CompileError` saying which.
 * :func:`serve_compiler` runs a compiler whose model requests arrive over a
-  pipe or gRPC endpoint it is given (the project's plugins and C tool) and
-  answers each one with a policy; :class:`ModelServer` answers such an
+  pipe, shared-memory or gRPC endpoint it is given (the project's plugins
+  and C tool, any program using the runners) and answers each one with a
+  policy; :class:`ModelServer` answers such an
   endpoint from a thread while compilers are run one after the other
   (benchmarks, builds).
 * :func:`callgrind` runs a program under valgrind's callgrind and returns
@@ -51,7 +52,8 @@ from .llvm import process
 from .llvm.tools import elf_text_size, output_path
 
 __all__ = ["Toolchain", "toolchain", "compile", "Compiled", "CompileError",
-           "serve_compiler", "ServedRun", "ModelServer", "run_tool", "run_command",
+           "serve_compiler", "ServedRun", "ModelServer", "open_interface", "TRANSPORTS",
+           "run_tool", "run_command",
            "plugin_env", "sanitizer_env", "loaded_plugins", "first_error", "callgrind",
            "Callgrind", "DEFAULT_CLANG", "COMPILE_TIMEOUT"]
 
@@ -433,14 +435,27 @@ class ServedRun:
     cpu_seconds: float = 0.0
 
 
-def _open_interface(transport: str, serdes: str, timeout: float):
+#: The model-side transports a compiler can be served over.
+TRANSPORTS = ("pipe", "shm", "grpc")
+
+
+def open_interface(transport: str, serdes: str = "bitstream", timeout: float = 60.0):
+    """(interface, endpoint) of a new private channel: a FIFO pair (the
+    endpoint is its base path), a shared-memory socket (its path) or a
+    loopback gRPC server (``host:port``; ``serdes`` is protobuf's own)."""
     if transport == "pipe":
         from .pipe import PipeCompilerInterface
-        return PipeCompilerInterface(serdes=serdes, timeout=timeout)
+        iface = PipeCompilerInterface(serdes=serdes, timeout=timeout)
+        return iface, iface.base
+    if transport == "shm":
+        from .shm import ShmCompilerInterface
+        iface = ShmCompilerInterface(serdes=serdes, timeout=timeout)
+        return iface, iface.path
     if transport == "grpc":
         from .grpc import GrpcCompilerInterface
-        return GrpcCompilerInterface("127.0.0.1:0", timeout=timeout)
-    raise ValueError("transport must be 'pipe' or 'grpc'")
+        iface = GrpcCompilerInterface("127.0.0.1:0", timeout=timeout)
+        return iface, iface.address
+    raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
 
 
 def serve_compiler(command: Callable[[str], Sequence[str]], policy, *, advisor: str = "inline",
@@ -454,7 +469,9 @@ def serve_compiler(command: Callable[[str], Sequence[str]], policy, *, advisor: 
     ``transport="pipe"``: ``endpoint`` is a FIFO base path (the plugins'
     ``-mlbridge-inline-channel``, the MLIR plugin's and the C tool's
     channel, or LLVM's own ``-inliner-interactive-channel-base``).
-    ``transport="grpc"``: the ``host:port`` served here. ``policy``: what
+    ``transport="shm"``: the Unix socket of a shared-memory channel
+    (``mlbridge::ShmModelRunner``). ``transport="grpc"``: the
+    ``host:port`` served here. ``policy``: what
     :func:`mlbridge.llvm.policies.resolve` accepts for ``advisor`` -- a
     built-in name or a callable ``observation -> int``."""
     from .llvm.policies import resolve
@@ -465,11 +482,11 @@ def serve_compiler(command: Callable[[str], Sequence[str]], policy, *, advisor: 
     contexts: List[str] = []
     sessions = 0
     deadline = time.monotonic() + timeout
-    with _open_interface(transport, serdes, min(timeout, 60.0)) as iface:
-        endpoint = iface.base if transport == "pipe" else iface.address
+    iface, endpoint = open_interface(transport, serdes, min(timeout, 60.0))
+    with iface:
         argv = list(map(str, command(endpoint)))
         proc = _start(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd)
-        if transport == "pipe":
+        if transport != "grpc":
             iface.process = proc
         try:
             while True:
@@ -478,7 +495,7 @@ def serve_compiler(command: Callable[[str], Sequence[str]], policy, *, advisor: 
                     raise TimeoutError(f"{argv[0]} did not finish within {timeout:.0f} s")
                 try:
                     # gRPC learns of a dead compiler only from the process.
-                    wait = min(left, 30.0 if transport == "pipe" else 0.5)
+                    wait = min(left, 0.5 if transport == "grpc" else 30.0)
                     obs = iface.evaluate(timeout=wait)
                 except TimeoutError:
                     if proc.poll() is not None:
@@ -510,18 +527,17 @@ def serve_compiler(command: Callable[[str], Sequence[str]], policy, *, advisor: 
 
 
 class ModelServer:
-    """Answers every request arriving at a pipe or gRPC endpoint with
-    ``policy(observation) -> int`` in a thread of this process, for
-    compilers started meanwhile with :func:`compile` (one at a time on a
-    pipe; concurrently over gRPC). ``endpoint`` is what the compiler is
+    """Answers every request arriving at a pipe, shared-memory or gRPC
+    endpoint with ``policy(observation) -> int`` in a thread of this
+    process, for compilers started meanwhile with :func:`compile` (one at a
+    time on a pipe; concurrently over gRPC). ``endpoint`` is what the compiler is
     given; :meth:`close` stops the thread and raises the first error it
     met."""
 
     def __init__(self, policy, *, transport: str = "pipe", serdes: str = "bitstream",
                  timeout: float = 600.0):
         self.policy = policy
-        self.iface = _open_interface(transport, serdes, timeout)
-        self.endpoint = self.iface.base if transport == "pipe" else self.iface.address
+        self.iface, self.endpoint = open_interface(transport, serdes, timeout)
         self._stop = False
         self.error = None
         self._thread = threading.Thread(target=self._loop, daemon=True,

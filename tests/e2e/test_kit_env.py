@@ -149,3 +149,19 @@ def test_the_guide_example_runs(plugins, tmp_path, monkeypatch, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert [ln.split()[0] for ln in lines] == ["0", "1", "2"]
     assert all(int(ln.split()[-1]) > 0 for ln in lines)
+
+
+@pytest.mark.parametrize("transport", ["pipe", "shm", "grpc"])
+def test_serve_compiler_and_model_server_over_each_transport(e2e, transport):
+    from mlbridge.toolchain import ModelServer, run_command, serve_compiler
+    cmd = requests_command(e2e, transport, count=4)
+    run = serve_compiler(lambda channel: [c.replace("{channel}", channel) for c in map(str, cmd)],
+                         lambda obs: 2 * int(obs["i"][0]), transport=transport, timeout=30)
+    assert run.returncode == 0 and '"ok":true' in run.stdout, run.stderr
+    assert run.feature_names == ["i"] and run.decisions.tolist() == [0, 2, 4, 6]
+    assert run.contexts == [f"request{k}" for k in range(4)]
+    with ModelServer(lambda obs: 2 * int(obs["i"][0]), transport=transport,
+                     timeout=30) as server:
+        res = run_command([c.replace("{channel}", server.endpoint) for c in map(str, cmd)],
+                          timeout=30)
+    assert res.returncode == 0 and '"ok":true' in res.stdout, res.stderr

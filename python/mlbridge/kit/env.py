@@ -35,14 +35,13 @@ from ..errors import MLBridgeError, TimeoutError
 from ..llvm import process
 from ..llvm.tools import output_path
 from ..tensor_spec import TensorSpec
-from ..toolchain import CompileError, first_error, plugin_env
+from ..toolchain import TRANSPORTS, CompileError, first_error, open_interface, plugin_env
 
 __all__ = ["PluginEnv", "Episode", "Step", "decision_base", "ENV_ID"]
 
 #: ``gymnasium.make(ENV_ID, command=[...], channel_env={...})``.
 ENV_ID = "mlbridge/Plugin-v0"
 
-TRANSPORTS = ("pipe", "shm", "grpc")
 #: How long one wait for a request lasts before the compiler process is
 #: looked at again (gRPC learns of a dead compiler only from the process).
 _POLL = {"pipe": 30.0, "shm": 30.0, "grpc": 0.5}
@@ -208,20 +207,14 @@ class PluginEnv(gym.Env):
 
     def _open(self):
         """The interface of one episode, with the command started."""
-        timeout = min(self.timeout, 60.0)
-        if self.transport == "pipe":
-            from ..pipe import PipeCompilerInterface
-            # The process is started once the FIFOs exist (it needs their path).
-            return PipeCompilerInterface(serdes=self.serdes, timeout=timeout,
-                                         process=self._launch)
-        if self.transport == "shm":
-            from ..shm import ShmCompilerInterface
-            iface = ShmCompilerInterface(serdes=self.serdes, timeout=timeout)
-            iface.process = self._launch(iface.path)
-            return iface
-        from ..grpc import GrpcCompilerInterface
-        iface = GrpcCompilerInterface("127.0.0.1:0", timeout=timeout)
-        self._launch(iface.address)
+        iface, endpoint = open_interface(self.transport, self.serdes, min(self.timeout, 60.0))
+        try:
+            proc = self._launch(endpoint)
+        except BaseException:
+            iface.close()
+            raise
+        if self.transport != "grpc":   # gRPC learns of a dead compiler only by polling
+            iface.process = proc
         return iface
 
     def _start(self, assignment):
