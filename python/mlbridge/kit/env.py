@@ -103,6 +103,12 @@ def _space(spec: TensorSpec):
     return spaces.Box(-np.inf, np.inf, shape, dt)
 
 
+def _protocol(specs):
+    """What must stay the same from request to request: a string's shape is
+    its length, which may vary."""
+    return [(s.name, s.dtype, None if s.is_string else tuple(s.shape)) for s in specs]
+
+
 class PluginEnv(gym.Env):
     """Episodes are runs of ``command``, steps the requests of its plugin.
 
@@ -254,7 +260,8 @@ class PluginEnv(gym.Env):
         specs = tuple(obs.feature_specs)
         if self.feature_specs is None:
             self.feature_specs, self.advice_spec = specs, obs.advice_spec
-        elif specs != self.feature_specs or obs.advice_spec != self.advice_spec:
+        elif _protocol(specs) != _protocol(self.feature_specs) or \
+                obs.advice_spec != self.advice_spec:
             raise MLBridgeError(f"the plugin's protocol changed: {obs.advice_spec.describe()} "
                                 f"from {len(specs)} features, expected "
                                 f"{self.advice_spec.describe()} from "
