@@ -30,6 +30,7 @@
 
 #include "mlbridge/compiled_model.h"
 #include "mlbridge/in_process_model_runner.h"
+#include "mlbridge/runner_settings.h"
 
 #include <memory>
 #include <string>
@@ -78,6 +79,16 @@ private:
   CompiledModelRunner(CreateTag, const EmbeddedModel &Model,
                       CompiledModelOptions Options);
 };
+
+/// The runner of the compiled model Model for makeRunner
+/// (mlbridge/runner_settings.h), named by the model; its output named like
+/// the advice, if any, is the advice (adviceNamedLike). The model is part
+/// of the program: auto chooses it when no other runner is configured.
+RunnerFactory compiledRunnerFactory(const EmbeddedModel &Model);
+/// compiledRunnerFactory(Model::info()) for a generated class.
+template <typename Model> RunnerFactory compiledRunnerFactory() {
+  return compiledRunnerFactory(Model::info());
+}
 
 } // namespace mlbridge
 

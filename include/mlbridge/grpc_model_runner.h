@@ -40,6 +40,7 @@
 #define MLBRIDGE_GRPC_MODEL_RUNNER_H
 
 #include "mlbridge/model_runner.h"
+#include "mlbridge/runner_settings.h"
 
 #include <chrono>
 #include <memory>
@@ -178,6 +179,12 @@ private:
 
   std::unique_ptr<Impl> P;
 };
+
+/// The gRPC runner for makeRunner (mlbridge/runner_settings.h): inference
+/// mode, calling the model server at RunnerSettings::Server with the
+/// integration's features and advice; RunnerSettings::Timeout bounds
+/// reaching the server and each call.
+RunnerFactory grpcRunnerFactory();
 
 } // namespace mlbridge
 

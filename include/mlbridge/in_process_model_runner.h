@@ -114,6 +114,13 @@ private:
   bool HaveResults = false;
 };
 
+/// The advice rule of makeRunner (mlbridge/runner_settings.h) for an
+/// in-process runner: the model's output named like the integration's
+/// Advice, when it has one, is the advice; otherwise the runner's own
+/// choice (its AdviceOutput default) stands.
+Expected<std::unique_ptr<ModelRunner>>
+adviceNamedLike(std::unique_ptr<InProcessModelRunner> R, const TensorSpec &Advice);
+
 } // namespace mlbridge
 
 #endif // MLBRIDGE_IN_PROCESS_MODEL_RUNNER_H

@@ -7,6 +7,9 @@
 //   Runner->setFeature("callee_users", 3);           // or getTensor<T>(i)
 //   int64_t Decision = Runner->evaluateOr<int64_t>(0); // fallback on error
 //
+// (A program that reads its runner from options or the environment makes
+// it with makeRunner, mlbridge/runner_settings.h.)
+//
 // Features are declared up front (LLVM style, each with a buffer allocated
 // once and written in place through getTensor<T>(Index)) or on first use
 // (the paper's style: setFeature / populateFeatures with a new name appends
@@ -21,6 +24,11 @@
 //  * After an I/O failure (dead or slow peer, malformed reply) the runner is
 //    unavailable: later calls fail at once with ErrorCode::Unavailable
 //    instead of waiting on a broken peer again.
+//  * evaluateOr<T>(Fallback) reports its first fallback as a warning with
+//    the cause, and later ones only as notes. A caller error (an unknown
+//    feature, a value of the wrong type, T not fitting the advice spec) is
+//    reported as such ("caller error, using fallback: ..."), never as the
+//    model being unavailable: the model was not asked.
 //  * A runner is used by one thread at a time (runners that allow more say
 //    so in their header). A second thread entering evaluate or
 //    switchContext while another is inside gets ErrorCode::InvalidArgument
@@ -62,6 +70,35 @@ template <typename T> struct IsStdVector : std::false_type {};
 template <typename E, typename A>
 struct IsStdVector<std::vector<E, A>> : std::true_type {};
 } // namespace detail
+
+/// How a discrete action is read from a model's output (evaluateAction,
+/// rl::Agent, the C API's mlb_evaluate_action).
+enum class ActionRule {
+  /// Value when the output is a single integer (or bool), Argmax otherwise.
+  /// Lets one pass serve both a Python model that answers with the action
+  /// and an in-process model that outputs one score per action.
+  Auto,
+  /// Index of the largest element over the whole output, the first on
+  /// ties; a NaN anywhere is an error (a broken model, not a decision).
+  Argmax,
+  /// The output is one integer (or bool) element: the action itself.
+  Value,
+};
+
+/// Picks an action from Output by Rule. Legal, when not empty, is the
+/// legality mask: one entry per action, true where the action is allowed.
+/// Argmax then takes the largest legal score (the first on ties) and the
+/// mask must have one entry per score; a Value must be a legal action.
+/// Errors: a caller error (InvalidArgument: a mask of the wrong length, or
+/// with no legal action), or the output's fault (TypeMismatch: empty,
+/// strings, not one integer for Value; Malformed: a NaN score, a value that
+/// is not a legal action).
+Expected<int64_t> decodeAction(const TensorValue &Output, ActionRule Rule,
+                               const std::vector<bool> &Legal = {});
+
+/// The advice evaluateAction (and rl::Agent) declare when the runner has
+/// none: float "scores" [-1] for Argmax, else int64 "action" [1].
+TensorSpec defaultActionSpec(ActionRule Rule);
 
 class ModelRunner {
 public:
@@ -141,21 +178,40 @@ public:
   /// TypeMismatch if T does not fit the advice spec (checked before
   /// anything is sent) or the reply's element count; I/O and protocol
   /// errors from the transport.
-  template <typename T> Expected<T> evaluate();
 
-  /// evaluate<T>(), or Fallback on any error; the error goes to the
-  /// diagnostics sink. The usual choice inside a compiler.
+  template <typename T> Expected<T> evaluate() {
+    bool ByCaller = false;
+    return evaluateImpl<T>(ByCaller);
+  }
+
+  /// evaluate<T>(), or Fallback on any error. The usual choice inside a
+  /// compiler. The first fallback caused by the model (dead peer, timeout,
+  /// bad reply) is a warning "model unavailable, using fallback: <cause>";
+  /// the first caused by the caller (unknown feature, wrong type) an error
+  /// "caller error, using fallback: <cause>"; every later fallback only a
+  /// note: one runner warns once, however many decisions fall back.
   template <typename T> T evaluateOr(T Fallback) {
-    Expected<T> R = evaluate<T>();
+    bool ByCaller = false;
+    Expected<T> R = evaluateImpl<T>(ByCaller);
     if (R)
       return std::move(*R);
-    report(Severity::Warning,
-           "model unavailable, using fallback: " + R.status().toString());
+    reportFallback(R.status(), ByCaller);
     return Fallback;
   }
 
+  /// One decision among discrete actions: evaluates and reads the action
+  /// from the advice by Rule, within the legality mask Legal (decodeAction;
+  /// empty: every action is legal). A runner without an advice spec is
+  /// given defaultActionSpec(Rule) first. The rule is the one rl::Agent
+  /// and the C API's mlb_evaluate_action use.
+  Expected<int64_t> evaluateAction(const std::vector<bool> &Legal = {},
+                                   ActionRule Rule = ActionRule::Auto);
+
   /// Untyped evaluation (C API): on success, advice() holds the reply.
-  Status evaluateRaw();
+  Status evaluateRaw() {
+    bool ByCaller = false;
+    return evaluateRawImpl(ByCaller);
+  }
   const TensorValue &advice() const { return Advice; }
 
   /// True once an I/O or protocol error made the runner unavailable.
@@ -227,6 +283,11 @@ protected:
 
 private:
   class UseGuard;
+  template <typename T> Expected<T> evaluateImpl(bool &ByCaller);
+  /// evaluateRaw; ByCaller tells a caller error from a model failure.
+  Status evaluateRawImpl(bool &ByCaller);
+  /// evaluateOr's report of a fallback (once a warning, then notes).
+  void reportFallback(const Status &Why, bool ByCaller);
   template <typename T> Status setFeatureImpl(std::string_view Name, const T &V);
   Status setFeatureString(std::string_view Name, std::string_view Value);
   /// Remembers a setter failure for the next evaluation; returns S.
@@ -263,6 +324,8 @@ private:
   bool CheckConcurrentUse = true;
 #endif
   std::atomic<bool> InUse{false}; // a thread is in evaluate/switchContext
+  bool WarnedModelFallback = false;  // evaluateOr warned of the model
+  bool WarnedCallerFallback = false; // evaluateOr reported a caller error
 };
 
 // ---- template implementation -------------------------------------------
@@ -304,7 +367,7 @@ Status ModelRunner::setFeatureImpl(std::string_view Name, const T &V) {
   }
 }
 
-template <typename T> Expected<T> ModelRunner::evaluate() {
+template <typename T> Expected<T> ModelRunner::evaluateImpl(bool &ByCaller) {
   using U = std::remove_cv_t<T>;
   Status S;
   if constexpr (std::is_same_v<U, std::string>) {
@@ -320,9 +383,12 @@ template <typename T> Expected<T> ModelRunner::evaluate() {
                   "a std::vector of arithmetic/bool");
     S = prepareAdvice(DTypeOf<U>::value, false);
   }
-  if (!S.isOk())
+  if (!S.isOk()) {
+    // T does not fit the declared advice, or the runner cannot be used.
+    ByCaller = S.code() != ErrorCode::Unavailable;
     return S;
-  S = evaluateRaw();
+  }
+  S = evaluateRawImpl(ByCaller);
   if (!S.isOk())
     return S;
 

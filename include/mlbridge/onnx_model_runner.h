@@ -42,6 +42,7 @@
 #define MLBRIDGE_ONNX_MODEL_RUNNER_H
 
 #include "mlbridge/in_process_model_runner.h"
+#include "mlbridge/runner_settings.h"
 
 #include <cstdint>
 #include <memory>
@@ -163,6 +164,13 @@ private:
 /// whole process; empty (the default) drops them. Not needed to learn about
 /// failures: those come back as Status values.
 void setOnnxRuntimeLogSink(DiagnosticSink Sink);
+
+/// The ONNX runner for makeRunner (mlbridge/runner_settings.h): the file
+/// RunnerSettings::Model, loaded once per process and path and shared by
+/// every runner over it (an LLVM inline advisor is made per inliner run,
+/// the model is loaded once); its output named like the advice, if any, is
+/// the advice (adviceNamedLike).
+RunnerFactory onnxRunnerFactory();
 
 } // namespace mlbridge
 

@@ -11,6 +11,14 @@
 // missing FIFO are reported as errors, never waited on forever. The library
 // never raises SIGPIPE in the process: EPIPE is consumed locally.
 //
+// No model side: a runner made here (C: mlb_pipe_runner_create) waits up
+// to OpenTimeout for the FIFOs to appear, for a script that starts the
+// compiler and the model together, then fails with NotFound and stays
+// unavailable. A runner made from settings (makeRunner,
+// mlbridge/runner_settings.h; C: mlb_runner_create_from_settings) refuses
+// a channel whose FIFOs do not exist at once. Both are the same in C and
+// C++; a compiler that should not wait uses the settings.
+//
 // Sessions: each opening of the channel is a session with a random id,
 // sent in its header; the model frames every reply with it (protocol
 // §5.1), so a late reply meant for an earlier session is skipped and a

@@ -49,21 +49,11 @@
 
 namespace mlbridge::rl {
 
-/// How an agent turns its model's output into a discrete action.
-enum class ActionRule {
-  /// Value when the output is a single integer, Argmax otherwise. Lets one
-  /// agent serve both a Python model that answers with the action and an
-  /// ONNX model that outputs one score per action.
-  Auto,
-  /// Index of the largest element over the whole output, the first on
-  /// ties; a NaN anywhere is an error (a broken model, not a decision).
-  Argmax,
-  /// The output is one integer (or bool) element: the action itself.
-  Value,
-};
-
-/// Picks an action from an output according to Rule.
-Expected<int64_t> decodeAction(const TensorValue &Output, ActionRule Rule);
+/// How an agent turns its model's output into a discrete action: the rule
+/// of every decision among actions (mlbridge/model_runner.h), named here
+/// too for the RL API's users.
+using ::mlbridge::ActionRule;
+using ::mlbridge::decodeAction;
 
 /// A policy of your own over the model's raw output (sampling, masking
 /// illegal actions, thresholds, ...).

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace mlbridge {
@@ -65,13 +66,28 @@ private:
   std::string Message;
 };
 
-/// Either a T or an error Status. Check with `if (!E)` before `*E`.
+/// Either a T or an error Status. Check with `if (!E)` before `*E`. (In a
+/// file with `using namespace llvm;`, see mlbridge/tensor_spec.h.)
+///
+/// An Expected<U> converts to Expected<T> when U converts to T, so a
+/// function choosing a runner at run time returns each runner's create()
+/// as it is:
+///   Expected<std::unique_ptr<ModelRunner>> R = PipeModelRunner::create(B);
 template <typename T> class [[nodiscard]] Expected {
 public:
   Expected(T Value) : Value(std::move(Value)) {}
   Expected(Status Error) : Error(std::move(Error)) {
     if (this->Error.isOk())
       this->Error = Status(ErrorCode::Internal, "Expected built from Ok");
+  }
+  template <typename U,
+            typename = std::enable_if_t<!std::is_same_v<U, T> &&
+                                        std::is_convertible_v<U &&, T>>>
+  Expected(Expected<U> &&Other) {
+    if (Other)
+      Value.emplace(std::move(*Other));
+    else
+      Error = Other.takeStatus();
   }
 
   bool hasValue() const { return Value.has_value(); }

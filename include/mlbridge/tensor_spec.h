@@ -7,6 +7,29 @@
 // Specs serialize to LLVM's JSON form, byte for byte:
 //   {"name":"callee_users","type":"int64_t","port":0,"shape":[1]}
 //
+// Beside `using namespace llvm;`. LLVM declares llvm::TensorSpec and
+// llvm::Expected too, and C++ gives no using-directive priority over
+// another: with `using namespace llvm;` and `using namespace mlbridge;`
+// those two names (and only those: every other public mlbridge name is
+// unique against LLVM's) are ambiguous wherever they are written
+// unqualified. No trick inside these headers can change that (an inline
+// namespace or a global using-declaration is found at the same level as
+// LLVM's names), so the rule is the user's and our docs follow it:
+//  * write `namespace mlb = mlbridge;` and `mlb::TensorSpec`, `mlb::...`
+//    (as LLVM code writes `cl::`); or
+//  * keep both using-directives and pin the two shared names inside the
+//    file's own namespace, where a using-declaration hides both
+//    directives' names:
+//      using namespace llvm;
+//      using namespace mlbridge;
+//      namespace {
+//      using mlbridge::Expected;   // LLVM's is llvm::Expected here
+//      using mlbridge::TensorSpec; // LLVM's is llvm::TensorSpec here
+//      ... the pass, with TensorSpec, Expected, makeRunner, ModelRunner ...
+//      } // namespace
+// tests/headers/llvm_names.cpp compiles exactly that against LLVM's
+// headers.
+//
 //===----------------------------------------------------------------------===//
 #ifndef MLBRIDGE_TENSOR_SPEC_H
 #define MLBRIDGE_TENSOR_SPEC_H

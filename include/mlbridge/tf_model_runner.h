@@ -47,6 +47,7 @@
 #define MLBRIDGE_TF_MODEL_RUNNER_H
 
 #include "mlbridge/in_process_model_runner.h"
+#include "mlbridge/runner_settings.h"
 
 #include <memory>
 #include <string>
@@ -80,6 +81,12 @@ public:
 private:
   TfModelRunner(CreateTag, const EmbeddedModel &Model, TfOptions Options);
 };
+
+/// The runner of the XLA-compiled model Model (e.g.
+/// my::InlinerPolicyModel()) for makeRunner (mlbridge/runner_settings.h),
+/// named by the model; its output named like the advice, if any, is the
+/// advice (adviceNamedLike).
+RunnerFactory tfRunnerFactory(const EmbeddedModel &Model);
 
 } // namespace mlbridge
 

@@ -125,9 +125,7 @@ extern "C" mlb_status mlb_evaluate_action(mlb_runner *R, int64_t ActionCount,
                                           int64_t *Action) {
   MLB_CHECK_RUNNER(R);
   MLB_CHECK_ARG(Action, "action pointer");
-  if (Status S = R->Runner->evaluateRaw(); !S.isOk())
-    return fail(S);
-  Expected<int64_t> A = rl::decodeAction(R->Runner->advice(), rl::ActionRule::Auto);
+  Expected<int64_t> A = R->Runner->evaluateAction();
   if (!A)
     return fail(A.status());
   if (*A < 0 || *A >= ActionCount)

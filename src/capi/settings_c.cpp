@@ -1,27 +1,59 @@
-// C API: a runner from settings (mlbridge/c/settings.h). The same settings
-// and "auto" rule as the compiler plugins (integrations/common); the ONNX
-// and gRPC runners come from the caller's factories (their own libraries).
+// C API: a runner from settings (mlbridge/c/settings.h), on the C++ one
+// (mlbridge/runner_settings.h): the same parser, "auto" rule and pipe and
+// shm runners; the ONNX and gRPC runners come from the caller's factories
+// (their own libraries).
 #include "capi/capi_internal.h"
 
 #include "mlbridge/c/settings.h"
+#include "mlbridge/runner_settings.h"
 
-#include <cerrno>
-#include <cstdlib>
 #include <cstring>
-#include <strings.h>
-#include <sys/stat.h>
 
 using namespace mlbridge;
 using capi::fail;
 
 namespace {
 
-bool isFifo(const std::string &Path) {
-  struct stat St;
-  return ::stat(Path.c_str(), &St) == 0 && S_ISFIFO(St.st_mode);
+bool given(const char *S) { return S && *S; }
+
+struct KindPair {
+  mlb_runner_kind C;
+  RunnerKind Cxx;
+};
+constexpr KindPair Kinds[] = {
+    {MLB_RUNNER_AUTO, RunnerKind::Auto}, {MLB_RUNNER_DEFAULT, RunnerKind::Default},
+    {MLB_RUNNER_PIPE, RunnerKind::Pipe}, {MLB_RUNNER_GRPC, RunnerKind::Grpc},
+    {MLB_RUNNER_ONNX, RunnerKind::Onnx}, {MLB_RUNNER_SHM, RunnerKind::Shm}};
+
+std::optional<mlb_runner_kind> toC(RunnerKind K) {
+  for (const KindPair &P : Kinds)
+    if (P.Cxx == K)
+      return P.C;
+  return std::nullopt;
 }
 
-bool given(const char *S) { return S && *S; }
+RunnerKind toCxx(mlb_runner_kind K) {
+  for (const KindPair &P : Kinds)
+    if (P.C == K)
+      return P.Cxx;
+  return RunnerKind::Default;
+}
+
+/// The C++ settings of a C program: the core runners only (its ONNX and
+/// gRPC runners are made by its factories).
+RunnerSettings toCxx(const mlb_runner_settings &S) {
+  RunnerSettings R;
+  R.Kind = toCxx(S.kind);
+  R.Channel = given(S.channel) ? S.channel : "";
+  R.Socket = given(S.socket) ? S.socket : "";
+  R.Server = given(S.server) ? S.server : "";
+  R.Model = given(S.model) ? S.model : "";
+  R.Format = S.serdes == MLB_SERDES_JSON        ? "json"
+             : S.serdes == MLB_SERDES_BITSTREAM ? "bitstream"
+                                                : "protobuf";
+  R.Timeout = std::chrono::milliseconds(S.timeout_ms);
+  return R;
+}
 
 mlb_status fromFactory(mlb_runner_factory Factory, const char *Component,
                        const mlb_runner_settings *S, mlb_runner **Out) {
@@ -49,18 +81,9 @@ void mlb_runner_settings_init(mlb_runner_settings *S) {
 }
 
 const char *mlb_runner_kind_name(mlb_runner_kind K) {
-  switch (K) {
-  case MLB_RUNNER_AUTO:
-    return "auto";
-  case MLB_RUNNER_DEFAULT:
-    return "default";
-  case MLB_RUNNER_PIPE:
-    return "pipe";
-  case MLB_RUNNER_GRPC:
-    return "grpc";
-  case MLB_RUNNER_ONNX:
-    return "onnx";
-  }
+  for (const KindPair &P : Kinds)
+    if (P.C == K)
+      return runnerKindName(P.Cxx);
   return "?";
 }
 
@@ -69,67 +92,43 @@ mlb_status mlb_runner_settings_set(mlb_runner_settings *S, const char *Key,
   MLB_CHECK_ARG(S, "settings");
   MLB_CHECK_ARG(Key, "key");
   MLB_CHECK_ARG(Value, "value");
+  // Parsed by the C++ rule into a copy: a bad value changes nothing.
+  RunnerSettings R = toCxx(*S);
+  if (Status St = setRunnerSetting(R, Key, Value); !St.isOk())
+    return fail(St);
   const std::string K = Key;
   if (K == "runner") {
-    if (::strcasecmp(Value, "none") == 0) {
-      S->kind = MLB_RUNNER_DEFAULT;
-      return MLB_OK;
-    }
-    for (mlb_runner_kind C : {MLB_RUNNER_AUTO, MLB_RUNNER_DEFAULT,
-                              MLB_RUNNER_PIPE, MLB_RUNNER_GRPC, MLB_RUNNER_ONNX})
-      if (::strcasecmp(Value, mlb_runner_kind_name(C)) == 0) {
-        S->kind = C;
-        return MLB_OK;
-      }
-    return fail(Status(ErrorCode::InvalidArgument,
-                       std::string("unknown runner '") + Value +
-                           "' (auto, pipe, grpc, onnx, default, none)"));
-  }
-  if (K == "channel")
+    std::optional<mlb_runner_kind> C = toC(R.Kind);
+    if (!C)
+      return fail(Status(ErrorCode::InvalidArgument,
+                         std::string("runner '") + Value +
+                             "' has no C settings (auto, pipe, shm, grpc, "
+                             "onnx, default, none)"));
+    S->kind = *C;
+  } else if (K == "channel")
     S->channel = Value;
+  else if (K == "socket")
+    S->socket = Value;
   else if (K == "server")
     S->server = Value;
   else if (K == "model")
     S->model = Value;
   else if (K == "format") {
-    if (std::strcmp(Value, "bitstream") == 0)
-      S->serdes = MLB_SERDES_BITSTREAM;
-    else if (std::strcmp(Value, "json") == 0)
-      S->serdes = MLB_SERDES_JSON;
-    else
+    if (R.Format != "bitstream" && R.Format != "json")
       return fail(Status(ErrorCode::InvalidArgument,
                          std::string("unknown format '") + Value +
                              "' (bitstream or json)"));
-  } else if (K == "timeout-ms") {
-    char *End = nullptr;
-    errno = 0;
-    const long Ms = std::strtol(Value, &End, 10);
-    if (!*Value || *End || errno || Ms <= 0 || Ms > 3600000)
-      return fail(Status(ErrorCode::InvalidArgument,
-                         std::string("timeout-ms '") + Value +
-                             "' is not a positive number of ms (at most 3600000)"));
-    S->timeout_ms = static_cast<int>(Ms);
-  } else {
-    return fail(Status(ErrorCode::NotFound,
-                       "unknown setting '" + K +
-                           "' (runner, channel, server, model, format, "
-                           "timeout-ms)"));
-  }
+    S->serdes = R.Format == "json" ? MLB_SERDES_JSON : MLB_SERDES_BITSTREAM;
+  } else if (K == "timeout-ms")
+    S->timeout_ms = static_cast<int>(R.Timeout.count());
   return MLB_OK;
 }
 
 mlb_runner_kind mlb_runner_settings_resolve(const mlb_runner_settings *S) {
   if (!S)
     return MLB_RUNNER_DEFAULT;
-  if (S->kind != MLB_RUNNER_AUTO)
-    return S->kind;
-  if (given(S->channel))
-    return MLB_RUNNER_PIPE;
-  if (given(S->server))
-    return MLB_RUNNER_GRPC;
-  if (given(S->model))
-    return MLB_RUNNER_ONNX;
-  return MLB_RUNNER_DEFAULT;
+  // The core runners' settings make no compiled-in kind: always a C kind.
+  return toC(resolveRunnerKind(toCxx(*S))).value_or(MLB_RUNNER_DEFAULT);
 }
 
 mlb_status mlb_runner_create_from_settings(const mlb_runner_settings *S,
@@ -146,20 +145,14 @@ mlb_status mlb_runner_create_from_settings(const mlb_runner_settings *S,
   case MLB_RUNNER_AUTO:
   case MLB_RUNNER_DEFAULT:
     return MLB_OK;
-  case MLB_RUNNER_PIPE: {
-    if (!given(S->channel))
-      return fail(ErrorCode::InvalidArgument,
-                  "pipe: no channel given (the FIFO base path)");
-    const std::string Base = S->channel;
-    if (!isFifo(Base + ".in") || !isFifo(Base + ".out"))
-      return fail(Status(ErrorCode::NotFound, "pipe: no FIFO pair '" + Base +
-                                                  ".in'/'" + Base + ".out'"));
-    mlb_pipe_options O;
-    mlb_pipe_options_init(&O);
-    O.open_timeout_ms = S->timeout_ms;
-    O.reply_timeout_ms = S->timeout_ms;
-    St = mlb_pipe_runner_create(S->channel, S->serdes, &O, Out);
-    break;
+  case MLB_RUNNER_PIPE:
+  case MLB_RUNNER_SHM: {
+    RunnerSettings R = toCxx(*S);
+    R.Kind = toCxx(K);
+    return capi::giveRunner(
+        makeRunner(R, {},
+                   TensorSpec::create<int64_t>(S->advice ? S->advice : "action")),
+        Out);
   }
   case MLB_RUNNER_GRPC:
     if (!given(S->server))

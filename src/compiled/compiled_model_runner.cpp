@@ -28,4 +28,19 @@ CompiledModelRunner::clone() const {
   return create(model(), cloneOptions<CompiledModelOptions>());
 }
 
+RunnerFactory compiledRunnerFactory(const EmbeddedModel &Model) {
+  return {RunnerKind::Compiled, Model.Name,
+          [&Model](const RunnerSettings &S, const std::vector<TensorSpec> &,
+                   const TensorSpec &Advice)
+              -> Expected<std::unique_ptr<ModelRunner>> {
+            CompiledModelOptions O;
+            O.Diagnostics = S.Diagnostics;
+            auto R = CompiledModelRunner::create(Model, O);
+            if (!R)
+              return R.takeStatus().addContext(std::string("compiled: ") +
+                                               Model.Name);
+            return adviceNamedLike(std::move(*R), Advice);
+          }};
+}
+
 } // namespace mlbridge

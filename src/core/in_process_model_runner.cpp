@@ -229,4 +229,12 @@ Status EmbeddedModelRunner::doEvaluate(
   return Status::ok();
 }
 
+Expected<std::unique_ptr<ModelRunner>>
+adviceNamedLike(std::unique_ptr<InProcessModelRunner> R, const TensorSpec &Advice) {
+  if (R->outputIndex(Advice.name()))
+    if (Status S = R->selectAdvice(Advice.name()); !S.isOk())
+      return S;
+  return std::unique_ptr<ModelRunner>(std::move(R));
+}
+
 } // namespace mlbridge

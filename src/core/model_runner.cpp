@@ -303,12 +303,17 @@ Status ModelRunner::prepareAdvice(DType Type, bool IsVector) {
   return Status::ok();
 }
 
-Status ModelRunner::evaluateRaw() {
+Status ModelRunner::evaluateRawImpl(bool &ByCaller) {
+  // Everything before doEvaluate is the caller's doing (the model was not
+  // asked) but a runner made unavailable by an earlier failure.
+  ByCaller = true;
   UseGuard Guard(*this);
   if (Status S = Guard.status(); !S.isOk())
     return S;
-  if (Status S = checkUsable(); !S.isOk())
+  if (Status S = checkUsable(); !S.isOk()) {
+    ByCaller = S.code() != ErrorCode::Unavailable;
     return S;
+  }
   if (!AdviceSpec)
     return Status(ErrorCode::InvalidArgument,
                   "no advice spec: call setAdviceSpec() or evaluate<T>()");
@@ -321,6 +326,7 @@ Status ModelRunner::evaluateRaw() {
   const TensorSpec *Spec = nullptr;
   if (Status S = announcedState(FeatureViews, Spec); !S.isOk())
     return S;
+  ByCaller = false;
   Status S = doEvaluate(FeatureViews, FeaturesChanged, *AdviceSpec, Advice);
   if (!S.isOk())
     return S;
@@ -330,6 +336,30 @@ Status ModelRunner::evaluateRaw() {
                                            std::string(dtypeName(
                                                Advice.type())));
   return Status::ok();
+}
+
+void ModelRunner::reportFallback(const Status &Why, bool ByCaller) {
+  bool &Warned = ByCaller ? WarnedCallerFallback : WarnedModelFallback;
+  if (Warned) {
+    report(Severity::Note, "using fallback: " + Why.toString());
+    return;
+  }
+  Warned = true;
+  if (ByCaller)
+    report(Severity::Error, "caller error, using fallback: " + Why.toString());
+  else
+    report(Severity::Warning,
+           "model unavailable, using fallback: " + Why.toString());
+}
+
+Expected<int64_t> ModelRunner::evaluateAction(const std::vector<bool> &Legal,
+                                              ActionRule Rule) {
+  if (!AdviceSpec)
+    if (Status S = setAdviceSpec(defaultActionSpec(Rule)); !S.isOk())
+      return S;
+  if (Status S = evaluateRaw(); !S.isOk())
+    return S;
+  return decodeAction(Advice, Rule, Legal);
 }
 
 Status ModelRunner::announcedState(std::vector<const TensorValue *> &Out,

@@ -109,4 +109,26 @@ Status GrpcModelRunner::doEvaluate(
   return S;
 }
 
+namespace {
+
+Expected<std::unique_ptr<ModelRunner>>
+makeGrpc(const RunnerSettings &S, const std::vector<TensorSpec> &Features,
+         const TensorSpec &Advice) {
+  if (S.Server.empty())
+    return Status(ErrorCode::InvalidArgument,
+                  "grpc: no server address given (host:port)");
+  GrpcOptions O;
+  O.Diagnostics = S.Diagnostics;
+  O.CallTimeout = S.Timeout;
+  O.ConnectTimeout = S.Timeout;
+  auto G = GrpcModelRunner::create(S.Server, Features, Advice, O);
+  if (!G)
+    return G.takeStatus().addContext("grpc: " + S.Server);
+  return G;
+}
+
+} // namespace
+
+RunnerFactory grpcRunnerFactory() { return {RunnerKind::Grpc, "", makeGrpc}; }
+
 } // namespace mlbridge

@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 namespace mlbridge {
 
@@ -403,5 +405,43 @@ OnnxModelRunner::doEvaluate(const std::vector<const TensorValue *> &Features,
   St.HaveResults = false;
   return E;
 }
+
+namespace {
+
+/// One loaded session per model file and process (an OnnxModel is
+/// immutable and shareable).
+Expected<std::shared_ptr<const OnnxModel>> loadShared(const std::string &Path) {
+  static std::mutex Lock;
+  static std::map<std::string, std::shared_ptr<const OnnxModel>> Cache;
+  std::lock_guard<std::mutex> G(Lock);
+  auto It = Cache.find(Path);
+  if (It != Cache.end())
+    return It->second;
+  auto M = OnnxModel::load(Path);
+  if (!M)
+    return M.takeStatus();
+  Cache.emplace(Path, *M);
+  return std::move(*M);
+}
+
+Expected<std::unique_ptr<ModelRunner>>
+makeOnnx(const RunnerSettings &S, const std::vector<TensorSpec> &,
+         const TensorSpec &Advice) {
+  if (S.Model.empty())
+    return Status(ErrorCode::NotFound, "onnx: no model file given");
+  auto M = loadShared(S.Model);
+  if (!M)
+    return M.takeStatus().addContext("onnx: loading '" + S.Model + "'");
+  OnnxOptions O;
+  O.Diagnostics = S.Diagnostics;
+  auto R = OnnxModelRunner::create(*M, O);
+  if (!R)
+    return R.takeStatus().addContext("onnx: '" + S.Model + "'");
+  return adviceNamedLike(std::move(*R), Advice);
+}
+
+} // namespace
+
+RunnerFactory onnxRunnerFactory() { return {RunnerKind::Onnx, "", makeOnnx}; }
 
 } // namespace mlbridge

@@ -2,112 +2,9 @@
 
 #include "mlbridge/rl.h"
 
-#include "support/checked_cast.h"
-
-#include <cmath>
-#include <cstring>
 #include <vector>
 
 namespace mlbridge::rl {
-
-namespace {
-
-template <typename T>
-Expected<int64_t> argmaxOf(const TensorValue &Out, size_t N) {
-  const T *P = Out.dataAs<T>();
-  size_t Best = 0;
-  for (size_t K = 0; K < N; ++K) {
-    if constexpr (std::is_floating_point_v<T>) {
-      if (std::isnan(P[K]))
-        return Status(ErrorCode::InvalidArgument,
-                      "model output '" + Out.spec().name() +
-                          "' has NaN at index " + std::to_string(K));
-    }
-    if (P[K] > P[Best])
-      Best = K;
-  }
-  return static_cast<int64_t>(Best);
-}
-
-/// The single element of an integer output as an action.
-template <typename T> Expected<int64_t> valueOf(const TensorValue &Out) {
-  if constexpr (!std::is_integral_v<T>) {
-    return Status(ErrorCode::TypeMismatch,
-                  "model output " + Out.spec().describe() +
-                      " is not a single integer action");
-  } else {
-    T V;
-    std::memcpy(&V, Out.data(), sizeof(T));
-    if (std::optional<int64_t> Action = support::checkedCast<int64_t>(V))
-      return *Action;
-    return Status(ErrorCode::TypeMismatch,
-                  "action " + std::to_string(V) + " does not fit int64");
-  }
-}
-
-Expected<int64_t> argmax(const TensorValue &Out) {
-  const size_t N = Out.elementCount();
-  if (N == 0)
-    return Status(ErrorCode::TypeMismatch,
-                  "model output '" + Out.spec().name() +
-                      "' is empty; there is no action to pick");
-  switch (Out.type()) {
-#define MLBRIDGE_CASE(E, Ty, Name)                                              \
-  case DType::E:                                                               \
-    return argmaxOf<Ty>(Out, N);
-    MLBRIDGE_NUMERIC_DTYPES(MLBRIDGE_CASE)
-#undef MLBRIDGE_CASE
-  case DType::Bool: {
-    const auto *P = static_cast<const unsigned char *>(Out.data());
-    for (size_t K = 0; K < N; ++K)
-      if (P[K])
-        return static_cast<int64_t>(K);
-    return int64_t(0);
-  }
-  case DType::String:
-    break;
-  }
-  return Status(ErrorCode::TypeMismatch,
-                "model output '" + Out.spec().name() +
-                    "' is a string; argmax needs numbers");
-}
-
-Expected<int64_t> value(const TensorValue &Out) {
-  if (Out.elementCount() != 1 ||
-      !(isIntegral(Out.type()) || Out.type() == DType::Bool))
-    return Status(ErrorCode::TypeMismatch,
-                  "model output " + Out.spec().describe() +
-                      " is not a single integer action");
-  switch (Out.type()) {
-#define MLBRIDGE_CASE(E, Ty, Name)                                              \
-  case DType::E:                                                               \
-    return valueOf<Ty>(Out);
-    MLBRIDGE_NUMERIC_DTYPES(MLBRIDGE_CASE)
-#undef MLBRIDGE_CASE
-  case DType::Bool:
-    return valueOf<uint8_t>(Out);
-  case DType::String:
-    break;
-  }
-  return Status(ErrorCode::Internal, "unreachable action dtype");
-}
-
-} // namespace
-
-Expected<int64_t> decodeAction(const TensorValue &Output, ActionRule Rule) {
-  switch (Rule) {
-  case ActionRule::Argmax:
-    return argmax(Output);
-  case ActionRule::Value:
-    return value(Output);
-  case ActionRule::Auto:
-    if (Output.elementCount() == 1 &&
-        (isIntegral(Output.type()) || Output.type() == DType::Bool))
-      return value(Output);
-    return argmax(Output);
-  }
-  return Status(ErrorCode::InvalidArgument, "unknown ActionRule");
-}
 
 // ---- Environment ---------------------------------------------------------
 
@@ -127,19 +24,14 @@ Agent::Agent(std::unique_ptr<ModelRunner> Runner, Policy P)
 Expected<int64_t> Agent::act() {
   if (!R)
     return Status(ErrorCode::InvalidArgument, "agent without a runner");
-  if (!R->adviceSpec()) {
-    TensorSpec Default =
-        Rule == ActionRule::Argmax
-            ? TensorSpec::create<float>("scores", {kDynamicDim})
-            : TensorSpec::create<int64_t>("action");
-    if (Status S = R->setAdviceSpec(std::move(Default)); !S.isOk())
+  if (!Custom)
+    return R->evaluateAction({}, Rule);
+  if (!R->adviceSpec())
+    if (Status S = R->setAdviceSpec(defaultActionSpec(Rule)); !S.isOk())
       return S;
-  }
   if (Status S = R->evaluateRaw(); !S.isOk())
     return S;
-  if (Custom)
-    return Custom(R->advice());
-  return decodeAction(R->advice(), Rule);
+  return Custom(R->advice());
 }
 
 // ---- Driver --------------------------------------------------------------

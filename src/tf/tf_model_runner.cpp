@@ -27,4 +27,18 @@ Expected<std::unique_ptr<TfModelRunner>> TfModelRunner::clone() const {
   return create(model(), cloneOptions<TfOptions>());
 }
 
+RunnerFactory tfRunnerFactory(const EmbeddedModel &Model) {
+  return {RunnerKind::Tf, Model.Name,
+          [&Model](const RunnerSettings &S, const std::vector<TensorSpec> &,
+                   const TensorSpec &Advice)
+              -> Expected<std::unique_ptr<ModelRunner>> {
+            TfOptions O;
+            O.Diagnostics = S.Diagnostics;
+            auto R = TfModelRunner::create(Model, O);
+            if (!R)
+              return R.takeStatus().addContext(std::string("tf: ") + Model.Name);
+            return adviceNamedLike(std::move(*R), Advice);
+          }};
+}
+
 } // namespace mlbridge

@@ -8,9 +8,12 @@
 #include "mlbridge/diagnostics.h"
 #include "mlbridge/dtype.h"
 #include "mlbridge/embedded_model.h"
+#include "mlbridge/feature_binding.h"
 #include "mlbridge/in_process_model_runner.h"
+#include "mlbridge/log_line.h"
 #include "mlbridge/model_runner.h"
 #include "mlbridge/pipe_model_runner.h"
+#include "mlbridge/runner_settings.h"
 #include "mlbridge/serdes.h"
 #include "mlbridge/shm_model_runner.h"
 #include "mlbridge/stream_model_runner.h"
@@ -40,7 +43,20 @@ int64_t useEverything(mlbridge::ModelRunner &R) {
   (void)V;
   (void)B;
   (void)S;
+  mlbridge::Expected<int64_t> A = R.evaluateAction({true, false});
+  (void)A;
   return R.evaluateOr<int64_t>(-1);
+}
+
+// A runner chosen by settings, and one chosen in code: both convert.
+mlbridge::Expected<std::unique_ptr<mlbridge::ModelRunner>>
+chooseRunner(bool FromSettings) {
+  if (FromSettings) {
+    mlbridge::RunnerSettings S;
+    (void)mlbridge::setRunnerSetting(S, "channel", "/tmp/ch");
+    return mlbridge::makeRunner(S, {}, mlbridge::defaultActionSpec(mlbridge::ActionRule::Auto));
+  }
+  return mlbridge::PipeModelRunner::create("/tmp/ch");
 }
 
 mlbridge::Status logEverything(mlbridge::TrainingLogWriter &Log,

@@ -47,8 +47,10 @@ typedef struct mlb_rl_env {
  *  element, else the index of the largest element of a numeric advice (one
  *  score per action; the first on ties). The advice's dtype is checked: a
  *  string, or a NaN score, is MLB_ERR_TYPE_MISMATCH / MLB_ERR_MALFORMED;
- *  an action outside the range is MLB_ERR_MALFORMED. The runner needs an
- *  advice spec (mlb_set_advice_spec, or mlb_runner_settings.advice). */
+ *  an action outside the range is MLB_ERR_MALFORMED. A runner without an
+ *  advice spec (mlb_set_advice_spec, mlb_runner_settings.advice) declares
+ *  int64 "action" [1]. The C++ API's ModelRunner::evaluateAction is the
+ *  same rule. */
 mlb_status mlb_evaluate_action(mlb_runner *runner, int64_t action_count,
                                int64_t *action);
 

@@ -33,14 +33,16 @@ extern "C" {
 
 /** Which runner answers. */
 typedef enum mlb_runner_kind {
-  /** pipe if a channel is set, else grpc if a server is set, else onnx if
-   *  a model is set, else default. */
+  /** pipe if a channel is set, else shm if a socket is set, else grpc if a
+   *  server is set, else onnx if a model is set, else default (the C++
+   *  rule, mlbridge/runner_settings.h, without compiled-in models). */
   MLB_RUNNER_AUTO = 0,
   /** No model: the program's own decision ("none" is accepted too). */
   MLB_RUNNER_DEFAULT = 1,
   MLB_RUNNER_PIPE = 2,
   MLB_RUNNER_GRPC = 3,
-  MLB_RUNNER_ONNX = 4
+  MLB_RUNNER_ONNX = 4,
+  MLB_RUNNER_SHM = 5
 } mlb_runner_kind;
 
 typedef struct mlb_runner_settings mlb_runner_settings;
@@ -63,30 +65,35 @@ struct mlb_runner_settings {
   const char *advice;
   mlb_runner_factory onnx; /**< NULL: the ONNX runner is not linked in */
   mlb_runner_factory grpc; /**< NULL: the gRPC runner is not linked in */
+  const char *socket;    /**< shm: the model side's Unix socket */
 };
 
 /** Fills *settings with the defaults. */
 void mlb_runner_settings_init(mlb_runner_settings *settings);
 
-/** Sets one setting from its text, with the names of the plugins' options:
- *  "runner" (auto | pipe | grpc | onnx | default | none), "channel",
- *  "server", "model", "format" (bitstream | json), "timeout-ms" (a positive
- *  number). value is borrowed. An unknown key is MLB_ERR_NOT_FOUND; a bad
+/** Sets one setting from its text, with the names of the plugins' options
+ *  and their C++ parser (mlbridge::setRunnerSetting): "runner" (auto | pipe
+ *  | shm | grpc | onnx | default | none), "channel", "socket", "server",
+ *  "model", "format" (bitstream | json), "timeout-ms" (1 to 86400000).
+ *  value is borrowed. An unknown key is MLB_ERR_NOT_FOUND; a bad
  *  value MLB_ERR_INVALID_ARGUMENT (mlb_last_error() says why). */
 mlb_status mlb_runner_settings_set(mlb_runner_settings *settings,
                                    const char *key, const char *value);
 
-/** "auto", "default", "pipe", "grpc", "onnx" (or "?"). */
+/** "auto", "default", "pipe", "grpc", "onnx", "shm" (or "?"). */
 const char *mlb_runner_kind_name(mlb_runner_kind kind);
 
 /** The runner the settings choose (never MLB_RUNNER_AUTO). */
 mlb_runner_kind mlb_runner_settings_resolve(const mlb_runner_settings *settings);
 
 /** Makes the runner the settings choose; *kind (may be NULL) receives it.
- *  MLB_RUNNER_DEFAULT: MLB_OK with *out NULL. A pipe channel whose FIFOs do
- *  not exist is MLB_ERR_NOT_FOUND at once (nothing waits for FIFOs nobody
- *  made); a runner whose component is not linked in is MLB_ERR_NOT_FOUND.
- *  On failure *out is NULL. */
+ *  MLB_RUNNER_DEFAULT: MLB_OK with *out NULL. The pipe and shm runners are
+ *  made by the C++ mlbridge::makeRunner, so no model side behaves the same
+ *  in C and C++: a pipe channel whose FIFOs do not exist, or a socket
+ *  nobody listens on, is MLB_ERR_NOT_FOUND at once (nothing waits for a
+ *  model nobody started); once they exist, opening waits at most
+ *  timeout_ms for the model. A runner whose component is not linked in is
+ *  MLB_ERR_NOT_FOUND. On failure *out is NULL. */
 mlb_status mlb_runner_create_from_settings(const mlb_runner_settings *settings,
                                            mlb_runner_kind *kind,
                                            mlb_runner **out);

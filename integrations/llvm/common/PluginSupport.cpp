@@ -18,7 +18,7 @@ RunnerOptions::RunnerOptions(StringRef OptPrefix, StringRef EnvPrefix,
   for (size_t I = 0; I < NumRunnerOptions; ++I) {
     const RunnerOptionInfo &O = RunnerOptionTable[I];
     Strings[I].Name = (OptPrefix + "-" + O.Key).str();
-    Strings[I].Help = (Twine(O.Help) + " Env: " + EnvPrefix + O.EnvSuffix).str();
+    Strings[I].Help = (Twine(O.Help) + " Env: " + runnerEnvName(EnvPrefix, O)).str();
     Opts[I] = std::make_unique<cl::opt<std::string>>(
         StringRef(Strings[I].Name), cl::cat(Category), cl::init(O.Default),
         cl::desc(StringRef(Strings[I].Help)));

@@ -1,8 +1,8 @@
 //===- PluginSupport.h - What the LLVM plugins add to the common unit -*- C++ -*-===//
 //
-// The two LLVM 19 pass plugins (the ML inline advisor and the phase-ordering
-// environment) take their runner settings, runner creation and log line
-// from integrations/common/RunnerSettings.h; this adds what needs LLVM:
+// The LLVM pass plugins take their runner settings, runner creation and log
+// line from the public library (mlbridge/runner_settings.h, through
+// integrations/common/RunnerSettings.h); this adds what needs LLVM:
 // the runner options as cl::opts (RunnerOptions), reports through LLVM's
 // diagnostic handler (never stdout), and the plugins' other settings read
 // from an option or, when it is not on the command line, an environment
