@@ -18,7 +18,6 @@ Training is ``python -m mlbridge.train regalloc`` (docs/training.md).
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
