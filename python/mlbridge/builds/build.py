@@ -70,7 +70,8 @@ def build_project(project: Project, config: BuildConfig, comp: Compilers, workdi
            "llvm": comp.llvm, "build_system": project.build_system, "ok": False,
            "failed_step": None, "tests_passed": 0, "tests_total": 0, "tests_failed": [],
            "texts": {}, "outputs_missing": [], "text_total": 0, "cpu": 0.0,
-           "max_rss_kib": 0, "wall": 0.0, "headers": {}, "error": "", "log": str(log)}
+           "max_rss_kib": 0, "rss_measure": "gnu-time", "wall": 0.0, "headers": {},
+           "error": "", "log": str(log)}
     env = build_env(config, comp, project)
     rec["flags"] = {k: env[k] for k in ("CC", "CFLAGS", "LDFLAGS")}
     rec["settings"] = dict(config.env)

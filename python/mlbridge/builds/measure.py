@@ -11,6 +11,7 @@ import os
 import re
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -43,43 +44,62 @@ class Run:
         return self.returncode == 0 and not self.timed_out
 
 
+#: GNU time (Debian ``time``): it forks the command from a process of a
+#: few hundred KiB. Each forked process starts with its parent's resident
+#: set, so a command forked straight from this Python process (over 100 MiB
+#: with numpy) would report at least that as its peak.
+GNU_TIME = "/usr/bin/time"
+
+
 def run(cmd: Sequence[str], *, cwd, env: Mapping[str, str], timeout: float,
         log: Optional[Path] = None) -> Run:
-    """Runs ``cmd`` in its own process group and reaps it with wait4, whose
-    rusage covers the whole tree (each make and compiler waits for its own
-    children). A command that outlives ``timeout`` is killed with its group."""
+    """Runs ``cmd`` in its own process group under GNU time, which reports
+    the user + sys time and the peak resident set of the whole tree (each
+    make and compiler waits for its own children). A command that outlives
+    ``timeout`` is killed with its group."""
+    if not os.access(GNU_TIME, os.X_OK):
+        raise FileNotFoundError(f"{GNU_TIME} (GNU time, Debian package time; "
+                                f"scripts/deps/real-builds.apt) measures the builds")
     t0 = time.monotonic()
     out = open(log, "ab") if log else subprocess.DEVNULL
-    proc = subprocess.Popen(list(cmd), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    chunks = []
-    timed_out = threading.Event()
+    with tempfile.NamedTemporaryFile("r", prefix="mlb-rusage-", suffix=".txt") as usage:
+        proc = subprocess.Popen([GNU_TIME, "-f", "%U %S %M", "-o", usage.name, *cmd], cwd=cwd,
+                                env=dict(env), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        chunks = []
+        timed_out = threading.Event()
 
-    def kill():
-        timed_out.set()
+        def kill():
+            timed_out.set()
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+        timer = threading.Timer(timeout, kill)
+        timer.start()
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-    timer = threading.Timer(timeout, kill)
-    timer.start()
-    try:
-        for line in proc.stdout:
-            chunks.append(line)
+            for line in proc.stdout:
+                chunks.append(line)
+                if log:
+                    out.write(line)
+            proc.wait()
+        finally:
+            timer.cancel()
+            proc.stdout.close()
             if log:
-                out.write(line)
-        _, status, usage = os.wait4(proc.pid, 0)
-    finally:
-        timer.cancel()
-        proc.stdout.close()
-        if log:
-            out.close()
-    proc.returncode = os.waitstatus_to_exitcode(status)
+                out.close()
+        # the last line; "Command exited with non-zero status N" may come first
+        fields = (usage.read().strip().splitlines() or ["0 0 0"])[-1].split()
+    try:
+        user, sys_, rss = float(fields[0]), float(fields[1]), int(fields[2])
+    except (IndexError, ValueError):  # killed: time wrote nothing
+        user = sys_ = 0.0
+        rss = 0
     text = b"".join(chunks).decode(errors="replace")
-    return Run(proc.returncode, usage.ru_utime + usage.ru_stime, usage.ru_maxrss,
-               time.monotonic() - t0, text, timed_out.is_set())
+    return Run(proc.returncode, user + sys_, rss, time.monotonic() - t0, text,
+               timed_out.is_set())
 
 
 def output_texts(build_dir, patterns: Sequence[str]) -> Dict[str, int]:

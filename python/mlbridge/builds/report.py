@@ -64,13 +64,17 @@ def compare(records: List[dict]) -> List[dict]:
         ok = rec["ok"] and base is not None and base["ok"]
         row = dict(rec)
         row["cpu_ratio"] = _ratio(rec["cpu"], base["cpu"]) if ok else None
-        row["rss_ratio"] = _ratio(rec["max_rss_kib"], base["max_rss_kib"]) if ok else None
+        # records from before the peak RSS was measured under GNU time
+        # (it was the Python parent's) have no ratio
+        rss_ok = ok and rec.get("rss_measure") == base.get("rss_measure") == "gnu-time"
+        row["rss_ratio"] = _ratio(rec["max_rss_kib"], base["max_rss_kib"]) if rss_ok else None
         row["text_ratio"] = _ratio(rec["text_total"], base["text_total"]) if ok else None
         row["text_vs_best"] = (_ratio(rec["text_total"], best["text_total"])
                                if cfg.level == "-Oz" and rec["ok"] and best and best["ok"]
                                else None)
         row["headers_same"] = (rec["headers"] == base["headers"]
-                               if base is not None and rec["headers"] else None)
+                               if base is not None and rec["headers"] and cfg.base != name
+                               else None)
         rows.append(row)
     return rows
 
