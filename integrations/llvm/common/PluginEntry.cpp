@@ -1,6 +1,6 @@
 //===- PluginEntry.cpp - llvmGetPassPluginInfo, refusing a foreign LLVM ---===//
 //
-// See PluginEntry.h for why. This file must not see PassPlugin.h: it
+// See mlbridge/llvm/PluginEntry.h for why. This file must not see PassPlugin.h: it
 // defines llvmGetPassPluginInfo with the calling convention both hosts use
 // and writes a result of the host's size, whichever LLVM it was built for.
 // The version check itself (hostLLVMMatches) is on every architecture: the

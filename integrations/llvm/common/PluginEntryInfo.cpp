@@ -1,5 +1,5 @@
 //===- PluginEntryInfo.cpp - The typed half of the plugin entry -----------===//
-#include "PluginEntry.h"
+#include "mlbridge/llvm/PluginEntry.h"
 
 #include <new>
 

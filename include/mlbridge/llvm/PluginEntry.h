@@ -1,5 +1,9 @@
 //===- PluginEntry.h - The entry point of every MLBridge LLVM plugin -*- C++ -*-===//
 //
+// Part of the installed LLVM kit (examples/new-optimization/README.md):
+// a plugin made with mlbridge_add_llvm_pass_plugin() compiles the entry in
+// (sources of MLBridge::llvm19 / MLBridge::llvm22) and defines passPluginInfo().
+//
 // A plugin built for one LLVM must refuse, cleanly, to load into another:
 // LLVM's plugin loader checks nothing but LLVM_PLUGIN_API_VERSION (1 on
 // LLVM 19, 2 on 22) after calling the entry, and the entry's result type
@@ -23,8 +27,8 @@
 // and crashed in the plugin's static constructors (docs/llvm-versions.md).
 //
 //===----------------------------------------------------------------------===//
-#ifndef MLBRIDGE_INTEGRATIONS_LLVM_PLUGINENTRY_H
-#define MLBRIDGE_INTEGRATIONS_LLVM_PLUGINENTRY_H
+#ifndef MLBRIDGE_LLVM_PLUGINENTRY_H
+#define MLBRIDGE_LLVM_PLUGINENTRY_H
 
 #include "llvm/Config/llvm-config.h"
 // LLVM 22 moved the plugin interface from Passes/ to Plugins/.
@@ -66,4 +70,4 @@ void reportNoPasses();
 
 } // namespace mlbridge::plugins
 
-#endif // MLBRIDGE_INTEGRATIONS_LLVM_PLUGINENTRY_H
+#endif // MLBRIDGE_LLVM_PLUGINENTRY_H

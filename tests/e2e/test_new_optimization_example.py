@@ -1,0 +1,77 @@
+"""examples/new-optimization/, an out-of-tree plugin made only from the
+installed kit, on every LLVM version the build has:
+
+* `cmake --install` of this build's components core and llvm<V> alone into
+  a temporary prefix (no runner library, no plugin of ours);
+* the example configured and built against that prefix with
+  find_package(MLBridge COMPONENTS llvm<V>) + mlbridge_add_llvm_pass_plugin;
+  the plugin exports its entry and nothing else;
+* clang-<V> -O2 with the plugin, served from Python over pipes by the
+  example's serve.py: every innermost loop is a decision with a stable name,
+  and the program prints what it prints without the plugin.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "new-optimization"
+TIMEOUT = 300.0
+
+
+def run(cmd, **kw) -> subprocess.CompletedProcess:
+    res = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
+                         timeout=TIMEOUT, stdin=subprocess.DEVNULL, **kw)
+    assert res.returncode == 0, (f"{' '.join(map(str, cmd))} exited {res.returncode}:\n"
+                                 f"{res.stdout[-3000:]}\n{res.stderr[-3000:]}")
+    return res
+
+
+@pytest.fixture(scope="module")
+def plugin(llvm_major, tmp_path_factory):
+    """The example's UnrollCount.so for llvm_major, built out of tree."""
+    from build_components import build_dir, require_component
+    require_component("llvm_plugins" if llvm_major == 19 else "llvm_plugins_llvm22")
+    work = tmp_path_factory.mktemp(f"new-optimization-{llvm_major}")
+    prefix = work / "prefix"
+    for component in ("core", f"llvm{llvm_major}"):
+        run(["cmake", "--install", build_dir(), "--prefix", prefix, "--component", component])
+    assert not (prefix / "lib" / "mlbridge").exists(), "our plugins came with the kit"
+    build = work / "build"
+    run(["cmake", "-S", EXAMPLE, "-B", build, "-G", "Ninja", f"-DCMAKE_PREFIX_PATH={prefix}",
+         f"-DLLVM_VERSION={llvm_major}"])
+    run(["cmake", "--build", build])
+    so = build / "UnrollCount.so"
+    assert so.is_file()
+    return so
+
+
+def test_plugin_exports_only_its_entry(plugin):
+    rows = [line.split() for line in run(["nm", "-D", "--defined-only", plugin]).stdout.splitlines()]
+    # Upper case: a global or weak definition another module can bind to
+    # (the linker leaves the symbols it made local in .dynsym, lower case).
+    exported = [name for _, kind, name in rows if kind.isupper()]
+    assert exported == ["llvmGetPassPluginInfo"]
+
+
+def test_decisions_arrive_and_output_is_unchanged(plugin, clang, tmp_path):
+    src = EXAMPLE / "kernels.c"
+    plain, served = tmp_path / "plain", tmp_path / "served"
+    run([clang, "-O2", src, "-o", plain])
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    res = run([sys.executable, EXAMPLE / "serve.py", plugin, clang, "-O2", src, "-o", served],
+              env=env)
+    decisions = [line.split() for line in res.stdout.splitlines()]
+    assert decisions, f"no decision reached Python:\n{res.stderr}"
+    for name, action in decisions:
+        assert re.fullmatch(r".*kernels\.c:\w+:loop\d+", name), name
+        assert action in {"0", "1", "2", "3"}
+    assert "warning" not in res.stderr, res.stderr
+    assert run([served]).stdout == run([plain]).stdout
