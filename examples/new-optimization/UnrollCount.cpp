@@ -1,18 +1,18 @@
 // The unroll count of each innermost loop, chosen by a model: the loop's
 // features go out, an action (an index into Counts) comes back and becomes
 // the loop's llvm.loop.unroll.count, which LLVM's unroller applies as far as
-// it is legal. No answer, or no model: LLVM decides, as without the plugin.
+// it is legal. The model is the one the UNROLL_* environment variables name
+// (UNROLL_CHANNEL: pipes, UNROLL_SOCKET: shared memory; runner_settings.h);
+// none, or a failed request: LLVM decides, as without the plugin.
 #include "mlbridge/llvm/Decision.h"
 #include "mlbridge/llvm/Features.h"
 #include "mlbridge/llvm/PluginEntry.h"
-#include "mlbridge/pipe_model_runner.h"
+#include "mlbridge/runner_settings.h"
 
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/ScalarEvolution.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Transforms/Utils/LoopUtils.h"
-
-#include <cstdlib>
 
 using namespace llvm;
 using namespace mlbridge::plugins;
@@ -23,23 +23,26 @@ constexpr int64_t Counts[] = {1, 2, 4, 8};
 // One per pass pipeline (no process-wide state: ThinLTO runs many at once).
 struct Model {
   std::unique_ptr<mlbridge::ModelRunner> Runner;
-  bool Failed = false;
+  bool Made = false;
 };
 
 struct UnrollCountPass : PassInfoMixin<UnrollCountPass> {
   std::shared_ptr<Model> M;
 
   PreservedAnalyses run(Function &F, FunctionAnalysisManager &AM) {
-    const char *Channel = std::getenv("UNROLL_CHANNEL");
-    if (!Channel || M->Failed)
-      return PreservedAnalyses::all();
-    if (!M->Runner) {
-      auto R = mlbridge::PipeModelRunner::create(
-          Channel, loopFeatureSpecs(), mlbridge::TensorSpec::create<int64_t>("action"));
+    if (!M->Made) {
+      M->Made = true;
+      auto Settings = mlbridge::readRunnerSettings("UNROLL");
+      if (!Settings)
+        return fail(Settings.status().message());
+      auto R = mlbridge::makeRunner(*Settings, loopFeatureSpecs(),
+                                    mlbridge::defaultActionSpec(mlbridge::ActionRule::Value));
       if (!R)
         return fail(R.status().message());
-      M->Runner = std::move(*R);
+      M->Runner = std::move(*R); // null: no model named
     }
+    if (!M->Runner)
+      return PreservedAnalyses::all();
     LoopInfo &LI = AM.getResult<LoopAnalysis>(F);
     ScalarEvolution &SE = AM.getResult<ScalarEvolutionAnalysis>(F);
     for (Loop *L : LI.getLoopsInPreorder()) {
@@ -47,18 +50,17 @@ struct UnrollCountPass : PassInfoMixin<UnrollCountPass> {
         continue; // a pragma of the user's wins
       M->Runner->switchContext(decisionName(*L, LI));
       setFeatures(*M->Runner, loopFeatures(*L, SE));
-      auto Action = M->Runner->evaluate<int64_t>();
+      auto Action = M->Runner->evaluateAction(std::vector<bool>(std::size(Counts), true));
       if (!Action)
         return fail(Action.status().message());
-      if (*Action >= 0 && *Action < int64_t(std::size(Counts)))
-        addStringMetadataToLoop(L, "llvm.loop.unroll.count", unsigned(Counts[*Action]));
+      addStringMetadataToLoop(L, "llvm.loop.unroll.count", unsigned(Counts[*Action]));
     }
     return PreservedAnalyses::all(); // metadata only
   }
 
   PreservedAnalyses fail(const std::string &Why) {
     errs() << "warning: unroll-count: " << Why << "; LLVM decides from here on\n";
-    M->Failed = true;
+    M->Runner.reset();
     return PreservedAnalyses::all();
   }
 };

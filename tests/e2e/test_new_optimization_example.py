@@ -75,3 +75,19 @@ def test_decisions_arrive_and_output_is_unchanged(plugin, clang, tmp_path):
         assert action in {"0", "1", "2", "3"}
     assert "warning" not in res.stderr, res.stderr
     assert run([served]).stdout == run([plain]).stdout
+    # The names are the keys of search and replay: the same in the next compile.
+    again = run([sys.executable, EXAMPLE / "serve.py", plugin, clang, "-O2", src, "-o", served],
+                env=env)
+    assert [line.split()[0] for line in again.stdout.splitlines()] == [n for n, _ in decisions]
+
+
+def test_without_a_model_llvm_decides(plugin, clang, tmp_path):
+    """No UNROLL_* setting: the plugin asks nothing and says nothing; a
+    channel nobody serves: one warning, and the compile goes on."""
+    src = EXAMPLE / "kernels.c"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("UNROLL_")}
+    quiet = run([clang, "-O2", f"-fpass-plugin={plugin}", src, "-o", tmp_path / "a"], env=env)
+    assert quiet.stderr == ""
+    env["UNROLL_CHANNEL"] = str(tmp_path / "nobody")
+    warned = run([clang, "-O2", f"-fpass-plugin={plugin}", src, "-o", tmp_path / "b"], env=env)
+    assert warned.stderr.count("warning: unroll-count:") == 1, warned.stderr
