@@ -760,6 +760,19 @@ InlineAdvisor *createAdvisor(Module &M, FunctionAnalysisManager &FAM,
       mlp::stringSetting(LogOpt, "MLBRIDGE_INLINE_LOG"));
 }
 
+/// The analysis that hands the inliner our factory, made once per process
+/// and copied into every module analysis manager. On LLVM 19 its
+/// constructor sets LLVM's process-wide PluginInlineAdvisorAnalysis::
+/// HasBeenRegistered: constructed per manager, every ThinLTO backend thread
+/// (a pass builder per module) wrote it while others' inliners read it, a
+/// data race (ThreadSanitizer, tests/threads). The copy constructor leaves
+/// it alone; the static's initialisation orders the one write before every
+/// thread's use.
+const PluginInlineAdvisorAnalysis &advisorAnalysis() {
+  static const PluginInlineAdvisorAnalysis Analysis(createAdvisor);
+  return Analysis;
+}
+
 } // namespace
 
 // The entry (llvmGetPassPluginInfo) is common/PluginEntry.cpp's: it refuses
@@ -772,8 +785,7 @@ InlineAdvisor *createAdvisor(Module &M, FunctionAnalysisManager &FAM,
             // the inliner then asks it instead of its own heuristic.
             PB.registerAnalysisRegistrationCallback(
                 [](ModuleAnalysisManager &MAM) {
-                  MAM.registerPass(
-                      [] { return PluginInlineAdvisorAnalysis(createAdvisor); });
+                  MAM.registerPass([] { return advisorAnalysis(); });
                 });
           }};
 }
