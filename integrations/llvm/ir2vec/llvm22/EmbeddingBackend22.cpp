@@ -67,6 +67,24 @@ readSection(const json::Object &Root, StringRef Name, unsigned &Dim, const std::
   return Out;
 }
 
+/// Vocabulary::getStringKey of every flat position, made once per process.
+/// LLVM 22 writes a compare predicate's key into a static buffer of its own
+/// (getVocabKeyForPredicate) and returns a reference to it, so two threads
+/// loading a vocabulary at once (ThinLTO backends: each module's pass loads
+/// one) wrote and read each other's keys (ThreadSanitizer, tests/threads).
+const std::vector<std::string> &flatKeys() {
+  static const std::vector<std::string> Keys = [] {
+    const unsigned N = LLVMVocabulary::MaxOpcodes + LLVMVocabulary::MaxCanonicalTypeIDs +
+                       LLVMVocabulary::MaxOperandKinds + LLVMVocabulary::MaxPredicateKinds;
+    std::vector<std::string> K;
+    K.reserve(N);
+    for (unsigned Pos = 0; Pos < N; ++Pos)
+      K.push_back(LLVMVocabulary::getStringKey(Pos).str());
+    return K;
+  }();
+  return Keys;
+}
+
 } // namespace
 
 struct EmbeddingBackend::State {
@@ -116,7 +134,7 @@ Expected<std::unique_ptr<EmbeddingBackend>> EmbeddingBackend::load(const std::st
   for (const Part &P : Parts) {
     std::vector<llvm::ir2vec::Embedding> Section;
     for (unsigned I = 0; I < P.Count; ++I, ++Pos) {
-      auto It = P.Entries->find(LLVMVocabulary::getStringKey(Pos).str());
+      auto It = P.Entries->find(flatKeys()[Pos]);
       llvm::ir2vec::Embedding E(Dim, 0.0);
       if (It != P.Entries->end())
         E = llvm::ir2vec::Embedding(It->second);
