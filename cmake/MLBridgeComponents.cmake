@@ -43,9 +43,7 @@ if(MLBRIDGE_SANITIZE)
 elseif(NOT MLBRIDGE_BUILD_TESTS)
   set(_mlb_na_fuzzers "MLBRIDGE_BUILD_TESTS is OFF")
 endif()
-if(MLBRIDGE_SANITIZE MATCHES "thread")
-  set(_mlb_na_llvm_plugins "not built with ThreadSanitizer (integrations/llvm/CMakeLists.txt)")
-elseif(MLBRIDGE_SANITIZE MATCHES "undefined" AND NOT TARGET MLBridgeInlineAdvisor
+if(MLBRIDGE_SANITIZE MATCHES "undefined" AND NOT TARGET MLBridgeInlineAdvisor
        AND LLVM_FOUND AND NOT LLVM_ENABLE_RTTI)
   set(_mlb_na_llvm_plugins "UBSan needs RTTI in the plugins; this LLVM has none")
 endif()
