@@ -220,7 +220,9 @@ def footprint_table(info, clang, library, repeat, tmp: Path) -> list:
     return rows
 
 
-def print_tables(thin, foot, llvm):
+def print_tables(thin, foot, llvm, load=None):
+    if load:
+        print(f"Load average (1 min) at the start and the end: {load[0]:.1f}, {load[1]:.1f}\n")
     print(f"## ThinLTO builds (LLVM {llvm}): plugins in lld's backends vs the same link without")
     print("| library (units) | configuration | threads | link wall | vs plain | link CPU | "
           "vs plain | peak RSS | vs plain | build CPU vs plain | decisions |")
@@ -233,13 +235,14 @@ def print_tables(thin, foot, llvm):
               f"{r['plugin']['rss']:.0f} MiB | {r['rss_ratio']:.2f}x | "
               f"{r['build_cpu_ratio']:.2f}x | {dec} |")
     by = {(r["library"], r["config"], r["jobs"]): r for r in thin}
-    print("\n| library | configuration | 2 threads vs 1, plain | with plugins |")
+    print("\nSpeed-up of the link with 2 backend threads over 1 (wall time):\n")
+    print("| library | configuration | plain | with plugins |")
     print("|---|---|---:|---:|")
     for (lib, conf, jobs), r in by.items():
         if jobs == 2 and (lib, conf, 1) in by:
             one = by[(lib, conf, 1)]
-            print(f"| {lib} | {conf} | {r['plain']['wall'] / one['plain']['wall']:.2f}x | "
-                  f"{r['plugin']['wall'] / one['plugin']['wall']:.2f}x |")
+            print(f"| {lib} | {conf} | {one['plain']['wall'] / r['plain']['wall']:.2f}x | "
+                  f"{one['plugin']['wall'] / r['plugin']['wall']:.2f}x |")
     print(f"\n## The bridge in the compiler (LLVM {llvm})")
     print("| configuration | plugin files | file size | code | load (wall) | load (CPU) | opt RSS | "
           "compile of | peak RSS without / with | RSS ratio | CPU ratio |")
@@ -265,21 +268,28 @@ def main(argv=None) -> int:
                     help="bzip2, the size plugins' ThinLTO link only, one round, "
                          "two loads (the test's run)")
     ap.add_argument("--json", type=Path, help="write the rows here")
+    ap.add_argument("--tables", type=Path, help="print the tables of a --json run and stop")
     args = ap.parse_args(argv)
+    if args.tables:
+        data = json.loads(args.tables.read_text())
+        print_tables(data["thinlto"], data["footprint"], data["llvm"], data.get("load"))
+        return 0
     configs, loads = list(CONFIGS), max(3, args.repeat * 3)
     if args.quick:
         args.libraries, args.repeat, configs, loads = "bzip2", 1, ["size plugins"], 2
     info = find_plugins(args.build_dir, llvm=args.llvm)
     clang = f"clang-{info.llvm_major}"
     libraries = [l for l in args.libraries.split(",") if l]
+    load = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="mlb-deploy-") as d:
         tmp = Path(d)
         thin = thinlto_table(info, clang, libraries, configs, args.repeat, tmp)
         foot = footprint_table(info, clang, libraries[0], loads, tmp)
-    print_tables(thin, foot, info.llvm_major)
+    load.append(os.getloadavg()[0])
+    print_tables(thin, foot, info.llvm_major, load)
     if args.json:
         args.json.write_text(json.dumps({"llvm": info.llvm_major, "thinlto": thin,
-                                         "footprint": foot}, indent=1))
+                                         "footprint": foot, "load": load}, indent=1))
     return 0
 
 
