@@ -1,5 +1,5 @@
 """End to end: a plugin built for one LLVM refuses, cleanly, to load into the
-other (integrations/llvm/common/PluginEntry.h, docs/llvm-versions.md).
+other (include/mlbridge/llvm/PluginEntry.h, docs/llvm-versions.md).
 
 Every MLBridge LLVM plugin (inline advisor, phase ordering, IR2Vec), the
 LLVM 19 build into opt-22 and clang-22 and the LLVM 22 build into opt-19 and
