@@ -103,9 +103,9 @@ class RLlibEnv(gym.Env):
                 reward=text_reward(baseline=p["baseline"], relative=True),
                 timeout=float(config.get("timeout", 120.0))))
         first = self.envs[0]
-        self.keys = [s.name for s in first._numeric]
+        self.keys = list(first.observation_space.keys())   # the flattening's order
         for p, e in zip(programs, self.envs):
-            if [s.name for s in e._numeric] != self.keys:
+            if list(e.observation_space.keys()) != self.keys:
                 raise ValueError(f"{p['name']}: the plugin sends other features than for "
                                  f"{programs[0]['name']}")
         size = sum(int(np.prod(first.observation_space[k].shape)) for k in self.keys)
@@ -210,6 +210,7 @@ def _start_ray(cpus: int):
 
 
 def _drain(env_runner):
+    # A runner's env: RLlib's vector wrapper of one gymnasium.make'd RLlibEnv.
     return env_runner.env.unwrapped.envs[0].unwrapped.drain()
 
 
