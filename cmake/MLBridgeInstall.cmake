@@ -44,6 +44,7 @@ if(NOT MLBRIDGE_INSTALL_DEBUG_INFO)
   endif()
   install(CODE "
     foreach(_f IN LISTS CMAKE_INSTALL_MANIFEST_FILES)
+      set(_f \"\$ENV{DESTDIR}\${_f}\") # the manifest has no DESTDIR
       if(IS_SYMLINK \"\${_f}\" OR NOT EXISTS \"\${_f}\")
         continue()
       endif()

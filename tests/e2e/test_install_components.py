@@ -128,3 +128,14 @@ def test_pkg_config_per_library_component(full):
     for name, flag in wanted.items():
         libs = run(["pkg-config", "--libs", name], env=env).stdout.split()
         assert flag in libs, (name, libs)
+
+
+def test_staged_install_is_stripped_too(build, tmp_path):
+    """DESTDIR (how distributions package) gets the same files as a prefix."""
+    import os
+    stage = tmp_path / "stage"
+    run(["cmake", "--install", build, "--prefix", "/opt/mlbridge", "--component", "core"],
+        env=dict(os.environ, DESTDIR=str(stage)))
+    lib = stage / "opt" / "mlbridge" / "lib" / "libmlbridge.a"
+    assert lib.is_file()
+    assert ".debug_info" not in run(["readelf", "-S", "-W", lib]).stdout
