@@ -5,7 +5,7 @@
 Each request is one innermost loop: its features (mlbridge/llvm/Features.h)
 and its name (obs.context, "file.c:function:loop<N>", the key for search
 and replay); the answer is an index into the plugin's unroll counts
-(1, 2, 4, 8). Prints one line per decision: name, action."""
+(1, 2, 4, 8). Prints one line per decision: name, action, features."""
 import sys
 
 from mlbridge.toolchain import serve_compiler
@@ -20,8 +20,8 @@ def policy(obs):
 def main(plugin, clang, *args):
     run = serve_compiler(lambda channel: ["env", f"UNROLL_CHANNEL={channel}", clang,
                                           f"-fpass-plugin={plugin}", *args], policy)
-    for name, action in zip(run.contexts, run.decisions):
-        print(name, int(action))
+    for name, action, row in zip(run.contexts, run.decisions, run.features):
+        print(name, int(action), *(f"{k}={v}" for k, v in zip(run.feature_names, row)))
     sys.stderr.write(run.stderr)
     return run.returncode
 

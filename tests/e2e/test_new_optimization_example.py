@@ -73,11 +73,16 @@ def test_decisions_arrive_and_output_is_unchanged(plugin, clang, tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
     res = run([sys.executable, EXAMPLE / "serve.py", plugin, clang, "-O2", src, "-o", served],
               env=env)
-    decisions = [line.split() for line in res.stdout.splitlines()]
+    decisions = [line.split()[:2] for line in res.stdout.splitlines()]
+    features = [dict(f.split("=") for f in line.split()[2:]) for line in res.stdout.splitlines()]
     assert decisions, f"no decision reached Python:\n{res.stderr}"
     for name, action in decisions:
         assert re.fullmatch(r".*kernels\.c:\w+:loop\d+", name), name
         assert action in {"0", "1", "2", "3"}
+    # Only innermost loops are asked; kernels.c's initialization loop runs
+    # 256 times, a count SCEV knows.
+    assert all(f["innermost"] == "1" and int(f["instructions"]) > 0 for f in features)
+    assert "256" in [f["trip_count"] for f in features]
     assert "warning" not in res.stderr, res.stderr
     assert run([served]).stdout == run([plain]).stdout
     # The names are the keys of search and replay: the same in the next compile.
