@@ -72,12 +72,12 @@ _PO = {"MLBRIDGE_PO_ENABLE": "1"}
 #: setting a plugin decides with the model compiled into it.
 CONFIGS: Tuple[Config, ...] = (
     # size: the inliner's compiled-in model; the phase-ordering policy as
-    # deployed (MLBRIDGE_PO_ENABLE alone) and as trained (from the stock
-    # flags of its policy.json "start"); both plugins together.
+    # deployed (MLBRIDGE_PO_ENABLE alone: the start flags its policy.json
+    # records) and from where -Oz ends (MLBRIDGE_PO_START=none); both
+    # plugins together.
     Config("inline", ("inline_advisor",), "-Oz"),
     Config("po", ("phase_order",), "-Oz", _PO),
-    Config("po-start", ("phase_order",), "-Oz",
-           {**_PO, "MLBRIDGE_PO_START": "mergefunc,machine-outliner"}),
+    Config("po-start", ("phase_order",), "-Oz", {**_PO, "MLBRIDGE_PO_START": "none"}),
     Config("size", ("inline_advisor", "phase_order"), "-Oz", _PO),
     # loop distribution: the compiled-in model, the built-in policy, random
     # legal partitions (the plugin has no random mode of its own: a Python
