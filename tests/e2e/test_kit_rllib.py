@@ -78,6 +78,8 @@ def test_adapter_spaces_round_robin_and_rewards(plugins, tmp_path):
         assert [(e["program"], e["reward"]) for e in stats["episodes"]] == \
             [(r[1], r[2]) for r in runs]
         assert stats["episodes"][-1]["text"] == size
+        assert stats["episodes"][-1]["assignment"] == \
+            {n: int(a[0]) for n, a in env.envs[1].episode.assignment().items()}
         assert env.drain()["episodes"] == [] and env.stats["steps"] == 0
     finally:
         env.close()
@@ -105,6 +107,8 @@ def test_ppo_with_two_env_runners_trains_on_compiles(plugins):
     for e in finished:   # each reward is the .text of the object that runner compiled
         b = baseline[e["program"]]
         assert e["text"] > 0 and e["reward"] == pytest.approx((b - e["text"]) / b)
-    # The trained module, run greedily here, compiles every program.
+    # The trained module, run greedily here, compiles every program; the
+    # smallest sampled compile of each, replayed by name, gives its size again.
     for row in result["evaluation"]:
         assert row["calls"] > 0 and row["ratio"] == row["text"] / baseline[row["program"]]
+        assert row["best_replayed"] == result["best"][row["program"]]["text"]

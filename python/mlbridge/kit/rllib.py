@@ -27,7 +27,8 @@ The command line trains the inline advisor in ``clang-19 -Oz`` on C files::
 
 and writes ``curve.json`` (per iteration: episodes, env steps per runner,
 mean reward) and ``summary.json`` (the trained policy's greedy choices
-against ``-Oz``, file by file).
+against ``-Oz``, file by file, and the smallest compile sampled for each
+file, replayed by decision name).
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ class RLlibEnv(gym.Env):
       per compile.
 
     :attr:`stats` counts what this environment did (compiles, steps, the
-    finished episodes with their reward and ``.text``) for the trainer's
+    finished episodes with their reward, ``.text`` and assignment) for the trainer's
     curve; :meth:`drain` returns and zeroes them.
     """
 
@@ -140,7 +141,9 @@ class RLlibEnv(gym.Env):
             ep = info["episode"]
             self.stats["episodes"].append({"program": self._program, "reward": float(reward),
                                            "steps": len(ep.steps),
-                                           "text": text_size(self._env.output)})
+                                           "text": text_size(self._env.output),
+                                           "assignment": {n: int(a[0]) for n, a in
+                                                          ep.assignment().items()}})
         return self._flat(obs), float(reward), done, truncated, {"program": self._program}
 
     def drain(self):
@@ -229,12 +232,14 @@ def greedy_policy(module, keys):
 
 def train(programs, iterations: int, out_dir=None, *, env_runners: int = 2, batch: int = 256,
           seed: int = 0, log=None, **kw):
-    """Trains PPO for ``iterations`` iterations; returns ``{"curve": [...],
-    "evaluation": [...]}`` (also ``curve.json`` and ``summary.json`` in
-    ``out_dir`` when given). Each curve row: the episodes finished in the
-    iteration (``finished``: program, reward, steps, ``.text``) and their
-    mean reward, and what each runner (by pid) did in it. The evaluation compiles every program with the greedy
-    policy in this process and compares its ``.text`` with the baseline."""
+    """Trains PPO for ``iterations`` iterations; returns ``{"curve",
+    "evaluation", "best", "summary"}`` (also ``curve.json`` and
+    ``summary.json`` in ``out_dir`` when given). Each curve row: the
+    episodes finished in the iteration (``finished``: program, reward,
+    steps, ``.text``) and their mean reward, and what each runner (by pid)
+    did in it. ``best``: per program, the smallest sampled compile (its
+    iteration, ``.text`` and assignment by decision name). The evaluation
+    (:func:`evaluate`) runs in this process."""
     import ray
     log = log or (lambda msg: None)
     started = _start_ray(env_runners)
@@ -242,12 +247,17 @@ def train(programs, iterations: int, out_dir=None, *, env_runners: int = 2, batc
     try:
         algo = ppo_config(programs, env_runners=env_runners, batch=batch, seed=seed,
                           **kw).build_algo()
-        curve = []
+        curve, best = [], {}
         for it in range(1, iterations + 1):
             t0 = time.monotonic()
             algo.train()
             stats = algo.env_runner_group.foreach_env_runner(_drain, local_env_runner=False)
             episodes = [e for s in stats for e in s["episodes"]]
+            for e in episodes:
+                assignment = e.pop("assignment")
+                if e["program"] not in best or e["text"] < best[e["program"]]["text"]:
+                    best[e["program"]] = {"iteration": it, "text": e["text"],
+                                          "assignment": assignment}
             row = {"iteration": it, "seconds": round(time.monotonic() - t0, 2),
                    "episodes": len(episodes),
                    "reward_mean": (float(np.mean([e["reward"] for e in episodes]))
@@ -262,8 +272,9 @@ def train(programs, iterations: int, out_dir=None, *, env_runners: int = 2, batc
                 f"{[r['steps'] for r in row['runners']]}")
             if out_dir is not None:
                 _write(out_dir, "curve.json", curve)
-        evaluation = evaluate(algo.get_module(), programs)
-        result = {"curve": curve, "evaluation": evaluation, "summary": _summary(evaluation)}
+        evaluation = evaluate(algo.get_module(), programs, best)
+        result = {"curve": curve, "evaluation": evaluation, "best": best,
+                  "summary": _summary(evaluation)}
         if out_dir is not None:
             _write(out_dir, "summary.json", result)
         return result
@@ -274,9 +285,12 @@ def train(programs, iterations: int, out_dir=None, *, env_runners: int = 2, batc
             ray.shutdown()
 
 
-def evaluate(module, programs):
-    """Each program compiled once with the greedy policy of ``module``:
-    ``{"program", "baseline", "text", "ratio", "inlined", "calls"}``."""
+def evaluate(module, programs, best=None):
+    """Each program compiled with the greedy policy of ``module``:
+    ``{"program", "baseline", "text", "ratio", "inlined", "calls"}``; with
+    ``best`` (program -> ``{"assignment"}``, :func:`train`'s), also
+    ``"best_replayed"``: the ``.text`` of that assignment replayed by
+    decision name."""
     env = RLlibEnv({"programs": programs})
     try:
         policy = greedy_policy(module, env.keys)
@@ -287,6 +301,9 @@ def evaluate(module, programs):
             rows.append({"program": p["name"], "baseline": p["baseline"], "text": size,
                          "ratio": size / p["baseline"], "calls": len(ep.steps),
                          "inlined": sum(int(s.action[0]) for s in ep.steps)})
+            if best and p["name"] in best:
+                e.run(assignment=best[p["name"]]["assignment"])
+                rows[-1]["best_replayed"] = text_size(e.output)
         return rows
     finally:
         env.close()
@@ -295,7 +312,9 @@ def evaluate(module, programs):
 def _summary(rows):
     return {"text": sum(r["text"] for r in rows), "baseline": sum(r["baseline"] for r in rows),
             "geomean_ratio": math.exp(np.mean([math.log(r["ratio"]) for r in rows])),
-            "worse": [r["program"] for r in rows if r["text"] > r["baseline"]]}
+            "worse": [r["program"] for r in rows if r["text"] > r["baseline"]],
+            "best_replayed": (sum(r["best_replayed"] for r in rows)
+                              if all("best_replayed" in r for r in rows) else None)}
 
 
 def _write(out_dir, name, data):
@@ -334,7 +353,8 @@ def main(argv=None):
     print(json.dumps({"iterations": args.iterations,
                       "reward_mean": [r["reward_mean"] for r in result["curve"]],
                       "text": s["text"], "baseline": s["baseline"],
-                      "geomean_ratio": round(s["geomean_ratio"], 4), "worse": s["worse"]}))
+                      "geomean_ratio": round(s["geomean_ratio"], 4), "worse": s["worse"],
+                      "best_sampled_replayed": s["best_replayed"]}))
     return 0
 
 
