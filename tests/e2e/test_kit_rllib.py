@@ -5,8 +5,8 @@ the inline advisor plugin in clang-19 -Oz.
   observation of the plugin's features, round robin over the programs from
   the runner's index, the reward from the compiled object's .text against
   the -Oz baseline, the counts the trainer's curve reads;
-* a real RLlib run (opt-in, MLBRIDGE_RLLIB=1: 35-50 s on a 2-core machine,
-  most of it Ray's and RLlib's start-up before the first compile): two PPO
+* a real RLlib run (35-50 s on a 2-core machine, most of it Ray's and
+  RLlib's start-up before the first compile): two PPO
   iterations with two env runners, each a separate process that compiled
   and sampled steps, every reward the .text of an object it compiled.
 """
@@ -85,8 +85,6 @@ def test_adapter_spaces_round_robin_and_rewards(plugins, tmp_path):
         env.close()
 
 
-@pytest.mark.skipif(os.environ.get("MLBRIDGE_RLLIB") != "1",
-                    reason="a real RLlib run (35-50 s): set MLBRIDGE_RLLIB=1")
 def test_ppo_with_two_env_runners_trains_on_compiles(plugins):
     from mlbridge.kit.rllib import train
     programs = inliner_programs(FILES, plugins.inline_advisor)
