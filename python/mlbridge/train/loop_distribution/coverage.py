@@ -65,7 +65,8 @@ def corpus_loops(libraries: Optional[List[str]] = None, split: Optional[str] = N
                  plugin=None, clang: str = "clang-19") -> Dict[str, dict]:
     """Per corpus library, the summary of its units compiled at ``-O3``
     with the plugin (its compiled-in model), as a user's build would.
-    A unit that does not compile is counted in ``failed_units``."""
+    A unit that does not compile is listed in ``failed_units`` with the
+    last line clang printed."""
     from ...corpus import Corpus
     from ...toolchain import plugin_env
     from . import find_plugin
@@ -78,7 +79,7 @@ def corpus_loops(libraries: Optional[List[str]] = None, split: Optional[str] = N
             if split is not None and lib.split != split:
                 continue
             log = Path(tmp) / f"{lib.name}.jsonl"
-            failed = 0
+            failed = []
             for m in corpus.modules(libraries=[lib.name], include_mismatched=True):
                 env = {k: v for k, v in os.environ.items() if not k.startswith("MLBRIDGE_")}
                 env["MLBRIDGE_LD_LOG"] = str(log)
@@ -86,7 +87,9 @@ def corpus_loops(libraries: Optional[List[str]] = None, split: Optional[str] = N
                        "-o", os.devnull]
                 r = subprocess.run(cmd, env=plugin_env(cmd, env), capture_output=True,
                                    text=True, timeout=COMPILE_TIMEOUT)
-                failed += r.returncode != 0
+                if r.returncode != 0:  # named with clang's last words: a crash is a bug
+                    tail = r.stderr.strip().splitlines()[-1:] or [f"exit {r.returncode}"]
+                    failed.append({"unit": m.name, "error": tail[0][:300]})
             out[lib.name] = dict(summarize(_read_log(log)), split=lib.split, kind="corpus",
                                  failed_units=failed)
     return out
@@ -94,7 +97,7 @@ def corpus_loops(libraries: Optional[List[str]] = None, split: Optional[str] = N
 
 def project_loops(projects: Optional[List[str]] = None, llvm: int = 19, work=None,
                   build_dir=None) -> Dict[str, dict]:
-    """Per real project, the summary of its own build with the ``loopdist``
+    """Per real project (``"<name> (project)"``), the summary of its own build with the ``loopdist``
     configuration (its tests run too: a coverage count of a build whose
     tests fail is reported with them)."""
     from ...builds import configs, projects as known
@@ -108,7 +111,8 @@ def project_loops(projects: Optional[List[str]] = None, llvm: int = 19, work=Non
             cfg = configs.by_name("loopdist")
             cfg = replace(cfg, env=dict(cfg.env, MLBRIDGE_LD_LOG=str(log)))
             rec = build_project(pr, cfg, comp, root / pr.name)
-            out[pr.name] = dict(summarize(_read_log(log)), kind="project", llvm=llvm,
+            # keyed apart from the corpus library of the same name (zlib, lz4, ...)
+            out[f"{pr.name} (project)"] = dict(summarize(_read_log(log)), kind="project", llvm=llvm,
                                 build_ok=rec["ok"], tests_passed=rec["tests_passed"],
                                 tests_total=rec["tests_total"])
     return out
