@@ -24,7 +24,8 @@ public:
   template <typename T> void answer(std::vector<T> Values) {
     Reply = TensorValue(TensorSpec::create<T>(
         "advice", {static_cast<int64_t>(Values.size())}));
-    std::memcpy(Reply.data(), Values.data(), Values.size() * sizeof(T));
+    if (!Values.empty()) // memcpy's pointers must not be null, even for 0 bytes
+      std::memcpy(Reply.data(), Values.data(), Values.size() * sizeof(T));
     Fail = Status::ok();
   }
   void failWith(Status S) { Fail = std::move(S); }
