@@ -199,6 +199,17 @@ def run_checked(cmd: Sequence[str], timeout: float = SUBPROCESS_TIMEOUT) -> str:
     return res.stdout.decode(errors="replace")
 
 
+def run_completed(cmd: Sequence, timeout: float = SUBPROCESS_TIMEOUT,
+                  **kwargs) -> subprocess.CompletedProcess:
+    """Runs ``cmd`` (text output, ``cwd``/``env`` in ``kwargs``); fails the
+    test with both output tails unless it exits 0."""
+    res = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
+                         timeout=timeout, stdin=subprocess.DEVNULL, **kwargs)
+    assert res.returncode == 0, (f"{' '.join(map(str, cmd))} exited {res.returncode}:\n"
+                                 f"{res.stdout[-3000:]}\n{res.stderr[-3000:]}")
+    return res
+
+
 # ---- fixtures ---------------------------------------------------------------
 
 _THIS_MODULE = sys.modules[__name__]

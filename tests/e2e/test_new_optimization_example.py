@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_completed
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "new-optimization"
@@ -27,11 +28,7 @@ TIMEOUT = 300.0
 
 
 def run(cmd, **kw) -> subprocess.CompletedProcess:
-    res = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
-                         timeout=TIMEOUT, stdin=subprocess.DEVNULL, **kw)
-    assert res.returncode == 0, (f"{' '.join(map(str, cmd))} exited {res.returncode}:\n"
-                                 f"{res.stdout[-3000:]}\n{res.stderr[-3000:]}")
-    return res
+    return run_completed(cmd, timeout=TIMEOUT, **kw)
 
 
 @pytest.fixture(scope="module")
