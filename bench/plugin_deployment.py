@@ -42,9 +42,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))
 
 from mlbridge.corpus import Corpus  # noqa: E402
-from mlbridge.llvm import process  # noqa: E402
+from mlbridge.toolchain import process  # noqa: E402
 from mlbridge.llvm.plugins import find_plugins  # noqa: E402
-from mlbridge.llvm.tools import elf_text_size  # noqa: E402
+from mlbridge.toolchain.measure import elf_text_size  # noqa: E402
 from mlbridge.toolchain import plugin_env  # noqa: E402
 
 #: name -> (optimization level, plugin attributes of PluginInfo, settings).

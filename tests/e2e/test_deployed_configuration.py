@@ -68,7 +68,7 @@ def clang_po(plugins, clang, out: Path, env, extra=()):
     """``clang -Oz -fpass-plugin=MLBridgePhaseOrder.so -c UNIT`` (the
     documented command) in ``env``; returns (object bytes, .text, log line)."""
     from mlbridge.llvm.plugins import tool_env
-    from mlbridge.llvm.tools import elf_text_size
+    from mlbridge.toolchain.measure import elf_text_size
     log = out.with_suffix(".log")
     env = dict(env, MLBRIDGE_PO_LOG=str(log))   # a log changes no object
     res = subprocess.run([clang, "-Oz", f"-fpass-plugin={plugins.phase_order}", *extra,

@@ -208,7 +208,7 @@ def test_start_from_the_best_flags_reproduces_their_object(plugins, clang, plugi
         grew += objs["best"].read_bytes() != objs["oz"].read_bytes()
     assert grew, "the best flags changed none of the objects: nothing was compared"
     if without == "ir-outliner":   # the IR outliner as the policy's action shrinks code
-        from mlbridge.llvm.tools import elf_text_size
+        from mlbridge.toolchain.measure import elf_text_size
         iro = tmp_path / "iro.onnx"
         PhasePolicy.scripted([ACTIONS.index("iroutliner")]).to_onnx(iro)
         out, log = tmp_path / "iro.o", tmp_path / "iro.log"

@@ -10,8 +10,8 @@ import pytest
 
 from conftest import require_llvm_tool
 
-from mlbridge.llvm import process
-from mlbridge.llvm.tools import elf_text_size
+from mlbridge.toolchain import process
+from mlbridge.toolchain.measure import elf_text_size
 from mlbridge.toolchain import CompileError, compile, run_tool, toolchain
 
 SOURCE = "int f(int x) { return x * 3 + 1; }\nint g(int y) { return f(y) - f(y + 1); }\n"

@@ -9,7 +9,8 @@ import pytest
 
 from mlbridge.llvm import Compilation
 from mlbridge.llvm.__main__ import build_parser, main
-from mlbridge.llvm.tools import elf_text_size, output_path, tool_kind
+from mlbridge.toolchain.measure import elf_text_size
+from mlbridge.toolchain.tools import output_path, tool_kind
 
 
 @pytest.mark.parametrize("program,kind", [

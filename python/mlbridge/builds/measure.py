@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Mapping, Optional, Sequence, Tuple
 
-from ..llvm.tools import elf_text_size
+from ..toolchain.measure import elf_text_size
 
 __all__ = ["Run", "run", "output_texts", "header_digests", "count_tests"]
 

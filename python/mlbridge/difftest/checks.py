@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence
 
-from ..llvm import process
+from ..toolchain import process
 from ..llvm.plugins import tool_env
 from .configs import Config, Toolset
 

@@ -32,8 +32,8 @@ from gymnasium import spaces
 
 from .. import dtypes
 from ..errors import MLBridgeError, TimeoutError
-from ..llvm import process
-from ..llvm.tools import output_path
+from ..toolchain import process
+from ..toolchain.tools import output_path
 from ..tensor_spec import TensorSpec
 from ..toolchain import TRANSPORTS, CompileError, first_error, open_interface, plugin_env
 

@@ -9,7 +9,7 @@ is better), or with a ``baseline`` the saving ``baseline - value``
     rewards.text(baseline=4096, relative=True)
     rewards.callgrind(["./a.out"], function="kernel", baseline=1_250_000)
 
-The measures are the toolchain's (:func:`mlbridge.llvm.tools.elf_text_size`,
+The measures are the toolchain's (:func:`mlbridge.toolchain.measure.elf_text_size`,
 :func:`mlbridge.toolchain.callgrind`).
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from typing import Callable, Optional, Sequence, Union
 
-from ..llvm.tools import elf_text_size
+from ..toolchain.measure import elf_text_size
 from ..toolchain import CompileError, callgrind as callgrind_run
 
 __all__ = ["text_size", "text", "callgrind", "saving"]

@@ -24,7 +24,7 @@ The project's own LLVM pass plugins have their Python side in
 :mod:`mlbridge.llvm.plugins` (docs/llvm-plugins.md); it shares this
 package's policies (:mod:`~mlbridge.llvm.policies`), its feature table
 (:data:`~mlbridge.llvm.advisors.INLINE_FEATURES`) and its process
-supervisor (:mod:`~mlbridge.llvm.process`).
+supervisor (:mod:`mlbridge.toolchain.process`, the toolchain's).
 """
 
 from .._lazy import lazy_attributes as _lazy_attributes

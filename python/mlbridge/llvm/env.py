@@ -32,7 +32,7 @@ from gymnasium import spaces
 
 from ..errors import MLBridgeError
 from .host import Compilation, run
-from .tools import elf_text_size
+from ..toolchain.measure import elf_text_size
 
 __all__ = ["InliningEnv", "ENV_ID"]
 

@@ -37,9 +37,10 @@ from ..errors import MLBridgeError, PeerClosed, TimeoutError
 from ..event_loop import EventLoop
 from ..pipe import PipeCompilerInterface
 from . import policies as _policies
-from . import process
+from ..toolchain import process
 from .advisors import ADVISORS, INLINE, InvalidAdvice, Layout
-from .tools import elf_text_size, llvm_major_version, output_path, tool_kind
+from ..toolchain.measure import elf_text_size
+from ..toolchain.tools import llvm_major_version, output_path, tool_kind
 from .trace import Tracer
 
 __all__ = ["run", "Compilation", "RunResult", "PolicyError", "RunError", "STDERR_TAIL_BYTES"]

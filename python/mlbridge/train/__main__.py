@@ -117,7 +117,7 @@ def cmd_size_report(args):
     """docs/results.md's size tables: best flags chosen on validation (once,
     or again with --select-flags), then held-out per unit and under LTO."""
     from ..toolchain import toolchain
-    from . import baselines, evaluate
+    from . import baselines, evaluate, phase_order
     from .modules import corpus_modules
     if args.tables_from:
         for title, table in baselines.doc_tables_from(args.tables_from).items():
@@ -150,7 +150,7 @@ def cmd_size_report(args):
            "best_flags": baselines.load_best_flags(),
            "configs": {c.name: {"flags": list(c.flags), "plugins": list(c.plugins),
                                 "settings": c.settings(),
-                                **({"phase_order_start": list(c.start())}
+                                **({"phase_order_start": list(phase_order.episode_start(c))}
                                    if "phase-order" in c.plugins else {})}
                        for c in configs},
            "per_unit": evaluate.as_json(summary), "rows": rows}

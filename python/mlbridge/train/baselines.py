@@ -118,9 +118,10 @@ def report_configs(single_flags: bool = False) -> List[Config]:
     "combined" already; then there is no "combined + best flags" (the flags
     would run twice)."""
     from .evaluate import INLINER, PHASE_ORDER
+    from .phase_order import episode_start
     both = combined_config()
     out = [PLAIN, best_flags_config(), INLINER, PHASE_ORDER, both]
-    if not both.start():
+    if not episode_start(both):
         out.append(best_flags_config(base=both))
     if single_flags:
         out += [flag_config([n]) for n in FLAGS]

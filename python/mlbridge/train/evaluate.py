@@ -84,17 +84,6 @@ class Config:
         return self if self.experiment else dataclasses.replace(
             self, name=f"{self.name} (experiment)", experiment=True)
 
-    def start(self) -> Tuple[str, ...]:
-        """The flags the phase-ordering episode starts from: ``phase_order_start``,
-        else the built-in model's (:func:`mlbridge.train.phase_order.shipped_start`;
-        an ONNX model brings none)."""
-        if self.phase_order_start is not None:
-            return tuple(self.phase_order_start)
-        if self.phase_order_model:
-            return ()
-        from .phase_order import shipped_start
-        return shipped_start()
-
     def settings(self) -> Dict[str, str]:
         """The plugin settings (environment) this configuration gives."""
         env = {}

@@ -61,8 +61,7 @@ from gymnasium import spaces
 
 from ...errors import MLBridgeError, TimeoutError
 from ...pipe import PipeCompilerInterface
-from .. import process
-from ...toolchain import toolchain
+from ...toolchain import process, toolchain
 from ._plugins import (ACTIONS, EMBEDDING_DIM, NUM_ACTIONS, NUM_OBSERVATIONS, STOP_ACTION,
                        PluginInfo, find_plugins, tool_env)
 

@@ -125,7 +125,7 @@ def _compile_with_plugin(module, out, decide, include_default, timeout):
     from types import SimpleNamespace
 
     from ...llvm.plugins import find_plugins
-    from ...llvm.tools import elf_text_size
+    from ...toolchain.measure import elf_text_size
     from ...toolchain import CompileError, serve_compiler
     plugin = find_plugins().inline_advisor
 

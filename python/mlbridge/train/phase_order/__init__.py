@@ -11,12 +11,12 @@ mlbridge.train phase-order``; docs/training.md).
 
 from .policy import NUM_PASS_ACTIONS, STOP, PhasePolicy
 from .task import compile_task, oracle_task, plugin_env, run_task
-from .trainer import (collect, labels, select_threshold, shipped_max_steps, shipped_start,
-                      train)
+from .trainer import (collect, episode_start, labels, select_threshold, shipped_max_steps,
+                      shipped_start, train)
 
 __all__ = ["PhasePolicy", "NUM_PASS_ACTIONS", "STOP", "oracle_task", "compile_task",
            "plugin_env", "run_task", "collect", "labels", "select_threshold", "train",
-           "shipped_start", "shipped_max_steps",
+           "shipped_start", "shipped_max_steps", "episode_start",
            "add_arguments", "main"]
 
 

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from ...llvm.tools import elf_text_size
+from ...toolchain.measure import elf_text_size
 from ...toolchain import CompileError, compile, toolchain
 from .policy import STOP
 

@@ -45,7 +45,7 @@ from .policy import NUM_PASS_ACTIONS, PhasePolicy
 from .task import compile_task, oracle_task
 
 __all__ = ["collect", "labels", "select_threshold", "compile_all", "train", "CLIP_PCT",
-           "shipped_start", "shipped_max_steps", "SHIPPED_POLICY"]
+           "shipped_start", "shipped_max_steps", "episode_start", "SHIPPED_POLICY"]
 
 #: The shipped policy (Python form); its ``start`` says the flags its
 #: episodes start from.
@@ -65,6 +65,18 @@ def shipped_start():
     plugin applies them with its built-in model; an ONNX file of the policy
     must be given them, MLBRIDGE_PO_START, to run as trained)."""
     return tuple(_shipped("start", ()))
+
+
+def episode_start(config):
+    """The flags a phase-ordering episode of evaluation configuration
+    ``config`` (:class:`mlbridge.train.evaluate.Config`) starts from: its
+    ``phase_order_start``, else the built-in model's (:func:`shipped_start`;
+    an ONNX model brings none)."""
+    if config.phase_order_start is not None:
+        return tuple(config.phase_order_start)
+    if config.phase_order_model:
+        return ()
+    return shipped_start()
 
 
 def shipped_max_steps():

@@ -1,5 +1,6 @@
-"""The one supervisor of the compiler processes mlbridge.llvm starts (the
-interactive-mode host, the plugins' inliner serving and PhaseOrderEnv).
+"""The one supervisor of the compiler processes mlbridge starts (the
+toolchain's compiles and tools, the interactive-mode host of mlbridge.llvm,
+the plugins' serving, the kit's environment).
 
 Every compiler is started by :func:`start`:
 
