@@ -4,6 +4,9 @@
 
 #include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/LLVMContext.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "mlbridge/json_escape.h"
 
 #include <atomic>
 #include <memory>
@@ -91,6 +94,42 @@ void appendLogLine(LLVMContext &Ctx, StringRef Prefix, const std::string &Path,
     return;
   if (Status S = appendLine(Path, Line); !S.isOk())
     diagnose(Ctx, Prefix, DS_Warning, S.message());
+}
+
+std::string describeProtocol(const std::vector<TensorSpec> &Features,
+                             const TensorSpec &Advice,
+                             const std::vector<ProtocolList> &Lists) {
+  std::string J = "{\"features\":[";
+  for (size_t I = 0; I < Features.size(); ++I) {
+    J += I ? "," : "";
+    Features[I].appendJson(J);
+  }
+  J += "],\"advice\":";
+  Advice.appendJson(J);
+  J += ",\"lists\":{";
+  for (size_t L = 0; L < Lists.size(); ++L) {
+    J += std::string(L ? "," : "") + "\"" + jsonEscape(Lists[L].Name) + "\":[";
+    for (size_t I = 0; I < Lists[L].Items.size(); ++I)
+      J += std::string(I ? "," : "") + "\"" + jsonEscape(Lists[L].Items[I]) + "\"";
+    J += "]";
+  }
+  return J + "}}";
+}
+
+void writeDescription(LLVMContext &Ctx, StringRef Prefix, const std::string &Path,
+                      const std::string &Json) {
+  if (Path.empty())
+    return;
+  std::error_code EC;
+  raw_fd_ostream OS(Path, EC);
+  if (!EC) {
+    OS << Json << "\n";
+    OS.close();
+    EC = OS.error();
+  }
+  if (EC)
+    diagnose(Ctx, Prefix, DS_Warning,
+             Twine("cannot write the protocol to ") + Path + ": " + EC.message());
 }
 
 } // namespace mlbridge::plugins

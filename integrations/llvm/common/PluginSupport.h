@@ -27,6 +27,7 @@
 #include <array>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace llvm {
 class LLVMContext;
@@ -90,6 +91,23 @@ bool boolSetting(const llvm::cl::opt<bool> &Opt, const char *Env);
 /// to Ctx as warnings.
 void appendLogLine(llvm::LLVMContext &Ctx, llvm::StringRef Prefix,
                    const std::string &Path, const std::string &Line);
+
+/// A plugin's protocol as one JSON object (the -describe options; the
+/// Python side builds the same object from the problem's .def file):
+///   {"features":[spec,...],"advice":spec,"lists":{"<List>":["name",...]}}
+/// with each spec in TensorSpec's JSON form, in the order sent.
+struct ProtocolList {
+  std::string Name;
+  std::vector<std::string> Items;
+};
+std::string describeProtocol(const std::vector<TensorSpec> &Features,
+                             const TensorSpec &Advice,
+                             const std::vector<ProtocolList> &Lists);
+
+/// Writes Json and a newline to the file at Path, replacing it; errors are
+/// reported to Ctx as warnings. The compile goes on either way.
+void writeDescription(llvm::LLVMContext &Ctx, llvm::StringRef Prefix,
+                      const std::string &Path, const std::string &Json);
 
 } // namespace mlbridge::plugins
 

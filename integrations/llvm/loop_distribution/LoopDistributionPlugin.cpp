@@ -141,6 +141,10 @@ cl::opt<std::string> LogOpt(
     "mlbridge-ld-log", cl::cat(Category),
     cl::desc("Append one JSON line per innermost loop (nodes, partition, "
              "result) to this file. Env: MLBRIDGE_LD_LOG"));
+cl::opt<std::string> DescribeOpt(
+    "mlbridge-ld-describe", cl::cat(Category),
+    cl::desc("Write the protocol (features, advice, lists) as JSON to this "
+             "file; the compile goes on as without. Env: MLBRIDGE_LD_DESCRIBE"));
 cl::opt<bool> VerboseOpt(
     "mlbridge-ld-verbose", cl::cat(Category), cl::init(false),
     cl::desc("Report the runner and each loop's outcome as remarks. Env: "
@@ -219,26 +223,32 @@ private:
   }
 };
 
+// The specs and lists of LoopDistributionProtocol.def (ld:: names its dims).
 std::vector<mlb::TensorSpec> protocolFeatureSpecs() {
-  const int64_t N = ld::MaxNodes;
-  return {mlb::TensorSpec::create<float>(ld::FeatureNames[ld::FNodeFeatures],
-                                         {N, static_cast<int64_t>(ld::NumNodeFeatures)}),
-          mlb::TensorSpec::create<float>(ld::FeatureNames[ld::FAdjacency], {N, N}),
-          mlb::TensorSpec::create<float>(ld::FeatureNames[ld::FEligible], {N}),
-          mlb::TensorSpec::create<float>(ld::FeatureNames[ld::FPlaced], {N}),
-          mlb::TensorSpec::create<float>(ld::FeatureNames[ld::FCurrent], {N}),
-          mlb::TensorSpec::create<float>(ld::FeatureNames[ld::FCandidate], {N}),
-          mlb::TensorSpec::create<float>(ld::FeatureNames[ld::FLoopFeatures],
-                                         {static_cast<int64_t>(ld::NumLoopFeatures)}),
-          mlb::TensorSpec::create<int64_t>(ld::FeatureNames[ld::FAgent], {1}),
-          mlb::TensorSpec::create<int64_t>(ld::FeatureNames[ld::FLoopId], {1}),
-          mlb::TensorSpec::create<int64_t>(ld::FeatureNames[ld::FStep], {1}),
-          mlb::TensorSpec::create<float>(ld::FeatureNames[ld::FNodeEmbeddings],
-                                         {N, ld::EmbeddingDim})};
+  using namespace ld;
+  return {
+#define MLB_FEATURE(E, Name, Type, ...)                                          \
+  mlb::TensorSpec::create<Type>(#Name, {__VA_ARGS__}),
+#include "LoopDistributionProtocol.def"
+  };
 }
 
 mlb::TensorSpec protocolAdviceSpec() {
-  return mlb::TensorSpec::create<float>(ld::AdviceName, {ld::MaxNodes});
+  using namespace ld;
+#define MLB_ADVICE(Name, Type, ...) return mlb::TensorSpec::create<Type>(#Name, {__VA_ARGS__});
+#include "LoopDistributionProtocol.def"
+}
+
+std::string protocolDescription() {
+  std::vector<mlp::ProtocolList> Lists;
+  auto Add = [&](const char *List, const char *Name) {
+    if (Lists.empty() || Lists.back().Name != List)
+      Lists.push_back({List, {}});
+    Lists.back().Items.push_back(Name);
+  };
+#define MLB_LIST(List, E, Name) Add(#List, #Name);
+#include "LoopDistributionProtocol.def"
+  return mlp::describeProtocol(protocolFeatureSpecs(), protocolAdviceSpec(), Lists);
 }
 
 // ---- the loop's units, nodes and features --------------------------------------------
@@ -1006,6 +1016,8 @@ struct Session {
 };
 
 Session::Session(LLVMContext &Ctx) {
+  mlp::writeDescription(Ctx, Prefix, mlp::stringSetting(DescribeOpt, "MLBRIDGE_LD_DESCRIBE"),
+                        protocolDescription());
   Verbose = mlp::boolSetting(VerboseOpt, "MLBRIDGE_LD_VERBOSE");
   LogPath = mlp::stringSetting(LogOpt, "MLBRIDGE_LD_LOG");
   const std::string FixedText = mlp::stringSetting(PartitionOpt, "MLBRIDGE_LD_PARTITION");

@@ -3,7 +3,7 @@
 // The contract between MLBridgeLoopDistribution.so and its model (a Python
 // policy over pipes/shared memory/gRPC while training, an ONNX or compiled
 // model in-process). docs/loop-distribution.md describes it in words;
-// python/mlbridge/llvm/plugins/loop_distribution.py mirrors the constants.
+// LoopDistributionProtocol.def holds the names and shapes, for C++ and Python.
 // Keep it stable: trained models depend on every name, shape and column.
 //
 // ---- contract ----------------------------------------------------------------
@@ -55,89 +55,137 @@
 
 namespace mlbridge::loopdist {
 
-constexpr int64_t MaxNodes = 16;
-/// IR2Vec's vector dimension (integrations/llvm/ir2vec/PluginEmbeddings.h).
-constexpr int64_t EmbeddingDim = 300;
+// The names, shapes and orders come from LoopDistributionProtocol.def (the
+// one definition the Python side parses too); each #include below picks one
+// kind of item from it.
+#define MLB_CONST(Name, Value) constexpr int64_t Name = Value;
+#include "LoopDistributionProtocol.def"
 
-enum AgentId : int64_t { SelectAgent = 0, MergeAgent = 1 };
-constexpr const char *AgentNames[] = {"select", "merge"};
-enum MergeAction : int64_t { MergeIntoCurrent = 0, StartNewLoop = 1 };
+enum AgentId : int64_t {
+#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
+#define MLB_LIST_Agent(E, Name) E,
+#define MLB_LIST_MergeAction(E, Name)
+#define MLB_LIST_NodeFeature(E, Name)
+#define MLB_LIST_LoopFeature(E, Name)
+#include "LoopDistributionProtocol.def"
+#undef MLB_LIST_Agent
+#undef MLB_LIST_MergeAction
+#undef MLB_LIST_NodeFeature
+#undef MLB_LIST_LoopFeature
+  NumAgents
+};
+constexpr const char *AgentNames[NumAgents] = {
+#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
+#define MLB_LIST_Agent(E, Name) #Name,
+#define MLB_LIST_MergeAction(E, Name)
+#define MLB_LIST_NodeFeature(E, Name)
+#define MLB_LIST_LoopFeature(E, Name)
+#include "LoopDistributionProtocol.def"
+#undef MLB_LIST_Agent
+#undef MLB_LIST_MergeAction
+#undef MLB_LIST_NodeFeature
+#undef MLB_LIST_LoopFeature
+};
+enum MergeAction : int64_t {
+#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
+#define MLB_LIST_Agent(E, Name)
+#define MLB_LIST_MergeAction(E, Name) E,
+#define MLB_LIST_NodeFeature(E, Name)
+#define MLB_LIST_LoopFeature(E, Name)
+#include "LoopDistributionProtocol.def"
+#undef MLB_LIST_Agent
+#undef MLB_LIST_MergeAction
+#undef MLB_LIST_NodeFeature
+#undef MLB_LIST_LoopFeature
+  NumMergeActions
+};
 
 /// Columns of node_features: counts over the node's instructions (its
 /// slices: the stores or live-out values it ends in and everything they
 /// compute from inside the loop, loop control excluded).
+///   instructions; loads; stores; int_arith: integer binary operators;
+///   fp_arith: floating-point binary/unary operators; casts;
+///   compare_select: icmp, fcmp, select; geps; phis (recurrences,
+///   reductions, secondary inductions); pure_calls: calls without memory
+///   effects (intrinsics, libm); pi_block: 1 = holds units merged because
+///   their dependences form a cycle, or a unit whose store feeds one of its
+///   own loads in a later iteration; units: slices (stores and live-out
+///   values) in the node; live_out: 1 = a value of the node is used after
+///   the loop; in_degree / out_degree: predecessor / successor nodes
+///   (adjacency); cyclic: 1 = carries a dependence cycle that blocks
+///   vectorization (a recurrence that is neither a reduction, an induction
+///   nor a fixed-order one, or a backward/unknown memory dependence inside);
+///   reductions: reduction phis; min_distance: smallest nonzero constant
+///   dependence distance (in iterations) of its memory accesses, 0 = none;
+///   unknown_distance: loop-carried dependences of unknown distance;
+///   shared: instructions also computed by another node.
+/// Columns of loop_features: nodes (<= MaxNodes); instructions of the loop;
+///   blocks; trip_count (constant, 0 if unknown); depth (1 = outermost);
+///   memory (loads and stores); cyclic_nodes (nodes with cyclic = 1); edges
+///   (of adjacency).
 enum NodeFeature : size_t {
-  NFInstructions,     // instructions
-  NFLoads,            // loads
-  NFStores,           // stores
-  NFIntArith,         // integer binary operators
-  NFFPArith,          // floating-point binary/unary operators
-  NFCasts,            // casts
-  NFCompareSelect,    // icmp, fcmp, select
-  NFGEPs,             // getelementptr
-  NFPhis,             // phis (recurrences, reductions, secondary inductions)
-  NFPureCalls,        // calls without memory effects (intrinsics, libm)
-  NFPiBlock,          // 1: holds units merged because their dependences
-                      //    form a cycle, or a unit whose store feeds one of
-                      //    its own loads in a later iteration
-  NFUnits,            // slices (stores and live-out values) in the node
-  NFLiveOut,          // 1: a value of the node is used after the loop
-  NFInDegree,         // predecessor nodes (adjacency)
-  NFOutDegree,        // successor nodes
-  NFCyclic,           // 1: carries a dependence cycle that blocks
-                      //    vectorization (a recurrence that is neither a
-                      //    reduction, an induction nor a fixed-order one, or
-                      //    a backward/unknown memory dependence inside)
-  NFReductions,       // reduction phis
-  NFMinDistance,      // smallest nonzero constant dependence distance (in
-                      //    iterations) of its memory accesses; 0: none
-  NFUnknownDistance,  // loop-carried dependences of unknown distance
-  NFShared,           // instructions also computed by another node
+#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
+#define MLB_LIST_Agent(E, Name)
+#define MLB_LIST_MergeAction(E, Name)
+#define MLB_LIST_NodeFeature(E, Name) E,
+#define MLB_LIST_LoopFeature(E, Name)
+#include "LoopDistributionProtocol.def"
+#undef MLB_LIST_Agent
+#undef MLB_LIST_MergeAction
+#undef MLB_LIST_NodeFeature
+#undef MLB_LIST_LoopFeature
   NumNodeFeatures
 };
 constexpr const char *NodeFeatureNames[NumNodeFeatures] = {
-    "instructions", "loads",     "stores",        "int_arith",
-    "fp_arith",     "casts",     "compare_select", "geps",
-    "phis",         "pure_calls", "pi_block",     "units",
-    "live_out",     "in_degree", "out_degree",    "cyclic",
-    "reductions",   "min_distance", "unknown_distance", "shared"};
-
-/// Columns of loop_features.
+#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
+#define MLB_LIST_Agent(E, Name)
+#define MLB_LIST_MergeAction(E, Name)
+#define MLB_LIST_NodeFeature(E, Name) #Name,
+#define MLB_LIST_LoopFeature(E, Name)
+#include "LoopDistributionProtocol.def"
+#undef MLB_LIST_Agent
+#undef MLB_LIST_MergeAction
+#undef MLB_LIST_NodeFeature
+#undef MLB_LIST_LoopFeature
+};
 enum LoopFeature : size_t {
-  LFNodes,        // nodes (<= MaxNodes)
-  LFInstructions, // instructions of the loop
-  LFBlocks,       // basic blocks
-  LFTripCount,    // constant trip count, 0 if unknown
-  LFDepth,        // loop depth (1 = outermost)
-  LFMemory,       // loads and stores
-  LFCyclicNodes,  // nodes with NFCyclic = 1
-  LFEdges,        // edges of adjacency
+#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
+#define MLB_LIST_Agent(E, Name)
+#define MLB_LIST_MergeAction(E, Name)
+#define MLB_LIST_NodeFeature(E, Name)
+#define MLB_LIST_LoopFeature(E, Name) E,
+#include "LoopDistributionProtocol.def"
+#undef MLB_LIST_Agent
+#undef MLB_LIST_MergeAction
+#undef MLB_LIST_NodeFeature
+#undef MLB_LIST_LoopFeature
   NumLoopFeatures
 };
 constexpr const char *LoopFeatureNames[NumLoopFeatures] = {
-    "nodes", "instructions", "blocks", "trip_count",
-    "depth", "memory",       "cyclic_nodes", "edges"};
+#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
+#define MLB_LIST_Agent(E, Name)
+#define MLB_LIST_MergeAction(E, Name)
+#define MLB_LIST_NodeFeature(E, Name)
+#define MLB_LIST_LoopFeature(E, Name) #Name,
+#include "LoopDistributionProtocol.def"
+#undef MLB_LIST_Agent
+#undef MLB_LIST_MergeAction
+#undef MLB_LIST_NodeFeature
+#undef MLB_LIST_LoopFeature
+};
 
 /// The features, in the order the pass declares them to a runner.
 enum FeatureId : size_t {
-  FNodeFeatures,
-  FAdjacency,
-  FEligible,
-  FPlaced,
-  FCurrent,
-  FCandidate,
-  FLoopFeatures,
-  FAgent,
-  FLoopId,
-  FStep,
-  FNodeEmbeddings,
+#define MLB_FEATURE(E, Name, Type, ...) E,
+#include "LoopDistributionProtocol.def"
   NumFeatures
 };
 constexpr const char *FeatureNames[NumFeatures] = {
-    "node_features", "adjacency", "eligible", "placed",  "current",
-    "candidate",     "loop_features", "agent", "loop_id", "step",
-    "node_embeddings"};
-constexpr const char *AdviceName = "scores";
+#define MLB_FEATURE(E, Name, Type, ...) #Name,
+#include "LoopDistributionProtocol.def"
+};
+#define MLB_ADVICE(Name, Type, ...) constexpr const char *AdviceName = #Name;
+#include "LoopDistributionProtocol.def"
 
 } // namespace mlbridge::loopdist
 

@@ -3,7 +3,7 @@
 The plugin asks a model, for each innermost loop it handles, for an ordered
 partition of the loop's nodes through two agents over one channel
 (``integrations/llvm/loop_distribution/Protocol.h`` is the contract; the
-constants below mirror it): ``select`` picks the next node among the
+constants below are read from its ``LoopDistributionProtocol.def``): ``select`` picks the next node among the
 eligible ones, ``merge`` puts it into the current loop (0) or starts a new
 loop (1). This module serves the plugin over pipes with a Python policy::
 
@@ -36,38 +36,27 @@ import numpy as np
 from ...errors import MLBridgeError
 from ...toolchain import ModelServer, compile as compile_cmd
 from ._plugins import PluginInfo, PluginNotFound, find_plugins, tool_env
+from ._protocol import load as load_protocol
 
+#: The protocol, from LoopDistributionProtocol.def (the file the plugin
+#: includes; -mlbridge-ld-describe prints the same).
+PROTOCOL = load_protocol("loop_distribution", "LoopDistributionProtocol.def")
 #: Fixed number of node slots of every tensor.
-MAX_NODES = 16
+MAX_NODES = PROTOCOL.constants["MaxNodes"]
 #: IR2Vec's vector dimension (``node_embeddings``).
-EMBEDDING_DIM = 300
-#: Columns of ``node_features`` (Protocol.h NodeFeature).
-NODE_FEATURES = ("instructions", "loads", "stores", "int_arith", "fp_arith", "casts",
-                 "compare_select", "geps", "phis", "pure_calls", "pi_block", "units",
-                 "live_out", "in_degree", "out_degree", "cyclic", "reductions",
-                 "min_distance", "unknown_distance", "shared")
-#: Columns of ``loop_features`` (Protocol.h LoopFeature).
-LOOP_FEATURES = ("nodes", "instructions", "blocks", "trip_count", "depth", "memory",
-                 "cyclic_nodes", "edges")
+EMBEDDING_DIM = PROTOCOL.constants["EmbeddingDim"]
+#: Columns of ``node_features`` and ``loop_features`` (Protocol.h says what
+#: each counts).
+NODE_FEATURES = tuple(PROTOCOL.lists["NodeFeature"])
+LOOP_FEATURES = tuple(PROTOCOL.lists["LoopFeature"])
 #: The features of every request: name -> (dtype, shape).
-FEATURES = {
-    "node_features": (np.float32, (MAX_NODES, len(NODE_FEATURES))),
-    "adjacency": (np.float32, (MAX_NODES, MAX_NODES)),
-    "eligible": (np.float32, (MAX_NODES,)),
-    "placed": (np.float32, (MAX_NODES,)),
-    "current": (np.float32, (MAX_NODES,)),
-    "candidate": (np.float32, (MAX_NODES,)),
-    "loop_features": (np.float32, (len(LOOP_FEATURES),)),
-    "agent": (np.int64, (1,)),
-    "loop_id": (np.int64, (1,)),
-    "step": (np.int64, (1,)),
-    "node_embeddings": (np.float32, (MAX_NODES, EMBEDDING_DIM)),
-}
+FEATURES = PROTOCOL.feature_map()
 #: The advice: name, dtype, shape.
-ADVICE = ("scores", np.float32, (MAX_NODES,))
-AGENTS = ("select", "merge")
-SELECT, MERGE = 0, 1
-MERGE_INTO_CURRENT, START_NEW_LOOP = 0, 1
+ADVICE = (PROTOCOL.advice.name, PROTOCOL.advice.dtype, PROTOCOL.advice.shape)
+AGENTS = tuple(PROTOCOL.lists["Agent"])
+SELECT, MERGE = (AGENTS.index(a) for a in ("select", "merge"))
+MERGE_INTO_CURRENT, START_NEW_LOOP = (PROTOCOL.lists["MergeAction"].index(a)
+                                      for a in ("merge_into_current", "start_new_loop"))
 #: The plugin's environment variables start with this (its options with
 #: -mlbridge-ld-).
 ENV_PREFIX = "MLBRIDGE_LD_"
