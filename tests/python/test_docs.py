@@ -23,7 +23,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 #: Top-level folders of the tree: a token starting with one of these and a
 #: slash is a repository path.
 TOP = ("include", "src", "python", "tests", "docs", "scripts", "tools", "integrations",
-       "examples", "bench", "models", "proto", "cmake", ".ci")
+       "examples", "bench", "models", "results", "proto", "cmake", ".ci")
 PATH = re.compile(r"(?<![\w./$-])((?:%s)/[\w./*?{},@+-]*)" % "|".join(re.escape(t) for t in TOP))
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 MODULE = re.compile(r"python3? -m (mlbridge(?:\.\w+)*)")

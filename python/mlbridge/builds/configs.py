@@ -37,7 +37,7 @@ class BuildConfig:
     ``plugins``: fields of :class:`mlbridge.llvm.plugins.PluginInfo` loaded
     into clang (``compile``) and into lld's ThinLTO backends (``link``);
     ``best_flags``: add the size flags chosen on validation
-    (``models/size/best_flags_llvm<N>.json``); ``base``: the plain build
+    (``results/size/best_flags_llvm<N>.json``); ``base``: the plain build
     this one's build CPU and peak RSS are compared with."""
 
     name: str

@@ -61,11 +61,37 @@ def cmd_throughput(args):
                                    "load": os.getloadavg()}, indent=2)
 
 
+def _policy_variants(path, thresholds, margins, tmp):
+    """Experiments: the phase-ordering policy of ``path`` (a trainer's
+    ``policy.json``) at each STOP threshold and IR-outliner margin, from the
+    start flags and step budget the file names."""
+    from ..llvm.plugins import ACTIONS
+    from . import evaluate
+    from .phase_order import PhasePolicy
+    with open(path) as f:
+        record = json.load(f)
+    policy = PhasePolicy.from_dict(record)
+    iroutliner = ACTIONS.index("iroutliner")
+    out = []
+    for t in thresholds:
+        for m in margins:
+            onnx = os.path.join(tmp, f"policy_t{t}_m{m}.onnx")
+            policy.with_threshold(t).with_margin(iroutliner, m).to_onnx(onnx)
+            out.append(evaluate.Config(
+                f"policy t={t} m={m}", plugins=("phase-order",), phase_order_model=onnx,
+                phase_order_steps=record.get("max_steps"),
+                phase_order_start=tuple(record.get("start", ()))).as_experiment())
+    return out
+
+
 def cmd_evaluate(args):
     import dataclasses
+    from ..errors import MLBridgeError
     from ..llvm.plugins import find_plugins
-    from . import evaluate
+    from . import baselines, evaluate
     from .modules import corpus_modules
+    if args.policy and args.pass_name != "phase-order":
+        raise MLBridgeError("--policy is a phase-ordering policy: give --pass phase-order")
     mods = corpus_modules(args.split, args)
     if args.max_modules:
         mods = mods[: args.max_modules]
@@ -95,15 +121,22 @@ def cmd_evaluate(args):
             config = evaluate.Config("inliner", plugins=("inliner",), inline_model=args.model)
         if args.experiment:
             config = config.as_experiment()
-        rows = evaluate.measure(mods, [evaluate.PLAIN, config], plugins=plugins,
+        flags = [baselines.flag_config(args.flags)] if args.flags else []
+        configs = [evaluate.PLAIN, *flags, config]
+        if args.policy:
+            configs += _policy_variants(args.policy, args.thresholds, args.margins, tmp)
+        rows = evaluate.measure(mods, configs, plugins=plugins,
                                 jobs=args.jobs, progress=bar.update if bar else None,
                                 cache=None if args.no_cache else evaluate.default_cache_dir())
     if bar:
         bar.close()
-    summary = evaluate.summarize(rows, [evaluate.PLAIN.name, config.name])
+    names = [c.name for c in configs]
+    summary = evaluate.summarize(rows, names)
     if args.out:
         cli.write_json(args.out, {"summary": evaluate.as_json(summary), "rows": rows}, indent=1)
-    print(evaluate.markdown_table(summary, cpu=[config.name]))
+    deltas = [(n, evaluate.PLAIN.name) for n in names[1:]]
+    deltas += [(n, flags[0].name) for n in names[2:]] if flags else []
+    print(evaluate.markdown_table(summary, deltas=deltas, cpu=names[1:]))
     for e in summary["errors"]:
         print(f"error: {e['module']}: {e['errors']}", file=sys.stderr)
 
@@ -210,6 +243,7 @@ def cmd_oracle(args):
 
 
 def build_parser():
+    from .baselines import FLAGS as STOCK_FLAGS
     from .modules import add_module_arguments
     p = cli.ArgumentParser(prog="python -m mlbridge.train", description=__doc__,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -255,6 +289,17 @@ def build_parser():
     q.add_argument("--start", nargs="*", default=None, metavar="FLAG",
                    help="phase-order: the stock size flags the episode starts from "
                         "(default: the model's; none given: where -Oz ends; an experiment)")
+    q.add_argument("--flags", nargs="+", default=None, metavar="FLAG",
+                   choices=sorted(STOCK_FLAGS),
+                   help="also -Oz with these stock size flags, the plugin compared with "
+                        "them too (e.g. mergefunc machine-outliner)")
+    q.add_argument("--policy", default=None, type=cli.existing_file, metavar="POLICY_JSON",
+                   help="phase-order: also this fitted policy (a trainer's policy.json) "
+                        "at each --thresholds x --margins, as experiments")
+    q.add_argument("--thresholds", type=float, nargs="+", default=[0.5],
+                   help="with --policy: STOP thresholds")
+    q.add_argument("--margins", type=float, nargs="+", default=[0.0],
+                   help="with --policy: IR-outliner margins (percent of .text)")
     q.add_argument("--split", default="heldout", choices=["train", "validation", "heldout"])
     q.add_argument("--manifest", default=None)
     q.add_argument("--libraries", nargs="*", default=None)
@@ -294,7 +339,7 @@ def build_parser():
     q.add_argument("--no-cache", action="store_true", help="measure everything again")
     q.add_argument("--jobs", type=cli.positive_int, default=2)
     q.add_argument("--out", default=None, type=cli.output_file,
-                   help="results JSON (default: models/size/<split>_llvm<major>.json)")
+                   help="results JSON (default: results/size/<split>_llvm<major>.json)")
     q.add_argument("--tables-from", default=None, metavar="JSON",
                    help="only print the Markdown tables of a results file it wrote")
     q.set_defaults(func=cmd_size_report)

@@ -10,7 +10,7 @@ then reported on held-out code like every other configuration.
   does not outline at ``-Oz`` by default);
 * ``ir-outliner``: ``-mllvm -ir-outliner``.
 
-The choice is recorded in ``models/size/best_flags_llvm<major>.json`` (the
+The choice is recorded in ``results/size/best_flags_llvm<major>.json`` (the
 validation totals of all 8 combinations), written by
 ``python -m mlbridge.train size-report --select-flags``.
 """
@@ -37,7 +37,7 @@ FLAGS: Dict[str, tuple] = {
 }
 
 #: Where the measured size results live (committed).
-RESULTS_DIR = Path(__file__).resolve().parents[3] / "models" / "size"
+RESULTS_DIR = Path(__file__).resolve().parents[3] / "results" / "size"
 
 
 def flag_config(names: Sequence[str], base: Config = PLAIN) -> Config:

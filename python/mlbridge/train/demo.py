@@ -3,7 +3,7 @@ they never saw.
 
 1. Compiles held-out libraries of the corpus with plain ``clang-19 -Oz``,
    with the best stock size flags (chosen on the validation libraries,
-   ``models/size/best_flags_llvm19.json``), with each plugin
+   ``results/size/best_flags_llvm19.json``), with each plugin
    (``-fpass-plugin=MLBridgeInlineAdvisor.so``, ``MLBridgePhaseOrder.so``:
    models compiled into the plugins, no Python, no runtime library; the
    phase-ordering episode starts from function merging and the machine

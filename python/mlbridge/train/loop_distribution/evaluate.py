@@ -12,7 +12,7 @@ Compile cost: callgrind Ir of the whole ``clang-19 -O3 -c`` process of each
 family file with and without the plugin (:func:`compile_cost`).
 
     python -m mlbridge.train.loop_distribution evaluate --split held_out \\
-        --out models/plugins/loop_distribution_training/heldout.json
+        --out results/loop-distribution/heldout.json
 """
 
 from __future__ import annotations

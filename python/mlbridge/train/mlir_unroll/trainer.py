@@ -25,8 +25,9 @@ and measures it on held-out kernels (docs/mlir.md).
   factor chosen on the training kernels; written to unroll_policy.metrics.txt.
 
 Measurements are cached in unroll_measurements.json (exact counts, so a
-rerun only measures what is new). All four files live in ``models/mlir/``
-(``--out``).
+rerun only measures what is new). The model goes to ``models/mlir/``
+(``--out``), the metrics and the measurements to ``results/mlir-unroll/``
+(``--records``).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from ...toolchain import compile
 from ..export import float32, input_spec, node, onnx_model
 from ..results import TrainingError
 from ..selection import best, sweep
-from . import SHIPPED
+from . import RECORDS, SHIPPED
 
 MEASUREMENTS = "unroll_measurements.json"
 MODEL = "unroll_policy.onnx"
@@ -128,11 +129,12 @@ def export_onnx(params, path):
                       producer="mlbridge.train.mlir_unroll", path=path)
 
 
-def main(out_dir=SHIPPED):
-    """The whole run; writes the model, the metrics and the measurements
-    into ``out_dir``."""
-    out_dir = Path(out_dir)
+def main(out_dir=SHIPPED, records_dir=RECORDS):
+    """The whole run; writes the model into ``out_dir``, the metrics and the
+    measurements into ``records_dir``."""
+    out_dir, records_dir = Path(out_dir), Path(records_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    records_dir.mkdir(parents=True, exist_ok=True)
     model_path = out_dir / MODEL
     info = find_plugin()
     train, held = split()
@@ -144,7 +146,7 @@ def main(out_dir=SHIPPED):
             labs[name] = KernelLab(name, info, work)
         return labs[name]
 
-    cache = Cache(lab, out_dir / MEASUREMENTS)
+    cache = Cache(lab, records_dir / MEASUREMENTS)
     # ---- data: every loop x every factor, others at the default ----------------
     rows, labels, owner = [], [], []
     for name in train:
@@ -240,7 +242,7 @@ def main(out_dir=SHIPPED):
               f"({1 - cgeo:+.1%})",
               f"policy beats the default on {sum(r < 1 for r in ratios)} of {len(ratios)} "
               f"held-out kernels, loses on {sum(r > 1 for r in ratios)}"]
-    (out_dir / METRICS).write_text("\n".join(lines) + "\n")
+    (records_dir / METRICS).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return {"model": str(model_path), "hidden": best_cfg[0], "weight_decay": best_cfg[1],
             "heldout_ratio": geo, "best_single_factor_ratio": cgeo}

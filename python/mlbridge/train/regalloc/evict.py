@@ -20,7 +20,7 @@ legal; ``progress`` is one number per request).
   as such in the results); :meth:`GreedyRule.theta` is the same rule as
   :class:`LinearEviction` weights.
 * :class:`TrainedEviction` -- the shipped :class:`LinearEviction`
-  (``models/plugins/regalloc_training/evict_policy.json``), for
+  (``models/plugins/regalloc_evict_policy.json``), for
   ``python -m mlbridge.llvm evict --policy
   mlbridge.train.regalloc.evict:TrainedEviction -- llc-19 ...``.
 """
@@ -57,7 +57,7 @@ NUM_FEATURES = len(COLUMN_FEATURES)
 NUM_PARAMS = 2 * NUM_FEATURES + 1
 
 SHIPPED_POLICY = (Path(__file__).resolve().parents[4] / "models" / "plugins"
-                  / "regalloc_training" / "evict_policy.json")
+                  / "regalloc_evict_policy.json")
 
 _BROKEN = COLUMN_FEATURES.index("nr_broken_hints")
 _DENSITY = COLUMN_FEATURES.index("use_def_density")
