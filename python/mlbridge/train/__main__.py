@@ -8,6 +8,8 @@ the registry (:mod:`mlbridge.train.registry`), and the measuring tools.
     python -m mlbridge.train throughput --workers 1 2              # compiles/s by worker count
     python -m mlbridge.train evaluate --split heldout --out r.json # deployed plugin vs clang -Oz
     python -m mlbridge.train evaluate --pass phase-order ...       # its deployed plugin vs -Oz
+    python -m mlbridge.train evaluate --pass phase-order --flags mergefunc --policy p.json
+                                        # + -Oz with stock flags, p.json at --thresholds/--margins
     python -m mlbridge.train oracle --split heldout                # inlining search bound
     python -m mlbridge.train size-report                           # the held-out size tables
 
