@@ -10,15 +10,38 @@ import subprocess
 import pytest
 
 #: A loop the loop-distribution plugin looks at (it writes its description
-#: on the first function with loops).
+#: on the first function with loops); the phase-ordering pass runs on it too.
 KERNEL = ("void k(float *restrict a, float *restrict b, int n) {\n"
           "  for (int i = 1; i < n; i++) { a[i] = a[i - 1] + 1.0f; b[i] = b[i] * 2.0f; }\n"
           "}\n")
 
-#: problem -> (PluginInfo attribute, environment variable, Python module)
+def loop_distribution(plugins, tmp_path, describe):
+    """clang -O3 on KERNEL, the description asked for by environment."""
+    src = tmp_path / "k.c"
+    src.write_text(KERNEL)
+    return ([plugins.tool("clang"), "-O3", "-c", str(src), "-o", "-",
+             f"-fpass-plugin={plugins.loop_distribution}"],
+            {"MLBRIDGE_LD_DESCRIBE": str(describe)} if describe else {})
+
+
+def phase_order(plugins, tmp_path, describe):
+    """opt running the pass with its built-in policy on a small module, the
+    description asked for by option."""
+    src = tmp_path / "k.c"
+    src.write_text(KERNEL)
+    ll = tmp_path / "k.ll"
+    subprocess.run([plugins.tool("clang"), "-O0", "-Xclang", "-disable-O0-optnone", "-S",
+                    "-emit-llvm", str(src), "-o", str(ll)], check=True, timeout=120)
+    return ([plugins.tool("opt"), f"-load-pass-plugin={plugins.phase_order}",
+             "-passes=mlbridge-phase-order", "-mlbridge-po-runner=default", str(ll), "-o", "-"]
+            + ([f"-mlbridge-po-describe={describe}"] if describe else []), {})
+
+
+#: problem -> (command maker, Python module, its protocol's name there)
 PROBLEMS = {
-    "loop_distribution": ("loop_distribution", "MLBRIDGE_LD_DESCRIBE",
-                          "mlbridge.llvm.plugins.loop_distribution"),
+    "loop_distribution": (loop_distribution, "mlbridge.llvm.plugins.loop_distribution",
+                          "PROTOCOL"),
+    "phase_order": (phase_order, "mlbridge.llvm.plugins._plugins", "PHASE_ORDER_PROTOCOL"),
 }
 
 
@@ -27,37 +50,38 @@ def plugins(plugins_any_llvm):
     return plugins_any_llvm
 
 
-def compile_kernel(plugins, plugin, tmp_path, name, env_extra):
-    src = tmp_path / "k.c"
-    src.write_text(KERNEL)
-    obj = tmp_path / f"{name}.o"
+def run(cmd, env_extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLBRIDGE_")}
     env.update(env_extra)
-    run = subprocess.run([plugins.tool("clang"), "-O3", "-c", str(src), "-o", str(obj),
-                          f"-fpass-plugin={plugin}"], env=env, capture_output=True,
-                         text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    return obj.read_bytes(), run.stderr
+    res = subprocess.run(cmd, env=env, capture_output=True, timeout=300)
+    assert res.returncode == 0, res.stderr.decode(errors="replace")
+    return res.stdout, res.stderr.decode(errors="replace")
 
 
 @pytest.mark.parametrize("problem", sorted(PROBLEMS))
 def test_plugin_describes_the_python_protocol(plugins, problem, tmp_path):
     import importlib
-    attr, env_name, module = PROBLEMS[problem]
-    plugin = getattr(plugins, attr)
-    assert plugin is not None and plugin.is_file(), f"{problem}: plugin not built"
+    make, module, attr = PROBLEMS[problem]
     path = tmp_path / "protocol.json"
-    plain, _ = compile_kernel(plugins, plugin, tmp_path, "plain", {})
-    described, stderr = compile_kernel(plugins, plugin, tmp_path, "described",
-                                       {env_name: str(path)})
+    plain, _ = run(*make(plugins, tmp_path, None))
+    described, stderr = run(*make(plugins, tmp_path, path))
     assert described == plain, "describing changed the compile"
     assert "warning" not in stderr, stderr
     printed = json.loads(path.read_text())
-    py = importlib.import_module(module)
-    assert printed == py.PROTOCOL.description()
-    # and what the module exports is that protocol
-    assert list(py.FEATURES) == [f["name"] for f in printed["features"]]
-    for f in printed["features"]:
-        dtype, shape = py.FEATURES[f["name"]]
-        assert (dtype.__name__, list(shape)) == (
-            {"float": "float32", "int64_t": "int64"}[f["type"]], f["shape"])
+    protocol = getattr(importlib.import_module(module), attr)
+    expected = protocol.description()
+    assert {k: printed[k] for k in expected} == expected
+    for f in printed["features"] + printed["optional_features"]:
+        assert f["type"] in ("float", "int64_t") and all(d > 0 for d in f["shape"]), f
+
+
+def test_python_mirrors_read_the_protocol():
+    """What the modules export is the protocol they parsed."""
+    from mlbridge.llvm.plugins import _plugins, loop_distribution as ld
+    assert list(ld.FEATURES) == [f.name for f in ld.PROTOCOL.features]
+    assert ld.FEATURES["node_features"][1] == (ld.MAX_NODES, len(ld.NODE_FEATURES))
+    assert ld.ADVICE[0] == ld.PROTOCOL.advice.name
+    po = _plugins.PHASE_ORDER_PROTOCOL
+    assert _plugins.ACTIONS == tuple(po.lists["Action"]) and _plugins.ACTIONS[-1] == "stop"
+    obs = next(f for f in po.features if f.name == "observation")
+    assert obs.shape == (1, _plugins.NUM_OBSERVATIONS)

@@ -97,14 +97,23 @@ void appendLogLine(LLVMContext &Ctx, StringRef Prefix, const std::string &Path,
 }
 
 std::string describeProtocol(const std::vector<TensorSpec> &Features,
+                             const std::vector<TensorSpec> &OptionalFeatures,
                              const TensorSpec &Advice,
-                             const std::vector<ProtocolList> &Lists) {
-  std::string J = "{\"features\":[";
-  for (size_t I = 0; I < Features.size(); ++I) {
-    J += I ? "," : "";
-    Features[I].appendJson(J);
-  }
-  J += "],\"advice\":";
+                             const std::vector<ProtocolList> &Lists,
+                             const std::string &Extra) {
+  auto Specs = [](std::string &J, const std::vector<TensorSpec> &V) {
+    J += "[";
+    for (size_t I = 0; I < V.size(); ++I) {
+      J += I ? "," : "";
+      V[I].appendJson(J);
+    }
+    J += "]";
+  };
+  std::string J = "{\"features\":";
+  Specs(J, Features);
+  J += ",\"optional_features\":";
+  Specs(J, OptionalFeatures);
+  J += ",\"advice\":";
   Advice.appendJson(J);
   J += ",\"lists\":{";
   for (size_t L = 0; L < Lists.size(); ++L) {
@@ -113,7 +122,7 @@ std::string describeProtocol(const std::vector<TensorSpec> &Features,
       J += std::string(I ? "," : "") + "\"" + jsonEscape(Lists[L].Items[I]) + "\"";
     J += "]";
   }
-  return J + "}}";
+  return J + "}" + Extra + "}";
 }
 
 void writeDescription(LLVMContext &Ctx, StringRef Prefix, const std::string &Path,

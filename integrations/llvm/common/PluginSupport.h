@@ -94,15 +94,20 @@ void appendLogLine(llvm::LLVMContext &Ctx, llvm::StringRef Prefix,
 
 /// A plugin's protocol as one JSON object (the -describe options; the
 /// Python side builds the same object from the problem's .def file):
-///   {"features":[spec,...],"advice":spec,"lists":{"<List>":["name",...]}}
-/// with each spec in TensorSpec's JSON form, in the order sent.
+///   {"features":[spec,...],"optional_features":[spec,...],"advice":spec,
+///    "lists":{"<List>":["name",...]}<Extra>}
+/// with each spec in TensorSpec's JSON form, in the order sent (optional
+/// features follow the others when an option asks for them). Extra: more
+/// members of the object, each preceded by a comma, or empty.
 struct ProtocolList {
   std::string Name;
   std::vector<std::string> Items;
 };
 std::string describeProtocol(const std::vector<TensorSpec> &Features,
+                             const std::vector<TensorSpec> &OptionalFeatures,
                              const TensorSpec &Advice,
-                             const std::vector<ProtocolList> &Lists);
+                             const std::vector<ProtocolList> &Lists,
+                             const std::string &Extra = "");
 
 /// Writes Json and a newline to the file at Path, replacing it; errors are
 /// reported to Ctx as warnings. The compile goes on either way.

@@ -248,7 +248,7 @@ std::string protocolDescription() {
   };
 #define MLB_LIST(List, E, Name) Add(#List, #Name);
 #include "LoopDistributionProtocol.def"
-  return mlp::describeProtocol(protocolFeatureSpecs(), protocolAdviceSpec(), Lists);
+  return mlp::describeProtocol(protocolFeatureSpecs(), {}, protocolAdviceSpec(), Lists);
 }
 
 // ---- the loop's units, nodes and features --------------------------------------------

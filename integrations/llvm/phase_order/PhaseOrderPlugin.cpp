@@ -109,50 +109,41 @@ constexpr const char *Prefix = "mlbridge-phase-order";
 
 // ---- observation --------------------------------------------------------------
 
+// The names, shapes and orders of the protocol: PhaseOrderProtocol.def (the
+// one definition the Python side parses too); each #include picks one kind
+// of item from it.
+#define MLB_CONST(Name, Value) constexpr int64_t Name = Value;
+#include "PhaseOrderProtocol.def"
+
+/// Columns of "observation" (what each counts: PhaseOrderProtocol.def).
 enum Obs : size_t {
-  Functions,       // defined functions
-  BasicBlocks,     // basic blocks
-  Instructions,    // IR instructions
-  Loads,           // load
-  Stores,          // store
-  Allocas,         // alloca
-  Phis,            // phi
-  GEPs,            // getelementptr
-  Casts,           // all cast instructions
-  IntArith,        // binary operators on integers (and integer vectors)
-  FPArith,         // binary operators on floating point, fneg
-  Compares,        // icmp, fcmp
-  Selects,         // select
-  Calls,           // calls and invokes, intrinsics excluded
-  Intrinsics,      // calls to intrinsics
-  CondBranches,    // conditional br
-  UncondBranches,  // unconditional br
-  Switches,        // switch
-  Returns,         // ret
-  CFGEdges,        // sum of successor counts of all blocks
-  Loops,           // natural loops (LoopInfo), nested ones included
-  MaxLoopDepth,    // deepest loop nest in the module
-  GlobalVariables, // defined global variables
-  TTICodeSize,     // TargetTransformInfo's code-size estimate (see above)
-  MachineOutliner, // 1 when the machine outliner runs on this module's code
-  NoOutline,       // defined functions marked "nooutline"
-  Step,            // actions taken so far in this episode
-  NumObs
+#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
+#define MLB_LIST_Observation(E, Name) E,
+#define MLB_LIST_Action(E, Name)
+#include "PhaseOrderProtocol.def"
+#undef MLB_LIST_Observation
+#undef MLB_LIST_Action
+  NumObservations
 };
 
-const char *const ObservationNames[NumObs] = {
-    "functions",        "basic_blocks",    "instructions",  "loads",
-    "stores",           "allocas",         "phis",          "geps",
-    "casts",            "int_arith",       "fp_arith",      "compares",
-    "selects",          "calls",           "intrinsics",    "cond_branches",
-    "uncond_branches",  "switches",        "returns",       "cfg_edges",
-    "loops",            "max_loop_depth",  "global_variables", "tti_code_size",
-    "machine_outliner", "nooutline_functions", "step"};
+const char *const ObservationNames[NumObservations] = {
+#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
+#define MLB_LIST_Observation(E, Name) #Name,
+#define MLB_LIST_Action(E, Name)
+#include "PhaseOrderProtocol.def"
+#undef MLB_LIST_Observation
+#undef MLB_LIST_Action
+};
 
-/// The second input: IR2Vec's module vector divided by the number of IR
-/// instructions (the mean instruction vector: the counts carry the size), of
-/// IR2Vec's seed vocabulary's dimension; zero without a vocabulary.
-constexpr int64_t EmbeddingDim = 300;
+/// The actions' names, STOP last (their pipelines: ActionTable).
+const char *const ActionNames[] = {
+#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
+#define MLB_LIST_Observation(E, Name)
+#define MLB_LIST_Action(E, Name) #Name,
+#include "PhaseOrderProtocol.def"
+#undef MLB_LIST_Observation
+#undef MLB_LIST_Action
+};
 
 // ---- actions: sub-sequences of LLVM 19's -Oz pipeline --------------------------
 
@@ -165,8 +156,8 @@ enum class ActionKind {
   NoOutlineSmall,  // mark small functions "nooutline" (both outliners skip them)
 };
 
+/// One action of ActionTable; its name is ActionNames[] at the same index.
 struct ActionInfo {
-  const char *Name;
   const char *Pipeline; // the pipeline, or what the action does (-describe)
   ActionKind Kind = ActionKind::Pipeline;
   /// Runs at most -mlbridge-po-ir-outliner-runs times per episode; asking
@@ -189,82 +180,75 @@ constexpr unsigned NoOutlineBelowInstructions = 40;
 
 const ActionInfo ActionTable[] = {
     // 0: the start of -Oz's function simplification.
-    {"early-simplify",
-     "function(lower-expect," MLB_SIMPLIFYCFG ",sroa<modify-cfg>,early-cse<>)"},
+    {"function(lower-expect," MLB_SIMPLIFYCFG ",sroa<modify-cfg>,early-cse<>)"},
     // 1: interprocedural constant propagation and global cleanup.
-    {"ipo-constprop", "ipsccp,called-value-propagation,globalopt"},
+    {"ipsccp,called-value-propagation,globalopt"},
     // 2: promote memory to registers, combine.
-    {"mem2reg-combine",
-     "function(mem2reg," MLB_INSTCOMBINE "," MLB_SIMPLIFYCFG ")"},
+    {"function(mem2reg," MLB_INSTCOMBINE "," MLB_SIMPLIFYCFG ")"},
     // 3: LLVM's inliner (its default heuristic, or an ML advisor if loaded)
     // and the attribute inference that follows it in -Oz.
-    {"inline", "cgscc(inline,function-attrs<skip-non-recursive-function-attrs>)"},
+    {"cgscc(inline,function-attrs<skip-non-recursive-function-attrs>)"},
     // 4: scalar simplification after inlining.
-    {"scalar-cleanup",
-     "function(sroa<modify-cfg>,early-cse<memssa>,jump-threading,correlated-"
+    {"function(sroa<modify-cfg>,early-cse<memssa>,jump-threading,correlated-"
      "propagation," MLB_SIMPLIFYCFG ")"},
     // 5: peephole combining.
-    {"instcombine", "function(" MLB_INSTCOMBINE ",aggressive-instcombine)"},
+    {"function(" MLB_INSTCOMBINE ",aggressive-instcombine)"},
     // 6: tail calls, reassociation, constraint elimination.
-    {"tailcall-reassociate",
-     "function(tailcallelim,reassociate,constraint-elimination)"},
+    {"function(tailcallelim,reassociate,constraint-elimination)"},
     // 7: the -Oz loop pipeline: rotate, LICM, trivial unswitching.
-    {"loop-rotate-licm",
-     "function(loop-mssa(loop-instsimplify,loop-simplifycfg,licm<no-"
+    {"function(loop-mssa(loop-instsimplify,loop-simplifycfg,licm<no-"
      "allowspeculation>,loop-rotate<no-header-duplication;no-prepare-for-lto>,"
      "licm<allowspeculation>,simple-loop-unswitch<no-nontrivial;trivial>))"},
     // 8: loop idioms, induction variables, deletion, full unrolling.
-    {"loop-idiom-delete",
-     "function(loop(loop-idiom,indvars,loop-deletion,loop-unroll-full))"},
+    {"function(loop(loop-idiom,indvars,loop-deletion,loop-unroll-full))"},
     // 9: redundancy elimination.
-    {"gvn-sccp", "function(mldst-motion<no-split-footer-bb>,gvn<>,sccp,bdce)"},
+    {"function(mldst-motion<no-split-footer-bb>,gvn<>,sccp,bdce)"},
     // 10: dead code and memory operations.
-    {"dead-code", "function(adce,memcpyopt,dse)"},
+    {"function(adce,memcpyopt,dse)"},
     // 11: interprocedural cleanup after the CGSCC pipeline.
-    {"ipo-cleanup",
-     "deadargelim,globalopt,globaldce,elim-avail-extern,rpo-function-attrs"},
+    {"deadargelim,globalopt,globaldce,elim-avail-extern,rpo-function-attrs"},
     // 12: -Oz's vectorization and unrolling stage.
-    {"loop-vectorize-unroll",
-     "function(float2int,lower-constant-intrinsics,loop(loop-rotate<no-header-"
+    {"function(float2int,lower-constant-intrinsics,loop(loop-rotate<no-header-"
      "duplication;no-prepare-for-lto>,loop-deletion),loop-distribute,loop-"
      "vectorize<no-interleave-forced-only;vectorize-forced-only>,loop-load-"
      "elim,loop-unroll<O2>)"},
     // 13: the late function cleanup of -Oz.
-    {"late-cleanup",
-     "function(infer-alignment," MLB_INSTCOMBINE
+    {"function(infer-alignment," MLB_INSTCOMBINE
      ",loop-mssa(licm<allowspeculation>),loop-sink,instsimplify,div-rem-pairs,"
      "tailcallelim," MLB_SIMPLIFYCFG ")"},
     // 14: module-level dead code and constant merging.
-    {"globaldce-constmerge", "globaldce,constmerge,rel-lookup-table-converter"},
+    {"globaldce,constmerge,rel-lookup-table-converter"},
     // 15: the whole -Oz module pipeline of the host once more (what
     // `-Oz twice` does; in clang it is clang's own -Oz pipeline).
-    {"oz", "default<Oz>"},
+    {"default<Oz>"},
     // 16: merging identical functions (not part of -Oz; clang runs it with
     // -fmerge-functions).
-    {"mergefunc", "mergefunc"},
+    {"mergefunc"},
     // 17: the IR outliner (not part of -Oz; clang runs it with -mllvm
     // -ir-outliner): similar IR regions become calls to one new function.
     // Run-limited: each run outlines from the last one's output and costs
     // about as much (a 4.8 MB module took three runs, 2.7x the time of one).
-    {"iroutliner", "iroutliner", ActionKind::Pipeline, /*RunLimited=*/true},
+    {"iroutliner", ActionKind::Pipeline, /*RunLimited=*/true},
     // 18: the machine outliner for this module's code generation (what
     // -mllvm -enable-machine-outliner=always does for every module).
-    {"machine-outliner", "codegen(enable-machine-outliner=always)",
+    {"codegen(enable-machine-outliner=always)",
      ActionKind::MachineOutliner},
     // 19: keep the outliners away from small functions.
-    {"nooutline-small", "attributes(nooutline on functions below 40 instructions)",
+    {"attributes(nooutline on functions below 40 instructions)",
      ActionKind::NoOutlineSmall},
     // 20: undo 18 (or a start with the machine outliner): where outlining
     // costs bytes, x86's cost model counting instructions, not bytes.
-    {"machine-outliner-off", "codegen(enable-machine-outliner=never)",
+    {"codegen(enable-machine-outliner=never)",
      ActionKind::MachineOutlinerOff},
 };
 #undef MLB_SIMPLIFYCFG
 #undef MLB_INSTCOMBINE
 
-constexpr int64_t NumPassActions = std::size(ActionTable); // 21
-constexpr int64_t StopAction = NumPassActions;              // 21
-constexpr int64_t NumActions = NumPassActions + 1;          // 22
+static_assert(std::size(ActionTable) == NumPassActions &&
+                  std::size(ActionNames) == NumPassActions + 1,
+              "PhaseOrderProtocol.def: one name per ActionTable row, then stop");
+constexpr int64_t StopAction = NumPassActions;     // 21
+constexpr int64_t NumActions = NumPassActions + 1; // 22
 
 /// The machine outliner is a per-module decision, but its switch
 /// (-enable-machine-outliner) is one option of the process, read by the code
@@ -357,7 +341,7 @@ mlb::Status applyAction(Module &M, int64_t A, PassBuilder &PB,
     return mlb::Status::ok(); // a no-op, as when it finds nothing to outline
   ModulePassManager Action;
   if (Error E = PB.parsePassPipeline(Action, Info.Pipeline))
-    return mlb::Status(mlb::ErrorCode::Internal, std::string("action ") + Info.Name +
+    return mlb::Status(mlb::ErrorCode::Internal, std::string("action ") + ActionNames[A] +
                                                       ": " + toString(std::move(E)));
   PreservedAnalyses PA = Action.run(M, MAM);
   (void)PA; // the nested pass manager already invalidated what it changed
@@ -443,8 +427,9 @@ cl::opt<std::string> LogOpt(
              "file. Env: MLBRIDGE_PO_LOG"));
 cl::opt<std::string> DescribeOpt(
     "mlbridge-po-describe", cl::cat(Category),
-    cl::desc("Write the observation names and the action table as JSON to "
-             "this file"));
+    cl::desc("Write the protocol (features, advice, observation and action "
+             "names, each action's pipeline) as JSON to this file; the "
+             "compile goes on as without. Env: MLBRIDGE_PO_DESCRIBE"));
 cl::opt<bool> EnableOpt(
     "mlbridge-po-enable", cl::cat(Category), cl::init(false),
     cl::desc("Also run the pass at the end of clang's/opt's optimization "
@@ -559,20 +544,41 @@ EpisodeSettings episodeSettings(bool Shipped) {
 /// Feature indices of the pass (FeatureBinding): an in-process model takes
 /// only "observation"; pipes and gRPC get the others too ("lookahead" only
 /// with -mlbridge-po-lookahead).
-enum PassFeature : size_t { FObservation, FEmbedding, FCodeSize, FStep, FDone, FLookahead };
+/// Feature indices of the pass (FeatureBinding), in PhaseOrderProtocol.def's
+/// order: an in-process model takes only "observation"; pipes and gRPC get
+/// the others too ("lookahead" only with -mlbridge-po-lookahead).
+enum PassFeature : size_t {
+#define MLB_FEATURE(E, Name, Type, ...) E,
+#define MLB_OPTIONAL_FEATURE(E, Name, Type, ...) E,
+#include "PhaseOrderProtocol.def"
+};
+
+std::vector<mlb::TensorSpec> requiredFeatureSpecs() {
+  return {
+#define MLB_FEATURE(E, Name, Type, ...) mlb::TensorSpec::create<Type>(#Name, {__VA_ARGS__}),
+#include "PhaseOrderProtocol.def"
+  };
+}
+
+std::vector<mlb::TensorSpec> optionalFeatureSpecs() {
+  return {
+#define MLB_OPTIONAL_FEATURE(E, Name, Type, ...)                                 \
+  mlb::TensorSpec::create<Type>(#Name, {__VA_ARGS__}),
+#include "PhaseOrderProtocol.def"
+  };
+}
 
 std::vector<mlb::TensorSpec> phaseOrderFeatureSpecs(bool Lookahead) {
-  std::vector<mlb::TensorSpec> Specs = {
-      mlb::TensorSpec::create<float>("observation",
-                                     {1, static_cast<int64_t>(NumObs)}),
-      mlb::TensorSpec::create<float>("embedding", {1, EmbeddingDim}),
-      mlb::TensorSpec::create<int64_t>("code_size"),
-      mlb::TensorSpec::create<int64_t>("step"),
-      mlb::TensorSpec::create<int64_t>("done")};
+  std::vector<mlb::TensorSpec> Specs = requiredFeatureSpecs();
   if (Lookahead)
-    Specs.push_back(
-        mlb::TensorSpec::create<int64_t>("lookahead", {1, NumPassActions}));
+    for (mlb::TensorSpec &S : optionalFeatureSpecs())
+      Specs.push_back(std::move(S));
   return Specs;
+}
+
+mlb::TensorSpec protocolAdviceSpec() {
+#define MLB_ADVICE(Name, Type, ...) return mlb::TensorSpec::create<Type>(#Name, {__VA_ARGS__});
+#include "PhaseOrderProtocol.def"
 }
 
 enum class SizeMeasure { None, Text, TTI };
@@ -700,14 +706,14 @@ public:
         Sizes.push_back(CodeSizeNow);
       if (Verbose)
         mlp::diagnose(M.getContext(), Prefix, DS_Remark,
-                      "step " + Twine(Steps) + ": " + ActionTable[A.Index].Name +
+                      "step " + Twine(Steps) + ": " + ActionNames[A.Index] +
                           " has had its runs in this episode: the episode ends");
       setDone();
       return mlb::Status::ok();
     }
     ++Runs[A.Index];
     const int64_t Before = CodeSizeNow;
-    const std::array<float, NumObs> ObservedBefore = Observation;
+    const std::array<float, NumObservations> ObservedBefore = Observation;
     const auto HashBefore = StructuralHash(M, /*DetailedHash=*/true);
     // Parsing of the pipelines was checked when the pass started.
     if (mlb::Status S = applyAction(M, A.Index, PB, MAM, Outline); !S.isOk())
@@ -721,7 +727,7 @@ public:
     // next is the one it just acted on; a deterministic agent would choose
     // the same action again until the step budget ran out. The episode ends.
     auto SameCounts = [&] {
-      for (size_t I = 0; I < NumObs; ++I)
+      for (size_t I = 0; I < NumObservations; ++I)
         if (I != Step && Observation[I] != ObservedBefore[I])
           return false;
       return true;
@@ -733,7 +739,7 @@ public:
       ++NoOps;
     if (Verbose)
       mlp::diagnose(M.getContext(), Prefix, DS_Remark,
-                    "step " + Twine(Steps) + ": " + ActionTable[A.Index].Name +
+                    "step " + Twine(Steps) + ": " + ActionNames[A.Index] +
                         ", code size " + Twine(Before) + " -> " +
                         Twine(CodeSizeNow) + (NoOp ? " (no change)" : ""));
     if (Steps >= MaxSteps || NoOp)
@@ -785,7 +791,7 @@ private:
   unsigned NoOps = 0;
   bool Changed = false;
   int64_t CodeSizeNow = 0;
-  std::array<float, NumObs> Observation{};
+  std::array<float, NumObservations> Observation{};
   std::array<float, EmbeddingDim> Embedding{};
   std::array<int64_t, NumPassActions> LookaheadSizes{};
   std::array<unsigned, NumPassActions> Runs{}; // of each action, this episode
@@ -809,7 +815,7 @@ void PhaseOrderEnv::lookahead() {
 }
 
 mlb::Status PhaseOrderEnv::measure() {
-  std::array<int64_t, NumObs> C{};
+  std::array<int64_t, NumObservations> C{};
   FunctionAnalysisManager &FAM =
       MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager();
   for (Function &F : M) {
@@ -870,7 +876,7 @@ mlb::Status PhaseOrderEnv::measure() {
       ++C[GlobalVariables];
   C[MachineOutliner] = Outline ? 1 : 0;
   C[Step] = Steps;
-  for (size_t I = 0; I < NumObs; ++I)
+  for (size_t I = 0; I < NumObservations; ++I)
     Observation[I] = static_cast<float>(C[I]);
   if (Embedder && Binding.has(FEmbedding)) {
     Embedder->invalidateAll(); // the last action may have changed any function
@@ -902,19 +908,27 @@ mlb::Status PhaseOrderEnv::measure() {
 
 constexpr mlp::EmbeddedModelRef Embedded = MLBRIDGE_EMBEDDED_MODEL(PhaseOrderPolicy);
 
-void writeDescription(LLVMContext &Ctx, const std::string &Path) {
-  std::string J = "{\"observation\":[";
-  for (size_t I = 0; I < NumObs; ++I)
+/// The protocol (PhaseOrderProtocol.def) and, for readers of the old form,
+/// "observation", "actions" with each one's pipeline, "stop".
+std::string protocolDescription() {
+  std::vector<mlp::ProtocolList> Lists;
+  auto Add = [&](const char *List, const char *Name) {
+    if (Lists.empty() || Lists.back().Name != List)
+      Lists.push_back({List, {}});
+    Lists.back().Items.push_back(Name);
+  };
+#define MLB_LIST(List, E, Name) Add(#List, #Name);
+#include "PhaseOrderProtocol.def"
+  std::string J = ",\"observation\":[";
+  for (size_t I = 0; I < NumObservations; ++I)
     J += std::string(I ? "," : "") + "\"" + ObservationNames[I] + "\"";
   J += "],\"actions\":[";
-  for (int64_t I = 0; I < NumPassActions; ++I)
-    J += std::string(I ? "," : "") + "{\"name\":\"" + ActionTable[I].Name +
-         "\",\"pipeline\":\"" + mlb::jsonEscape(ActionTable[I].Pipeline) + "\"}";
-  J += ",{\"name\":\"stop\",\"pipeline\":\"\"}],\"stop\":" +
-       std::to_string(StopAction) + "}";
-  std::error_code EC = sys::fs::remove(Path);
-  (void)EC;
-  mlp::appendLogLine(Ctx, Prefix, Path, J);
+  for (int64_t I = 0; I < NumActions; ++I)
+    J += std::string(I ? "," : "") + "{\"name\":\"" + ActionNames[I] + "\",\"pipeline\":\"" +
+         (I < NumPassActions ? mlb::jsonEscape(ActionTable[I].Pipeline) : "") + "\"}";
+  J += "],\"stop\":" + std::to_string(StopAction);
+  return mlp::describeProtocol(requiredFeatureSpecs(), optionalFeatureSpecs(),
+                               protocolAdviceSpec(), Lists, J);
 }
 
 class PhaseOrderPass : public PassInfoMixin<PhaseOrderPass> {
@@ -933,8 +947,8 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
     return PreservedAnalyses::all();
   LLVMContext &Ctx = M.getContext();
   const bool Verbose = mlp::boolSetting(VerboseOpt, "MLBRIDGE_PO_VERBOSE");
-  if (!DescribeOpt.empty())
-    writeDescription(Ctx, DescribeOpt);
+  mlp::writeDescription(Ctx, Prefix, mlp::stringSetting(DescribeOpt, "MLBRIDGE_PO_DESCRIBE"),
+                        protocolDescription());
 
   mlb::Expected<mlp::RunnerSettings> C = RunnerOpts.read(Embedded.Name);
   if (!C) {
@@ -1029,13 +1043,13 @@ PreservedAnalyses PhaseOrderPass::run(Module &M, ModuleAnalysisManager &MAM) {
       continue;
     ModulePassManager Check;
     if (Error E = PB->parsePassPipeline(Check, ActionTable[I].Pipeline))
-      return GiveUp(Twine("action ") + ActionTable[I].Name +
+      return GiveUp(Twine("action ") + ActionNames[I] +
                     ": cannot build its pipeline: " + toString(std::move(E)));
   }
 
   mlp::RunnerRequest Req;
   Req.Features = phaseOrderFeatureSpecs(Lookahead);
-  Req.Advice = mlb::TensorSpec::create<int64_t>("action");
+  Req.Advice = protocolAdviceSpec();
   Req.Diagnostics = mlp::llvmDiagnosticSink(
       Ctx, Prefix, Verbose, "; the episode ends, the module keeps the actions applied so far");
   Req.MakeEmbedded = Embedded.Make;

@@ -120,6 +120,11 @@ cl::opt<std::string> LogOpt(
     "mlbridge-ra-log", cl::cat(Category),
     cl::desc("Append one JSON line per function (decisions, spills, splits, "
              "evictions, fallbacks) to this file. Env: MLBRIDGE_RA_LOG"));
+cl::opt<std::string> DescribeOpt(
+    "mlbridge-ra-describe", cl::cat(Category),
+    cl::desc("Write the protocol (features, advice, lists) as JSON to this "
+             "file on the first function; allocation goes on as without. Env: "
+             "MLBRIDGE_RA_DESCRIBE"));
 cl::opt<bool> VerboseOpt(
     "mlbridge-ra-verbose", cl::cat(Category), cl::init(false),
     cl::desc("Report the runner as a remark. Env: MLBRIDGE_RA_VERBOSE"));
@@ -1198,26 +1203,47 @@ void MLBridgeRegAlloc::runFallback() {
 // ---- the model's episode -------------------------------------------------------------
 
 enum ModelFeature : size_t {
-  FAgent, FNodeFeatures, FAdjacency, FNodeMask, FSelected, FActionMask,
-  FRegisterFeatures, FRegisterMask, NumModelFeatures
+#define MLB_FEATURE(E, Name, Type, ...) E,
+#include "RegAllocProtocol.def"
+  NumModelFeatures
 };
+
+/// The features of RegAllocProtocol.def.
+std::vector<mlb::TensorSpec> protocolFeatureSpecs() {
+  using namespace ra;
+  return {
+#define MLB_FEATURE(E, Name, Type, ...) mlb::TensorSpec::create<Type>(#Name, {__VA_ARGS__}),
+#include "RegAllocProtocol.def"
+  };
+}
+
+mlb::TensorSpec protocolAdviceSpec() {
+#define MLB_ADVICE(Name, Type, ...) return mlb::TensorSpec::create<Type>(#Name, {__VA_ARGS__});
+#include "RegAllocProtocol.def"
+}
 
 /// The protocol's features, then the optional MIR2Vec ones
 /// (RegAllocEmbeddings.h: function_embedding, node_embeddings).
 std::vector<mlb::TensorSpec> modelFeatureSpecs(const ra::MIR2VecObservation &Obs) {
-  using mlb::TensorSpec;
-  std::vector<TensorSpec> Specs{TensorSpec::create<int64_t>("agent"),
-          TensorSpec::create<float>("node_features",
-                                    {1, ra::MaxNodes, int64_t(ra::NumNodeFeatures)}),
-          TensorSpec::create<float>("adjacency", {1, ra::MaxNodes, ra::MaxNodes}),
-          TensorSpec::create<float>("node_mask", {1, ra::MaxNodes}),
-          TensorSpec::create<float>("selected", {1, ra::MaxNodes}),
-          TensorSpec::create<float>("action_mask", {1, int64_t(ra::NumActions)}),
-          TensorSpec::create<float>("register_features",
-                                    {1, ra::MaxRegs, int64_t(ra::NumRegFeatures)}),
-          TensorSpec::create<float>("register_mask", {1, ra::MaxRegs})};
+  std::vector<mlb::TensorSpec> Specs = protocolFeatureSpecs();
   Obs.appendSpecs(Specs);
   return Specs;
+}
+
+/// -mlbridge-ra-describe: the protocol, the MIR2Vec inputs (when on) as
+/// optional features.
+std::string protocolDescription(const ra::MIR2VecObservation &Obs) {
+  std::vector<mlb::TensorSpec> Optional;
+  Obs.appendSpecs(Optional);
+  std::vector<mlp::ProtocolList> Lists;
+  auto Add = [&](const char *List, const char *Name) {
+    if (Lists.empty() || Lists.back().Name != List)
+      Lists.push_back({List, {}});
+    Lists.back().Items.push_back(Name);
+  };
+#define MLB_LIST(List, E, Name) Add(#List, #Name);
+#include "RegAllocProtocol.def"
+  return mlp::describeProtocol(protocolFeatureSpecs(), Optional, protocolAdviceSpec(), Lists);
 }
 
 /// One machine function as an rl::Environment: the three agents of
@@ -1523,8 +1549,11 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
   }
 
   LLVMContext &Ctx = MF->getFunction().getContext();
-  if (!Observation)
+  if (!Observation) { // the first function of this pass
     Observation = std::make_unique<ra::MIR2VecObservation>(Ctx);
+    mlp::writeDescription(Ctx, Prefix, mlp::stringSetting(DescribeOpt, "MLBRIDGE_RA_DESCRIBE"),
+                          protocolDescription(*Observation));
+  }
   const bool Verbose = mlp::boolSetting(VerboseOpt, "MLBRIDGE_RA_VERBOSE");
   const std::string PolicyText = mlp::stringSetting(PolicyOpt, "MLBRIDGE_RA_POLICY");
   PolicyKind Policy = PolicyKind::Model;
@@ -1556,7 +1585,7 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
       if (RunnerKindUsed != mlp::RunnerKind::Default) {
         mlp::RunnerRequest Req;
         Req.Features = modelFeatureSpecs(*Observation);
-        Req.Advice = mlb::TensorSpec::create<int64_t>("action");
+        Req.Advice = protocolAdviceSpec();
         // The runner's first failure is its one warning: the heuristic then
         // decides the rest of the compile, asking the model nothing more
         // (ModelFailed).

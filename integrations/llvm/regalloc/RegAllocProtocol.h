@@ -3,8 +3,8 @@
 // The decision protocol of MLBridgeRegAlloc.so (docs/register-allocation.md).
 // It is the contract between the allocator and every policy that drives it:
 // a Python agent over pipes/gRPC while training, the ONNX or compiled-in
-// model when deployed. Change it only together with the trainer
-// (mlbridge.llvm.plugins.regalloc and its constants).
+// model when deployed. Its names and shapes are RegAllocProtocol.def, which
+// mlbridge.llvm.plugins.regalloc reads too.
 //
 // One episode per machine function. Each allocation round takes up to three
 // decisions, by three named agents (rl::Driver) sharing one runner:
@@ -50,48 +50,117 @@
 
 namespace mlbridge::regalloc {
 
-constexpr int64_t MaxNodes = 64;
-constexpr int64_t MaxRegs = 32;
+// The names, shapes and orders come from RegAllocProtocol.def (the one
+// definition the Python side parses too; what each column means is written
+// there); each #include below picks one kind of item from it.
+#define MLB_CONST(Name, Value) constexpr int64_t Name = Value;
+#include "RegAllocProtocol.def"
 
-enum Agent : int64_t { AgentSelect = 0, AgentAction = 1, AgentRegister = 2 };
-constexpr const char *AgentNames[] = {"select", "action", "register"};
+enum Agent : int64_t {
+#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
+#define MLB_LIST_Agent(E, Name) E,
+#define MLB_LIST_Action(E, Name)
+#define MLB_LIST_NodeFeature(E, Name)
+#define MLB_LIST_RegFeature(E, Name)
+#include "RegAllocProtocol.def"
+#undef MLB_LIST_Agent
+#undef MLB_LIST_Action
+#undef MLB_LIST_NodeFeature
+#undef MLB_LIST_RegFeature
+  NumAgents
+};
+constexpr const char *AgentNames[NumAgents] = {
+#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
+#define MLB_LIST_Agent(E, Name) #Name,
+#define MLB_LIST_Action(E, Name)
+#define MLB_LIST_NodeFeature(E, Name)
+#define MLB_LIST_RegFeature(E, Name)
+#include "RegAllocProtocol.def"
+#undef MLB_LIST_Agent
+#undef MLB_LIST_Action
+#undef MLB_LIST_NodeFeature
+#undef MLB_LIST_RegFeature
+};
 
-enum Action : int64_t { ActAssign = 0, ActSplit = 1, ActSpill = 2, NumActions = 3 };
-constexpr const char *ActionNames[] = {"assign", "split", "spill"};
+enum Action : int64_t {
+#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
+#define MLB_LIST_Agent(E, Name)
+#define MLB_LIST_Action(E, Name) E,
+#define MLB_LIST_NodeFeature(E, Name)
+#define MLB_LIST_RegFeature(E, Name)
+#include "RegAllocProtocol.def"
+#undef MLB_LIST_Agent
+#undef MLB_LIST_Action
+#undef MLB_LIST_NodeFeature
+#undef MLB_LIST_RegFeature
+  NumActions
+};
+constexpr const char *ActionNames[NumActions] = {
+#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
+#define MLB_LIST_Agent(E, Name)
+#define MLB_LIST_Action(E, Name) #Name,
+#define MLB_LIST_NodeFeature(E, Name)
+#define MLB_LIST_RegFeature(E, Name)
+#include "RegAllocProtocol.def"
+#undef MLB_LIST_Agent
+#undef MLB_LIST_Action
+#undef MLB_LIST_NodeFeature
+#undef MLB_LIST_RegFeature
+};
 
 /// Per live range of the window.
 enum NodeFeature : size_t {
-  NFLogWeight,     // log1p(spill weight); 0 for unspillable ranges
-  NFUnspillable,   // 1 if the range cannot be spilled (e.g. a spill's reload)
-  NFLogSize,       // log1p(instructions the range spans)
-  NFUseDensity,    // instructions using/defining it / instructions spanned
-  NFLogUses,       // log1p(instructions using/defining it)
-  NFLoopDepth,     // deepest loop of a block that uses/defines it
-  NFRegClass,      // register class id / number of classes of the target
-  NFOrderSize,     // allocation order length / MaxRegs
-  NFHasHint,       // 1 if it has a register hint
-  NFFreeFraction,  // free candidate registers now / candidates
-  NFEvictions,     // times evicted so far / eviction cap
-  NFSplittable,    // 1 if "split" would be legal
+#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
+#define MLB_LIST_Agent(E, Name)
+#define MLB_LIST_Action(E, Name)
+#define MLB_LIST_NodeFeature(E, Name) E,
+#define MLB_LIST_RegFeature(E, Name)
+#include "RegAllocProtocol.def"
+#undef MLB_LIST_Agent
+#undef MLB_LIST_Action
+#undef MLB_LIST_NodeFeature
+#undef MLB_LIST_RegFeature
   NumNodeFeatures
 };
 constexpr const char *NodeFeatureNames[NumNodeFeatures] = {
-    "log_weight", "unspillable", "log_size",      "use_density",
-    "log_uses",   "loop_depth",  "reg_class",     "order_size",
-    "has_hint",   "free_fraction", "evictions",   "splittable"};
+#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
+#define MLB_LIST_Agent(E, Name)
+#define MLB_LIST_Action(E, Name)
+#define MLB_LIST_NodeFeature(E, Name) #Name,
+#define MLB_LIST_RegFeature(E, Name)
+#include "RegAllocProtocol.def"
+#undef MLB_LIST_Agent
+#undef MLB_LIST_Action
+#undef MLB_LIST_NodeFeature
+#undef MLB_LIST_RegFeature
+};
 
 /// Per candidate register of the range being decided.
 enum RegFeature : size_t {
-  RFFree,          // 1 if nothing interferes
-  RFLegal,         // 1 if assignable (free, or only evictable interference)
-  RFHint,          // 1 if it is a hint
-  RFLogIntfWeight, // log1p(largest spill weight among interfering ranges)
-  RFNumIntf,       // interfering live ranges / 8
-  RFCalleeSaved,   // 1 if a callee-saved register not used yet (costs a save)
+#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
+#define MLB_LIST_Agent(E, Name)
+#define MLB_LIST_Action(E, Name)
+#define MLB_LIST_NodeFeature(E, Name)
+#define MLB_LIST_RegFeature(E, Name) E,
+#include "RegAllocProtocol.def"
+#undef MLB_LIST_Agent
+#undef MLB_LIST_Action
+#undef MLB_LIST_NodeFeature
+#undef MLB_LIST_RegFeature
   NumRegFeatures
 };
 constexpr const char *RegFeatureNames[NumRegFeatures] = {
-    "free", "legal", "hint", "log_intf_weight", "num_intf", "callee_saved_unused"};
+#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
+#define MLB_LIST_Agent(E, Name)
+#define MLB_LIST_Action(E, Name)
+#define MLB_LIST_NodeFeature(E, Name)
+#define MLB_LIST_RegFeature(E, Name) #Name,
+#include "RegAllocProtocol.def"
+#undef MLB_LIST_Agent
+#undef MLB_LIST_Action
+#undef MLB_LIST_NodeFeature
+#undef MLB_LIST_RegFeature
+};
 
 } // namespace mlbridge::regalloc
 

@@ -17,6 +17,7 @@ from typing import Dict, List, Optional, Sequence
 from ...build_manifest import NotBuilt as PluginNotFound
 from ...build_manifest import WithRunners, load
 from ..advisors import INLINE_FEATURES
+from ._protocol import load as load_protocol
 
 #: LLVM's ML inliner features (the same 38 names in the same order on LLVM 19
 #: and 22), in the order LLVM (and the inline advisor plugin) sends them:
@@ -25,25 +26,23 @@ from ..advisors import INLINE_FEATURES
 #: The advice is ``inlining_decision`` (int64 [1], 0 or 1).
 INLINER_FEATURES = INLINE_FEATURES
 
-#: The phase-ordering observation ``observation`` (float32 [1, 27]): raw
-#: counts over the module's defined functions; ``tti_code_size`` is the sum
-#: of TargetTransformInfo's code-size cost of every instruction (a cheap
+#: The phase-ordering protocol, from PhaseOrderProtocol.def (the file the
+#: plugin includes; -mlbridge-po-describe prints the same, checked by
+#: tests/e2e/test_plugin_protocols.py).
+PHASE_ORDER_PROTOCOL = load_protocol("phase_order", "PhaseOrderProtocol.def")
+
+#: The observation ``observation`` (float32 [1, 27]): raw counts over the
+#: module's defined functions; ``tti_code_size`` is the sum of
+#: TargetTransformInfo's code-size cost of every instruction (a cheap
 #: estimate; the reward is the object's .text, sent apart as ``code_size``);
 #: ``machine_outliner`` is 1 once the machine outliner is on for the module.
-#: Must match the plugin (checked by the tests through -mlbridge-po-describe).
-OBSERVATION_NAMES = (
-    "functions", "basic_blocks", "instructions", "loads", "stores", "allocas",
-    "phis", "geps", "casts", "int_arith", "fp_arith", "compares", "selects",
-    "calls", "intrinsics", "cond_branches", "uncond_branches", "switches",
-    "returns", "cfg_edges", "loops", "max_loop_depth", "global_variables",
-    "tti_code_size", "machine_outliner", "nooutline_functions", "step",
-)
+OBSERVATION_NAMES = tuple(PHASE_ORDER_PROTOCOL.lists["Observation"])
 NUM_OBSERVATIONS = len(OBSERVATION_NAMES)
 
 #: The plugin's second input ``embedding`` (float32 [1, 300]): IR2Vec's
 #: module vector divided by the number of IR instructions (zero when the
 #: vocabulary is missing; docs/llvm-plugins.md).
-EMBEDDING_DIM = 300
+EMBEDDING_DIM = PHASE_ORDER_PROTOCOL.constants["EmbeddingDim"]
 
 #: The phase-ordering actions: sub-sequences of LLVM's -Oz pipeline, the
 #: whole -Oz module pipeline again (``oz``), the size passes -Oz leaves out
@@ -51,14 +50,7 @@ EMBEDDING_DIM = 300
 #: code generation (on, and off again: ``machine-outliner-off``) and
 #: ``nooutline`` on small functions (the plugin and docs/llvm-plugins.md say
 #: exactly what each does), then STOP.
-ACTIONS = (
-    "early-simplify", "ipo-constprop", "mem2reg-combine", "inline",
-    "scalar-cleanup", "instcombine", "tailcall-reassociate", "loop-rotate-licm",
-    "loop-idiom-delete", "gvn-sccp", "dead-code", "ipo-cleanup",
-    "loop-vectorize-unroll", "late-cleanup", "globaldce-constmerge", "oz",
-    "mergefunc", "iroutliner", "machine-outliner", "nooutline-small",
-    "machine-outliner-off", "stop",
-)
+ACTIONS = tuple(PHASE_ORDER_PROTOCOL.lists["Action"])
 NUM_ACTIONS = len(ACTIONS)
 STOP_ACTION = NUM_ACTIONS - 1
 

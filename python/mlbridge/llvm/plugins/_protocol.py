@@ -6,6 +6,7 @@ The file is a list of X-macro items, one per line::
     MLB_CONST(MaxNodes, 16)
     MLB_LIST(NodeFeature, NFLoads, loads)
     MLB_FEATURE(FAdjacency, adjacency, float, MaxNodes, MaxNodes)
+    MLB_OPTIONAL_FEATURE(FLookahead, lookahead, int64_t, 1, NumPassActions)
     MLB_ADVICE(scores, float, MaxNodes)
 
 A dim is an integer, a constant or ``Num<List>s``. :meth:`Protocol.description`
@@ -28,7 +29,7 @@ import numpy as np
 #: .def type -> (numpy dtype, TensorSpec's JSON type name).
 DTYPES = {"float": np.float32, "int64_t": np.int64}
 
-_ITEM = re.compile(r"^\s*MLB_(CONST|LIST|FEATURE|ADVICE)\((.*)\)\s*$")
+_ITEM = re.compile(r"^\s*MLB_(CONST|LIST|FEATURE|OPTIONAL_FEATURE|ADVICE)\((.*)\)\s*$")
 _HERE = Path(__file__).resolve().parent
 
 
@@ -51,6 +52,8 @@ class Protocol:
     constants: Dict[str, int] = field(default_factory=dict)
     lists: Dict[str, List[str]] = field(default_factory=dict)
     features: List[Spec] = field(default_factory=list)
+    #: sent only when an option of the plugin asks for them, after the others
+    optional_features: List[Spec] = field(default_factory=list)
     advice: Spec = None
 
     def feature_map(self) -> dict:
@@ -60,6 +63,7 @@ class Protocol:
     def description(self) -> dict:
         """The object the plugin's -describe option writes."""
         return {"features": [f.json() for f in self.features],
+                "optional_features": [f.json() for f in self.optional_features],
                 "advice": self.advice.json(), "lists": dict(self.lists)}
 
 
@@ -94,8 +98,9 @@ def parse(text: str) -> Protocol:
             p.constants[args[0]] = int(args[1])
         elif kind == "LIST":
             p.lists.setdefault(args[0], []).append(args[2])
-        elif kind == "FEATURE":
-            p.features.append(Spec(args[1], args[2], tuple(dim(d) for d in args[3:])))
+        elif kind in ("FEATURE", "OPTIONAL_FEATURE"):
+            (p.features if kind == "FEATURE" else p.optional_features).append(
+                Spec(args[1], args[2], tuple(dim(d) for d in args[3:])))
         else:
             p.advice = Spec(args[0], args[1], tuple(dim(d) for d in args[2:]))
     return p

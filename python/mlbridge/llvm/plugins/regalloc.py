@@ -35,6 +35,7 @@ import numpy as np
 
 from ...toolchain import ModelServer, compile
 from ._plugins import PluginInfo, PluginNotFound, find_plugins, tool_env
+from ._protocol import load as load_protocol
 
 __all__ = ["ALLOCATORS", "AGENTS", "ACTIONS", "MAX_NODES", "MAX_REGS", "NODE_FEATURES",
            "REGISTER_FEATURES", "FEATURES", "FunctionScore", "Allocation", "allocate",
@@ -43,31 +44,22 @@ __all__ = ["ALLOCATORS", "AGENTS", "ACTIONS", "MAX_NODES", "MAX_REGS", "NODE_FEA
 
 #: The allocators compared: ours and LLVM's three.
 ALLOCATORS = ("mlbridge", "greedy", "basic", "fast")
-#: The agents, in the order of the ``agent`` feature (RegAllocProtocol.h).
-AGENTS = ("select", "action", "register")
+#: The protocol, from RegAllocProtocol.def (the file the plugin includes;
+#: -mlbridge-ra-describe prints the same).
+PROTOCOL = load_protocol("regalloc", "RegAllocProtocol.def")
+#: The agents, in the order of the ``agent`` feature.
+AGENTS = tuple(PROTOCOL.lists["Agent"])
 #: What the ``action`` agent chooses among.
-ACTIONS = ("assign", "split", "spill")
+ACTIONS = tuple(PROTOCOL.lists["Action"])
 #: The window of live ranges and the candidate registers per decision.
-MAX_NODES = 64
-MAX_REGS = 32
+MAX_NODES = PROTOCOL.constants["MaxNodes"]
+MAX_REGS = PROTOCOL.constants["MaxRegs"]
 #: The columns of ``node_features`` and ``register_features``.
-NODE_FEATURES = ("log_weight", "unspillable", "log_size", "use_density", "log_uses",
-                 "loop_depth", "reg_class", "order_size", "has_hint", "free_fraction",
-                 "evictions", "splittable")
-REGISTER_FEATURES = ("free", "legal", "hint", "log_intf_weight", "num_intf",
-                     "callee_saved_unused")
+NODE_FEATURES = tuple(PROTOCOL.lists["NodeFeature"])
+REGISTER_FEATURES = tuple(PROTOCOL.lists["RegFeature"])
 #: Every feature of a decision: name -> shape (int64 for ``agent``, float32
 #: otherwise).
-FEATURES = {
-    "agent": (1,),
-    "node_features": (1, MAX_NODES, len(NODE_FEATURES)),
-    "adjacency": (1, MAX_NODES, MAX_NODES),
-    "node_mask": (1, MAX_NODES),
-    "selected": (1, MAX_NODES),
-    "action_mask": (1, len(ACTIONS)),
-    "register_features": (1, MAX_REGS, len(REGISTER_FEATURES)),
-    "register_mask": (1, MAX_REGS),
-}
+FEATURES = {name: shape for name, (_, shape) in PROTOCOL.feature_map().items()}
 _MASKS = ("node_mask", "action_mask", "register_mask")
 
 
