@@ -5,7 +5,14 @@ into mlbridge/grpc/_generated with grpcio-tools (a build requirement), so
 the installed package has a working mlbridge.grpc; an editable install
 generates them in the source tree. Without the proto or grpcio-tools the
 package still builds (mlbridge.grpc then says how to generate them).
+
+It also copies the plugins' protocol files (../integrations/llvm/*/*.def)
+into mlbridge/llvm/plugins/protocols, where mlbridge.llvm.plugins reads
+them outside a checkout; an editable install reads the checkout's.
 """
+
+import glob
+import shutil
 
 import os
 import sys
@@ -34,6 +41,12 @@ class BuildPyWithStubs(build_py):
                           f"run `python -m mlbridge.grpc._stubs` after installing")
         finally:
             sys.path.pop(0)
+        if not getattr(self, "editable_mode", False):
+            protocols = os.path.join(self.build_lib, "mlbridge", "llvm", "plugins", "protocols")
+            os.makedirs(protocols, exist_ok=True)
+            for p in glob.glob(os.path.join(HERE, os.pardir, "integrations", "llvm", "*",
+                                            "*Protocol.def")):
+                shutil.copy(p, protocols)
 
 
 setup(cmdclass={"build_py": BuildPyWithStubs})

@@ -37,11 +37,25 @@ def phase_order(plugins, tmp_path, describe):
             + ([f"-mlbridge-po-describe={describe}"] if describe else []), {})
 
 
+def regalloc(plugins, tmp_path, describe):
+    """llc with -regalloc=mlbridge (its built-in policy) on KERNEL's IR, the
+    description asked for by option."""
+    src = tmp_path / "k.c"
+    src.write_text(KERNEL)
+    ll = tmp_path / "k.ll"
+    subprocess.run([plugins.tool("clang"), "-O2", "-S", "-emit-llvm", str(src), "-o", str(ll)],
+                   check=True, timeout=120)
+    return ([plugins.tool("llc"), "-O2", f"-load={plugins.regalloc}", "-regalloc=mlbridge",
+             "-filetype=obj", str(ll), "-o", "-"]
+            + ([f"-mlbridge-ra-describe={describe}"] if describe else []), {})
+
+
 #: problem -> (command maker, Python module, its protocol's name there)
 PROBLEMS = {
     "loop_distribution": (loop_distribution, "mlbridge.llvm.plugins.loop_distribution",
                           "PROTOCOL"),
     "phase_order": (phase_order, "mlbridge.llvm.plugins._plugins", "PHASE_ORDER_PROTOCOL"),
+    "regalloc": (regalloc, "mlbridge.llvm.plugins.regalloc", "PROTOCOL"),
 }
 
 
@@ -51,8 +65,12 @@ def plugins(plugins_any_llvm):
 
 
 def run(cmd, env_extra):
+    """Run ``cmd`` without our environment settings, with ``env_extra``;
+    a sanitized build's plugins get their runtime preloaded (plugin_env)."""
+    from mlbridge.toolchain.run import plugin_env
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLBRIDGE_")}
     env.update(env_extra)
+    env = plugin_env(cmd, env)
     res = subprocess.run(cmd, env=env, capture_output=True, timeout=300)
     assert res.returncode == 0, res.stderr.decode(errors="replace")
     return res.stdout, res.stderr.decode(errors="replace")

@@ -96,6 +96,12 @@ void appendLogLine(LLVMContext &Ctx, StringRef Prefix, const std::string &Path,
     diagnose(Ctx, Prefix, DS_Warning, S.message());
 }
 
+void addListItem(std::vector<ProtocolList> &Lists, const char *List, const char *Item) {
+  if (Lists.empty() || Lists.back().Name != List)
+    Lists.push_back({List, {}});
+  Lists.back().Items.push_back(Item);
+}
+
 std::string describeProtocol(const std::vector<TensorSpec> &Features,
                              const std::vector<TensorSpec> &OptionalFeatures,
                              const TensorSpec &Advice,

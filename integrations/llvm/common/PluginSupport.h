@@ -103,6 +103,10 @@ struct ProtocolList {
   std::string Name;
   std::vector<std::string> Items;
 };
+/// Appends Item to the list named List, starting that list when the last
+/// one has another name: the .def files give each list's items in a row,
+///   #define MLB_LIST(List, E, Name) mlp::addListItem(Lists, #List, #Name);
+void addListItem(std::vector<ProtocolList> &Lists, const char *List, const char *Item);
 std::string describeProtocol(const std::vector<TensorSpec> &Features,
                              const std::vector<TensorSpec> &OptionalFeatures,
                              const TensorSpec &Advice,

@@ -241,12 +241,7 @@ mlb::TensorSpec protocolAdviceSpec() {
 
 std::string protocolDescription() {
   std::vector<mlp::ProtocolList> Lists;
-  auto Add = [&](const char *List, const char *Name) {
-    if (Lists.empty() || Lists.back().Name != List)
-      Lists.push_back({List, {}});
-    Lists.back().Items.push_back(Name);
-  };
-#define MLB_LIST(List, E, Name) Add(#List, #Name);
+#define MLB_LIST(List, E, Name) mlp::addListItem(Lists, #List, #Name);
 #include "LoopDistributionProtocol.def"
   return mlp::describeProtocol(protocolFeatureSpecs(), {}, protocolAdviceSpec(), Lists);
 }

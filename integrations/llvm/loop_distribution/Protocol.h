@@ -62,41 +62,17 @@ namespace mlbridge::loopdist {
 #include "LoopDistributionProtocol.def"
 
 enum AgentId : int64_t {
-#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
 #define MLB_LIST_Agent(E, Name) E,
-#define MLB_LIST_MergeAction(E, Name)
-#define MLB_LIST_NodeFeature(E, Name)
-#define MLB_LIST_LoopFeature(E, Name)
 #include "LoopDistributionProtocol.def"
-#undef MLB_LIST_Agent
-#undef MLB_LIST_MergeAction
-#undef MLB_LIST_NodeFeature
-#undef MLB_LIST_LoopFeature
   NumAgents
 };
 constexpr const char *AgentNames[NumAgents] = {
-#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
 #define MLB_LIST_Agent(E, Name) #Name,
-#define MLB_LIST_MergeAction(E, Name)
-#define MLB_LIST_NodeFeature(E, Name)
-#define MLB_LIST_LoopFeature(E, Name)
 #include "LoopDistributionProtocol.def"
-#undef MLB_LIST_Agent
-#undef MLB_LIST_MergeAction
-#undef MLB_LIST_NodeFeature
-#undef MLB_LIST_LoopFeature
 };
 enum MergeAction : int64_t {
-#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
-#define MLB_LIST_Agent(E, Name)
 #define MLB_LIST_MergeAction(E, Name) E,
-#define MLB_LIST_NodeFeature(E, Name)
-#define MLB_LIST_LoopFeature(E, Name)
 #include "LoopDistributionProtocol.def"
-#undef MLB_LIST_Agent
-#undef MLB_LIST_MergeAction
-#undef MLB_LIST_NodeFeature
-#undef MLB_LIST_LoopFeature
   NumMergeActions
 };
 
@@ -124,54 +100,22 @@ enum MergeAction : int64_t {
 ///   memory (loads and stores); cyclic_nodes (nodes with cyclic = 1); edges
 ///   (of adjacency).
 enum NodeFeature : size_t {
-#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
-#define MLB_LIST_Agent(E, Name)
-#define MLB_LIST_MergeAction(E, Name)
 #define MLB_LIST_NodeFeature(E, Name) E,
-#define MLB_LIST_LoopFeature(E, Name)
 #include "LoopDistributionProtocol.def"
-#undef MLB_LIST_Agent
-#undef MLB_LIST_MergeAction
-#undef MLB_LIST_NodeFeature
-#undef MLB_LIST_LoopFeature
   NumNodeFeatures
 };
 constexpr const char *NodeFeatureNames[NumNodeFeatures] = {
-#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
-#define MLB_LIST_Agent(E, Name)
-#define MLB_LIST_MergeAction(E, Name)
 #define MLB_LIST_NodeFeature(E, Name) #Name,
-#define MLB_LIST_LoopFeature(E, Name)
 #include "LoopDistributionProtocol.def"
-#undef MLB_LIST_Agent
-#undef MLB_LIST_MergeAction
-#undef MLB_LIST_NodeFeature
-#undef MLB_LIST_LoopFeature
 };
 enum LoopFeature : size_t {
-#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
-#define MLB_LIST_Agent(E, Name)
-#define MLB_LIST_MergeAction(E, Name)
-#define MLB_LIST_NodeFeature(E, Name)
 #define MLB_LIST_LoopFeature(E, Name) E,
 #include "LoopDistributionProtocol.def"
-#undef MLB_LIST_Agent
-#undef MLB_LIST_MergeAction
-#undef MLB_LIST_NodeFeature
-#undef MLB_LIST_LoopFeature
   NumLoopFeatures
 };
 constexpr const char *LoopFeatureNames[NumLoopFeatures] = {
-#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
-#define MLB_LIST_Agent(E, Name)
-#define MLB_LIST_MergeAction(E, Name)
-#define MLB_LIST_NodeFeature(E, Name)
 #define MLB_LIST_LoopFeature(E, Name) #Name,
 #include "LoopDistributionProtocol.def"
-#undef MLB_LIST_Agent
-#undef MLB_LIST_MergeAction
-#undef MLB_LIST_NodeFeature
-#undef MLB_LIST_LoopFeature
 };
 
 /// The features, in the order the pass declares them to a runner.

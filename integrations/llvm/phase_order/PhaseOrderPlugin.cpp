@@ -117,32 +117,20 @@ constexpr const char *Prefix = "mlbridge-phase-order";
 
 /// Columns of "observation" (what each counts: PhaseOrderProtocol.def).
 enum Obs : size_t {
-#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
 #define MLB_LIST_Observation(E, Name) E,
-#define MLB_LIST_Action(E, Name)
 #include "PhaseOrderProtocol.def"
-#undef MLB_LIST_Observation
-#undef MLB_LIST_Action
   NumObservations
 };
 
 const char *const ObservationNames[NumObservations] = {
-#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
 #define MLB_LIST_Observation(E, Name) #Name,
-#define MLB_LIST_Action(E, Name)
 #include "PhaseOrderProtocol.def"
-#undef MLB_LIST_Observation
-#undef MLB_LIST_Action
 };
 
 /// The actions' names, STOP last (their pipelines: ActionTable).
 const char *const ActionNames[] = {
-#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
-#define MLB_LIST_Observation(E, Name)
 #define MLB_LIST_Action(E, Name) #Name,
 #include "PhaseOrderProtocol.def"
-#undef MLB_LIST_Observation
-#undef MLB_LIST_Action
 };
 
 // ---- actions: sub-sequences of LLVM 19's -Oz pipeline --------------------------
@@ -912,12 +900,7 @@ constexpr mlp::EmbeddedModelRef Embedded = MLBRIDGE_EMBEDDED_MODEL(PhaseOrderPol
 /// "observation", "actions" with each one's pipeline, "stop".
 std::string protocolDescription() {
   std::vector<mlp::ProtocolList> Lists;
-  auto Add = [&](const char *List, const char *Name) {
-    if (Lists.empty() || Lists.back().Name != List)
-      Lists.push_back({List, {}});
-    Lists.back().Items.push_back(Name);
-  };
-#define MLB_LIST(List, E, Name) Add(#List, #Name);
+#define MLB_LIST(List, E, Name) mlp::addListItem(Lists, #List, #Name);
 #include "PhaseOrderProtocol.def"
   std::string J = ",\"observation\":[";
   for (size_t I = 0; I < NumObservations; ++I)

@@ -1236,12 +1236,7 @@ std::string protocolDescription(const ra::MIR2VecObservation &Obs) {
   std::vector<mlb::TensorSpec> Optional;
   Obs.appendSpecs(Optional);
   std::vector<mlp::ProtocolList> Lists;
-  auto Add = [&](const char *List, const char *Name) {
-    if (Lists.empty() || Lists.back().Name != List)
-      Lists.push_back({List, {}});
-    Lists.back().Items.push_back(Name);
-  };
-#define MLB_LIST(List, E, Name) Add(#List, #Name);
+#define MLB_LIST(List, E, Name) mlp::addListItem(Lists, #List, #Name);
 #include "RegAllocProtocol.def"
   return mlp::describeProtocol(protocolFeatureSpecs(), Optional, protocolAdviceSpec(), Lists);
 }

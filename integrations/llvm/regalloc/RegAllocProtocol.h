@@ -57,109 +57,45 @@ namespace mlbridge::regalloc {
 #include "RegAllocProtocol.def"
 
 enum Agent : int64_t {
-#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
 #define MLB_LIST_Agent(E, Name) E,
-#define MLB_LIST_Action(E, Name)
-#define MLB_LIST_NodeFeature(E, Name)
-#define MLB_LIST_RegFeature(E, Name)
 #include "RegAllocProtocol.def"
-#undef MLB_LIST_Agent
-#undef MLB_LIST_Action
-#undef MLB_LIST_NodeFeature
-#undef MLB_LIST_RegFeature
   NumAgents
 };
 constexpr const char *AgentNames[NumAgents] = {
-#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
 #define MLB_LIST_Agent(E, Name) #Name,
-#define MLB_LIST_Action(E, Name)
-#define MLB_LIST_NodeFeature(E, Name)
-#define MLB_LIST_RegFeature(E, Name)
 #include "RegAllocProtocol.def"
-#undef MLB_LIST_Agent
-#undef MLB_LIST_Action
-#undef MLB_LIST_NodeFeature
-#undef MLB_LIST_RegFeature
 };
 
 enum Action : int64_t {
-#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
-#define MLB_LIST_Agent(E, Name)
 #define MLB_LIST_Action(E, Name) E,
-#define MLB_LIST_NodeFeature(E, Name)
-#define MLB_LIST_RegFeature(E, Name)
 #include "RegAllocProtocol.def"
-#undef MLB_LIST_Agent
-#undef MLB_LIST_Action
-#undef MLB_LIST_NodeFeature
-#undef MLB_LIST_RegFeature
   NumActions
 };
 constexpr const char *ActionNames[NumActions] = {
-#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
-#define MLB_LIST_Agent(E, Name)
 #define MLB_LIST_Action(E, Name) #Name,
-#define MLB_LIST_NodeFeature(E, Name)
-#define MLB_LIST_RegFeature(E, Name)
 #include "RegAllocProtocol.def"
-#undef MLB_LIST_Agent
-#undef MLB_LIST_Action
-#undef MLB_LIST_NodeFeature
-#undef MLB_LIST_RegFeature
 };
 
 /// Per live range of the window.
 enum NodeFeature : size_t {
-#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
-#define MLB_LIST_Agent(E, Name)
-#define MLB_LIST_Action(E, Name)
 #define MLB_LIST_NodeFeature(E, Name) E,
-#define MLB_LIST_RegFeature(E, Name)
 #include "RegAllocProtocol.def"
-#undef MLB_LIST_Agent
-#undef MLB_LIST_Action
-#undef MLB_LIST_NodeFeature
-#undef MLB_LIST_RegFeature
   NumNodeFeatures
 };
 constexpr const char *NodeFeatureNames[NumNodeFeatures] = {
-#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
-#define MLB_LIST_Agent(E, Name)
-#define MLB_LIST_Action(E, Name)
 #define MLB_LIST_NodeFeature(E, Name) #Name,
-#define MLB_LIST_RegFeature(E, Name)
 #include "RegAllocProtocol.def"
-#undef MLB_LIST_Agent
-#undef MLB_LIST_Action
-#undef MLB_LIST_NodeFeature
-#undef MLB_LIST_RegFeature
 };
 
 /// Per candidate register of the range being decided.
 enum RegFeature : size_t {
-#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
-#define MLB_LIST_Agent(E, Name)
-#define MLB_LIST_Action(E, Name)
-#define MLB_LIST_NodeFeature(E, Name)
 #define MLB_LIST_RegFeature(E, Name) E,
 #include "RegAllocProtocol.def"
-#undef MLB_LIST_Agent
-#undef MLB_LIST_Action
-#undef MLB_LIST_NodeFeature
-#undef MLB_LIST_RegFeature
   NumRegFeatures
 };
 constexpr const char *RegFeatureNames[NumRegFeatures] = {
-#define MLB_LIST(List, E, Name) MLB_LIST_##List(E, Name)
-#define MLB_LIST_Agent(E, Name)
-#define MLB_LIST_Action(E, Name)
-#define MLB_LIST_NodeFeature(E, Name)
 #define MLB_LIST_RegFeature(E, Name) #Name,
 #include "RegAllocProtocol.def"
-#undef MLB_LIST_Agent
-#undef MLB_LIST_Action
-#undef MLB_LIST_NodeFeature
-#undef MLB_LIST_RegFeature
 };
 
 } // namespace mlbridge::regalloc

@@ -25,6 +25,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..llvm.plugins import PluginInfo, PluginNotFound, find_plugins, tool_env
 from ..train.baselines import FLAGS, load_best_flags
+from .. import _named
 
 __all__ = ["BuildConfig", "CONFIGS", "by_name", "select", "Compilers", "compilers",
            "environment"]
@@ -81,14 +82,11 @@ THINLTO_JOBS = 2
 
 
 def by_name(name: str) -> BuildConfig:
-    for c in CONFIGS:
-        if c.name == name:
-            return c
-    raise KeyError(f"no configuration '{name}' (known: {', '.join(c.name for c in CONFIGS)})")
+    return _named.by_name(CONFIGS, name, "configuration")
 
 
 def select(names: Optional[Sequence[str]] = None) -> List[BuildConfig]:
-    return list(CONFIGS) if not names else [by_name(n) for n in names]
+    return _named.select(CONFIGS, names, "configuration")
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,9 @@ pass with plain clang without them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .. import _named
 
 __all__ = ["Project", "PROJECTS", "by_name", "select", "BUILD_SYSTEMS", "TEST_FORMATS"]
 
@@ -220,12 +222,9 @@ PROJECTS: Tuple[Project, ...] = (
 
 
 def by_name(name: str) -> Project:
-    for p in PROJECTS:
-        if p.name == name:
-            return p
-    raise KeyError(f"no project '{name}' (known: {', '.join(p.name for p in PROJECTS)})")
+    return _named.by_name(PROJECTS, name, "project")
 
 
-def select(names: Optional[List[str]] = None) -> List[Project]:
+def select(names: Optional[Sequence[str]] = None) -> List[Project]:
     """The projects named (all when None or empty)."""
-    return list(PROJECTS) if not names else [by_name(n) for n in names]
+    return _named.select(PROJECTS, names, "project")

@@ -20,6 +20,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..build_manifest import NotBuilt
 from ..llvm.plugins import PluginInfo, built_llvm_versions, find_llvm_tool, find_plugins
+from .. import _named
 
 __all__ = ["Config", "CONFIGS", "HOSTS", "Toolset", "by_name", "plugin_loading", "toolsets",
            "select"]
@@ -100,15 +101,12 @@ CONFIGS: Tuple[Config, ...] = (
 
 
 def by_name(name: str) -> Config:
-    for c in CONFIGS:
-        if c.name == name:
-            return c
-    raise KeyError(f"no configuration '{name}' (known: {', '.join(c.name for c in CONFIGS)})")
+    return _named.by_name(CONFIGS, name, "configuration")
 
 
 def select(names: Optional[Sequence[str]] = None) -> List[Config]:
     """The configurations named (all when None); KeyError names an unknown one."""
-    return list(CONFIGS) if not names else [by_name(n) for n in names]
+    return _named.select(CONFIGS, names, "configuration")
 
 
 def plugin_loading(plugin: str, host: str, info: PluginInfo) -> Tuple[List[str], Dict[str, str]]:

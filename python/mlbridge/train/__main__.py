@@ -138,9 +138,12 @@ def cmd_evaluate(args):
         cli.write_json(args.out, {"summary": evaluate.as_json(summary), "rows": rows}, indent=1)
     deltas = [(n, evaluate.PLAIN.name) for n in names[1:]]
     deltas += [(n, flags[0].name) for n in names[2:]] if flags else []
-    print(evaluate.markdown_table(summary, deltas=deltas, cpu=names[1:]))
     for e in summary["errors"]:
         print(f"error: {e['module']}: {e['errors']}", file=sys.stderr)
+    if not summary["total"].units:
+        raise MLBridgeError(f"no unit of {len(rows)} compiled in every configuration "
+                            f"({', '.join(names)}): nothing to compare (errors above)")
+    print(evaluate.markdown_table(summary, deltas=deltas, cpu=names[1:]))
 
 
 def corpus_of(args):

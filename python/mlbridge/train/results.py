@@ -13,7 +13,8 @@ import time
 from ..cli import naming
 from ..errors import MLBridgeError
 
-__all__ = ["JsonFile", "RunResults", "TrainingError", "write_atomically"]
+__all__ = ["JsonFile", "RunResults", "TrainingError", "plot_learning_curve",
+           "write_atomically"]
 
 
 class JsonFile:
@@ -87,3 +88,21 @@ class RunResults(contextlib.AbstractContextManager):
 
     def __exit__(self, *exc):
         self.close()
+
+
+def plot_learning_curve(path, series, *, baseline, xlabel, ylabel, title):
+    """A training run's ``curve.png``: each of ``series`` (xs, ys, matplotlib
+    format, label) against iterations, with the baseline the ratios are
+    taken to (named ``baseline``) as a dotted line at 1."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for xs, ys, fmt, label in series:
+        ax.plot(xs, ys, fmt, label=label)
+    ax.axhline(1.0, color="gray", lw=0.8, ls=":", label=baseline)
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -50,7 +50,7 @@ from ...toolchain import toolchain
 from ..cache import RolloutCache
 from ..cluster import TaskFailed, WorkerPool
 from ..es import Adam, calibrate_sigma, es_gradient, sample_modules
-from ..results import RunResults, TrainingError
+from ..results import RunResults, TrainingError, plot_learning_curve
 from ..selection import Rejected, best, sweep
 from .policy import MODEL_FEATURES, InlinePolicy
 from .task import make_task
@@ -265,24 +265,15 @@ def _rewards(run, policies, modules, what):
 
 
 def _plot(rows, path):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     es = [r for r in rows if r["stage"] == "es"]
     val = [r for r in rows if r.get("validation_ratio") is not None and r["stage"] != "margin"]
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    if es:
-        ax.plot([r["iteration"] for r in es], [1 - r["train_reward"] for r in es], ".-",
-                label="sampled training modules (ES, mean of ±)")
-    ax.plot([r["iteration"] for r in val], [r["validation_ratio"] for r in val], "o-",
-            label="validation")
-    ax.axhline(1.0, color="gray", lw=0.8, ls=":", label="clang-19 -Oz")
-    ax.set(xlabel="ES iteration (0: behavioural cloning)", ylabel=".text / clang-19 -Oz",
-           title="Inlining for size: learning curve")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    series = [([r["iteration"] for r in es], [1 - r["train_reward"] for r in es], ".-",
+               "sampled training modules (ES, mean of ±)")] if es else []
+    series.append(([r["iteration"] for r in val], [r["validation_ratio"] for r in val], "o-",
+                   "validation"))
+    plot_learning_curve(path, series, baseline="clang-19 -Oz",
+                        xlabel="ES iteration (0: behavioural cloning)",
+                        ylabel=".text / clang-19 -Oz", title="Inlining for size: learning curve")
 
 
 def train(train_modules, validation_modules, out_dir, *, workers=2, address=None,

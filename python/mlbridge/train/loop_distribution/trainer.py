@@ -48,7 +48,7 @@ from ...corpus import loops as corpus
 from ...toolchain import toolchain
 from ..cache import RolloutCache
 from ..cluster import TaskFailed, WorkerPool
-from ..results import RunResults, TrainingError, write_atomically
+from ..results import RunResults, TrainingError, plot_learning_curve, write_atomically
 from ..selection import Rejected, best, sweep
 from .episodes import Graph, imitation_steps, walk
 from .partitions import canonical, enumerate_partitions, format_partition, parse
@@ -297,21 +297,13 @@ def write_json(path, obj):
 
 
 def _curve(path, rows):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     it = [r["iteration"] for r in rows]
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    ax.plot(it, [r["validation_geomean"] for r in rows], "o-", label="validation (selected)")
-    ax.plot(it, [r["train_policy_geomean"] for r in rows], "s--", label="training kernels")
-    ax.plot(it, [r["train_oracle_geomean"] for r in rows], "^:", label="training oracle")
-    ax.axhline(1.0, color="gray", lw=0.8, ls=":", label="clang-19 -O3")
-    ax.set(xlabel="iteration", ylabel="Ir / clang-19 -O3 (geomean)",
-           title="Loop distribution: learning curve")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    plot_learning_curve(path, [
+        (it, [r["validation_geomean"] for r in rows], "o-", "validation (selected)"),
+        (it, [r["train_policy_geomean"] for r in rows], "s--", "training kernels"),
+        (it, [r["train_oracle_geomean"] for r in rows], "^:", "training oracle"),
+    ], baseline="clang-19 -O3", xlabel="iteration", ylabel="Ir / clang-19 -O3 (geomean)",
+        title="Loop distribution: learning curve")
 
 
 def train(train_kernels, validation_kernels, out_dir, *, plugin, workers=2, address=None,

@@ -49,7 +49,7 @@ import numpy as np
 from ...toolchain import toolchain
 from ..cache import RolloutCache
 from ..cluster import TaskFailed, WorkerPool
-from ..results import RunResults, TrainingError
+from ..results import RunResults, TrainingError, plot_learning_curve
 from ..selection import Rejected, best, sweep
 from . import allocator as alloc
 from .evict import NUM_PARAMS, GreedyRule, LinearEviction, fit_imitation, masked_argmax
@@ -212,22 +212,14 @@ MODES = {m.name: m for m in (_Evict, _Alloc)}
 
 
 def _plot(rows, path, title):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     it = [r["iteration"] for r in rows]
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    ax.plot(it, [r["validation_mean_ratio"] for r in rows], "o-",
-            label="validation, mean per module (selection)")
-    ax.plot(it, [r["validation_ratio"] for r in rows], "^-", label="validation, total")
-    ax.plot(it, [r["batch_ratio"] for r in rows], "s--", label="training batch, total")
-    ax.axhline(1.0, color="gray", lw=0.8, ls=":", label="LLVM greedy")
-    ax.set(xlabel="ES iteration (0 = imitation)", ylabel="score / greedy's score",
-           title=f"{title}: learning curve")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    plot_learning_curve(path, [
+        (it, [r["validation_mean_ratio"] for r in rows], "o-",
+         "validation, mean per module (selection)"),
+        (it, [r["validation_ratio"] for r in rows], "^-", "validation, total"),
+        (it, [r["batch_ratio"] for r in rows], "s--", "training batch, total"),
+    ], baseline="LLVM greedy", xlabel="ES iteration (0 = imitation)",
+        ylabel="score / greedy's score", title=f"{title}: learning curve")
 
 
 def train(train_items, val_items, out_dir, *, mode="alloc", workers=2, address=None,
