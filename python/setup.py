@@ -12,9 +12,8 @@ them outside a checkout; an editable install reads the checkout's.
 """
 
 import glob
-import shutil
-
 import os
+import shutil
 import sys
 import warnings
 

@@ -3,6 +3,7 @@ the plugins' protocol files, and mlbridge.llvm.plugins reads them from there
 when no checkout is beside it."""
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -18,9 +19,18 @@ DEFS = sorted(p.name for p in (SOURCE / "integrations" / "llvm").glob("*/*Protoc
 def wheel(tmp_path_factory):
     out = tmp_path_factory.mktemp("wheel")
     build = tmp_path_factory.mktemp("build")
+    # setuptools builds in the source folder: build a copy of what setup.py
+    # reads (python/, proto/, the .def files), not the checkout itself.
+    src = tmp_path_factory.mktemp("src")
+    shutil.copytree(SOURCE / "python", src / "python", ignore=shutil.ignore_patterns(
+        "build", "*.egg-info", "__pycache__", "_generated"))
+    shutil.copytree(SOURCE / "proto", src / "proto")
+    for d in (SOURCE / "integrations" / "llvm").glob("*/*Protocol.def"):
+        (src / "integrations" / "llvm" / d.parent.name).mkdir(parents=True, exist_ok=True)
+        shutil.copy(d, src / "integrations" / "llvm" / d.parent.name)
     # --no-build-isolation: the test venv has setuptools; no network needed.
     res = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
-                          "--no-build-isolation", "-q", "-w", str(out), str(SOURCE / "python")],
+                          "--no-build-isolation", "-q", "-w", str(out), str(src / "python")],
                          capture_output=True, text=True, timeout=600,
                          env={**os.environ, "TMPDIR": str(build)})
     assert res.returncode == 0, res.stderr
