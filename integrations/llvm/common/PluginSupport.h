@@ -56,6 +56,38 @@ private:
   std::array<std::unique_ptr<llvm::cl::opt<std::string>>, NumRunnerOptions> Opts;
 };
 
+/// What a plugin reports besides its decisions, the same three options in
+/// every plugin: -<OptPrefix>-log (append one JSON line per unit of work to
+/// a file), -<OptPrefix>-describe (write the protocol as JSON to a file;
+/// registered only when Help.Describe is given) and -<OptPrefix>-verbose
+/// (remarks), each also read from <EnvPrefix>LOG, <EnvPrefix>DESCRIBE,
+/// <EnvPrefix>VERBOSE when not on the command line.
+class ReportOptions {
+public:
+  /// Each help is the option's sentence; " Env: <name>" is appended.
+  struct Help {
+    const char *Log;
+    const char *Verbose;
+    const char *Describe = nullptr;
+  };
+  ReportOptions(llvm::StringRef OptPrefix, llvm::StringRef EnvPrefix,
+                llvm::cl::OptionCategory &Category, const Help &H);
+  std::string logPath() const;
+  /// Empty when not asked for (or the plugin has no describe option).
+  std::string describePath() const;
+  bool verbose() const;
+
+private:
+  struct Names {
+    std::string Name, Help, Env;
+  };
+  static Names names(llvm::StringRef OptPrefix, llvm::StringRef EnvPrefix, llvm::StringRef Key,
+                     llvm::StringRef EnvKey, const char *Sentence);
+  Names LogNames, VerboseNames, DescribeNames; // outlive the options
+  std::unique_ptr<llvm::cl::opt<std::string>> Log, Describe;
+  std::unique_ptr<llvm::cl::opt<bool>> Verbose;
+};
+
 /// A diagnostic of the MLBridge plugins, shown by opt/clang as
 /// "warning: mlbridge-inline: ..." (clang: [-Wbackend-plugin]).
 class BridgeDiagnostic : public llvm::DiagnosticInfo {

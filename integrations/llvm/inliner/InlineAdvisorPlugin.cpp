@@ -114,14 +114,12 @@ cl::opt<std::string> VocabOpt(
     cl::desc("IR2Vec's vocabulary (seedEmbeddingVocab.txt on LLVM 19, .json "
              "on 22); default: the one the build was configured with "
              "(.deps/ir2vec). Env: MLBRIDGE_INLINE_IR2VEC_VOCAB"));
-cl::opt<std::string> LogOpt(
-    "mlbridge-inline-log", cl::cat(Category),
-    cl::desc("Append one JSON line per advisor (runner, decisions asked, "
-             "inlined, fallbacks) to this file. Env: MLBRIDGE_INLINE_LOG"));
-cl::opt<bool> VerboseOpt(
-    "mlbridge-inline-verbose", cl::cat(Category), cl::init(false),
-    cl::desc("Report which runner is used (as remarks). Env: "
-             "MLBRIDGE_INLINE_VERBOSE"));
+/// -mlbridge-inline-{log,verbose}.
+const mlp::ReportOptions Report(
+    "mlbridge-inline", "MLBRIDGE_INLINE_", Category,
+    {"Append one JSON line per advisor (runner, decisions asked, inlined, "
+     "fallbacks) to this file.",
+     "Report which runner is used (as remarks)."});
 
 // ---- the features: LLVM's own list ----------------------------------------
 
@@ -676,8 +674,7 @@ constexpr mlp::EmbeddedModelRef Embedded = MLBRIDGE_EMBEDDED_MODEL(InlinerPolicy
 InlineAdvisor *createAdvisor(Module &M, FunctionAnalysisManager &FAM,
                              InlineParams Params, InlineContext IC) {
   LLVMContext &Ctx = M.getContext();
-  const bool Verbose =
-      mlp::boolSetting(VerboseOpt, "MLBRIDGE_INLINE_VERBOSE");
+  const bool Verbose = Report.verbose();
   auto Fallback = [&](const Twine &Why, bool Warn) -> InlineAdvisor * {
     if (Warn || Verbose)
       mlp::diagnose(Ctx, Prefix, Warn ? DS_Warning : DS_Remark,
@@ -757,7 +754,7 @@ InlineAdvisor *createAdvisor(Module &M, FunctionAnalysisManager &FAM,
   return new BridgeInlineAdvisor(
       M, FAM, Params, IC, std::move(Bound->Runner), std::move(Bound->Binding),
       IncludeDefault, std::move(Embeddings), EmbeddingIndex, mlp::runnerKindName(K),
-      mlp::stringSetting(LogOpt, "MLBRIDGE_INLINE_LOG"));
+      Report.logPath());
 }
 
 /// The analysis that hands the inliner our factory, made once per process
