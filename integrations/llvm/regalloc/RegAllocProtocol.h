@@ -52,7 +52,9 @@ namespace mlbridge::regalloc {
 
 // The names, shapes and orders come from RegAllocProtocol.def (the one
 // definition the Python side parses too; what each column means is written
-// there); each #include below picks one kind of item from it.
+// there); each #include below picks one kind of item from it. Only the
+// agents' names are needed here (rl::Driver's agents); the other lists'
+// names reach the Python side from the .def and -mlbridge-ra-describe.
 #define MLB_CONST(Name, Value) constexpr int64_t Name = Value;
 #include "RegAllocProtocol.def"
 
@@ -71,10 +73,6 @@ enum Action : int64_t {
 #include "RegAllocProtocol.def"
   NumActions
 };
-constexpr const char *ActionNames[NumActions] = {
-#define MLB_LIST_Action(E, Name) #Name,
-#include "RegAllocProtocol.def"
-};
 
 /// Per live range of the window.
 enum NodeFeature : size_t {
@@ -82,20 +80,12 @@ enum NodeFeature : size_t {
 #include "RegAllocProtocol.def"
   NumNodeFeatures
 };
-constexpr const char *NodeFeatureNames[NumNodeFeatures] = {
-#define MLB_LIST_NodeFeature(E, Name) #Name,
-#include "RegAllocProtocol.def"
-};
 
 /// Per candidate register of the range being decided.
 enum RegFeature : size_t {
 #define MLB_LIST_RegFeature(E, Name) E,
 #include "RegAllocProtocol.def"
   NumRegFeatures
-};
-constexpr const char *RegFeatureNames[NumRegFeatures] = {
-#define MLB_LIST_RegFeature(E, Name) #Name,
-#include "RegAllocProtocol.def"
 };
 
 } // namespace mlbridge::regalloc
