@@ -15,6 +15,16 @@ KERNEL = ("void k(float *restrict a, float *restrict b, int n) {\n"
           "  for (int i = 1; i < n; i++) { a[i] = a[i - 1] + 1.0f; b[i] = b[i] * 2.0f; }\n"
           "}\n")
 
+def inliner(plugins, tmp_path, describe):
+    """clang -O2 on KERNEL with the inline advisor and no model (LLVM's
+    decisions), the description asked for by environment."""
+    src = tmp_path / "k.c"
+    src.write_text(KERNEL)
+    return ([plugins.tool("clang"), "-O2", "-c", str(src), "-o", "-",
+             f"-fpass-plugin={plugins.inline_advisor}"],
+            {"MLBRIDGE_INLINE_DESCRIBE": str(describe)} if describe else {})
+
+
 def loop_distribution(plugins, tmp_path, describe):
     """clang -O3 on KERNEL, the description asked for by environment."""
     src = tmp_path / "k.c"
@@ -52,6 +62,7 @@ def regalloc(plugins, tmp_path, describe):
 
 #: problem -> (command maker, Python module, its protocol's name there)
 PROBLEMS = {
+    "inliner": (inliner, "mlbridge.llvm.plugins.inliner", "PROTOCOL"),
     "loop_distribution": (loop_distribution, "mlbridge.llvm.plugins.loop_distribution",
                           "PROTOCOL"),
     "phase_order": (phase_order, "mlbridge.llvm.plugins._plugins", "PHASE_ORDER_PROTOCOL"),

@@ -114,12 +114,14 @@ cl::opt<std::string> VocabOpt(
     cl::desc("IR2Vec's vocabulary (seedEmbeddingVocab.txt on LLVM 19, .json "
              "on 22); default: the one the build was configured with "
              "(.deps/ir2vec). Env: MLBRIDGE_INLINE_IR2VEC_VOCAB"));
-/// -mlbridge-inline-{log,verbose}.
+/// -mlbridge-inline-{log,verbose,describe}.
 const mlp::ReportOptions Report(
     "mlbridge-inline", "MLBRIDGE_INLINE_", Category,
     {"Append one JSON line per advisor (runner, decisions asked, inlined, "
      "fallbacks) to this file.",
-     "Report which runner is used (as remarks)."});
+     "Report which runner is used (as remarks).",
+     "Write the protocol (LLVM's features, the optional ones, the advice) as "
+     "JSON to this file; inlining goes on as without."});
 
 // ---- the features: LLVM's own list ----------------------------------------
 
@@ -160,6 +162,18 @@ AdvisorEmbeddings loadEmbeddings() {
   else
     A.Error = E.status().toString();
   return A;
+}
+
+/// The protocol as -mlbridge-inline-describe writes it: LLVM's features;
+/// optional, inlining_default and the embeddings at the published length
+/// (a vocabulary of another length changes theirs); LLVM's advice.
+std::string inlinerDescription() {
+  std::vector<mlb::TensorSpec> Optional{mlb::TensorSpec::create<int64_t>("inlining_default")};
+  for (const char *Name : EmbeddingNames)
+    Optional.push_back(mlb::TensorSpec::create<float>(
+        Name, {1, static_cast<int64_t>(DefaultEmbeddingDim)}));
+  return mlp::describeProtocol(inlinerFeatureSpecs(false), Optional,
+                               mlb::TensorSpec::create<int64_t>("inlining_decision"), {});
 }
 
 // Counted from LLVM's lists: LLVM 22 appends optional IR2Vec embeddings to
@@ -675,6 +689,7 @@ InlineAdvisor *createAdvisor(Module &M, FunctionAnalysisManager &FAM,
                              InlineParams Params, InlineContext IC) {
   LLVMContext &Ctx = M.getContext();
   const bool Verbose = Report.verbose();
+  mlp::writeDescription(Ctx, Prefix, Report.describePath(), inlinerDescription());
   auto Fallback = [&](const Twine &Why, bool Warn) -> InlineAdvisor * {
     if (Warn || Verbose)
       mlp::diagnose(Ctx, Prefix, Warn ? DS_Warning : DS_Remark,
