@@ -1,20 +1,15 @@
 #include "mlbridge/diagnostics.h"
 
+#include "support/enum_names.h"
+
 #include <cstdio>
 #include <string>
 
 namespace mlbridge {
 
 const char *severityName(Severity S) {
-  switch (S) {
-  case Severity::Note:
-    return "note";
-  case Severity::Warning:
-    return "warning";
-  case Severity::Error:
-    return "error";
-  }
-  return "unknown";
+  static constexpr const char *Names[] = {"note", "warning", "error"};
+  return support::enumName<Severity::Error>(S, Names);
 }
 
 DiagnosticSink stderrDiagnostics() {

@@ -6,6 +6,7 @@
 #include "serdes/bitstream_serdes.h"
 #include "serdes/json_serdes.h"
 #include "serdes/serdes_internal.h"
+#include "support/enum_names.h"
 #include "support/utf8.h"
 
 #include <cstdio>
@@ -14,25 +15,18 @@ namespace mlbridge {
 
 SerDes::~SerDes() = default;
 
+namespace {
+constexpr const char *SerDesKindNames[] = {"bitstream", "json", "protobuf"};
+} // namespace
+
 const char *serdesKindName(SerDesKind Kind) {
-  switch (Kind) {
-  case SerDesKind::Bitstream:
-    return "bitstream";
-  case SerDesKind::Json:
-    return "json";
-  case SerDesKind::Protobuf:
-    return "protobuf";
-  }
-  return "unknown";
+  return support::enumName<SerDesKind::Protobuf>(Kind, SerDesKindNames);
 }
 
 Expected<SerDesKind> serdesKindFromName(std::string_view Name) {
-  if (Name == "bitstream")
-    return SerDesKind::Bitstream;
-  if (Name == "json")
-    return SerDesKind::Json;
-  if (Name == "protobuf")
-    return SerDesKind::Protobuf;
+  if (std::optional<SerDesKind> K =
+          support::enumFromName<SerDesKind::Protobuf>(Name, SerDesKindNames))
+    return *K;
   return Status(ErrorCode::InvalidArgument,
                 "unknown SerDes \"" + std::string(Name) +
                     "\" (expected \"bitstream\", \"json\" or \"protobuf\")");

@@ -1,33 +1,16 @@
 #include "mlbridge/status.h"
 
+#include "support/enum_names.h"
+
 namespace mlbridge {
 
 const char *errorCodeName(ErrorCode Code) {
-  switch (Code) {
-  case ErrorCode::Ok:
-    return "ok";
-  case ErrorCode::InvalidArgument:
-    return "invalid-argument";
-  case ErrorCode::TypeMismatch:
-    return "type-mismatch";
-  case ErrorCode::Malformed:
-    return "malformed";
-  case ErrorCode::TooLarge:
-    return "too-large";
-  case ErrorCode::Timeout:
-    return "timeout";
-  case ErrorCode::PeerClosed:
-    return "peer-closed";
-  case ErrorCode::NotFound:
-    return "not-found";
-  case ErrorCode::IOError:
-    return "io-error";
-  case ErrorCode::Unavailable:
-    return "unavailable";
-  case ErrorCode::Internal:
-    return "internal";
-  }
-  return "unknown";
+  // In ErrorCode's order.
+  static constexpr const char *Names[] = {
+      "ok",        "invalid-argument", "type-mismatch", "malformed",
+      "too-large", "timeout",          "peer-closed",   "not-found",
+      "io-error",  "unavailable",      "internal"};
+  return support::enumName<ErrorCode::Internal>(Code, Names);
 }
 
 std::string Status::toString() const {
