@@ -47,12 +47,8 @@ Status BitstreamSerDes::encodeObservation(
                         " bytes but its shape " + S.describe() + " needs " +
                         std::to_string(S.byteSize()));
   }
-  std::string &B = Out.ownedBuffer();
-  const size_t Start = B.size();
-  B += "{\"observation\":";
-  json::appendInteger(B, Index);
-  B += "}\n";
-  Out.commitOwned(Start);
+  encodeMemberLine("observation", Out,
+                   [&](std::string &B) { json::appendInteger(B, Index); });
   for (const TensorValue *F : Features)
     Out.appendBorrowed(F->data(), F->byteSize());
   Out.appendChar('\n');
@@ -145,27 +141,25 @@ Status BitstreamSerDes::decodeMessage(ByteSource &In,
                                       std::vector<TensorSpec> &CurrentSpecs,
                                       TensorSpec &CurrentAdvice,
                                       CompilerMessage &Msg) {
-  if (Status S = In.readLine(Line, Limits.MaxHeaderBytes))
-    return S;
   LineKind Kind;
-  if (Status S = parseCompilerLine(Line, Limits, Ctl, Kind, [](json::Reader &R) {
-        return Status(ErrorCode::Malformed,
-                      "JSON: at offset " + std::to_string(R.offset()) +
-                          ": a \"features\" object (JSON format) in a "
-                          "bitstream session");
-      }))
+  if (Status S = readCompilerLine(
+          In, Limits, CurrentSpecs, CurrentAdvice, Msg, Kind,
+          [](json::Reader &R) {
+            return Status(ErrorCode::Malformed,
+                          "JSON: at offset " + std::to_string(R.offset()) +
+                              ": a \"features\" object (JSON format) in a "
+                              "bitstream session");
+          }))
     return S;
 
   switch (Kind) {
   case LineKind::Header:
-    applyHeader(Ctl, CurrentSpecs, CurrentAdvice, Msg);
     if (Ctl.HasScore)
       ScoreSpec = Ctl.Score;
     else
       ScoreSpec.reset();
     return Status::ok();
   case LineKind::Context:
-    applyContext(Ctl, Msg);
     return Status::ok();
   case LineKind::Outcome:
     return Status(ErrorCode::Malformed,

@@ -570,22 +570,20 @@ Status JsonSerDes::decodeMessage(ByteSource &In, const SerDesLimits &Limits,
                                  std::vector<TensorSpec> &CurrentSpecs,
                                  TensorSpec &CurrentAdvice,
                                  CompilerMessage &Msg) {
-  if (Status S = In.readLine(Line, Limits.MaxHeaderBytes))
-    return S;
   const bool HadHeader = haveHeader(CurrentSpecs, CurrentAdvice);
   LineKind Kind;
-  if (Status S = parseCompilerLine(Line, Limits, Ctl, Kind, [&](json::Reader &R) {
-        if (!HadHeader)
-          return Status(ErrorCode::Malformed, "observation before any header");
-        return decodeFeatureValues(R, Limits, CurrentSpecs, Msg);
-      }))
+  if (Status S = readCompilerLine(
+          In, Limits, CurrentSpecs, CurrentAdvice, Msg, Kind,
+          [&](json::Reader &R) {
+            if (!HadHeader)
+              return Status(ErrorCode::Malformed,
+                            "observation before any header");
+            return decodeFeatureValues(R, Limits, CurrentSpecs, Msg);
+          }))
     return S;
   switch (Kind) {
   case LineKind::Header:
-    applyHeader(Ctl, CurrentSpecs, CurrentAdvice, Msg);
-    return Status::ok();
   case LineKind::Context:
-    applyContext(Ctl, Msg);
     return Status::ok();
   case LineKind::Outcome:
     return Status(ErrorCode::Malformed,
@@ -611,16 +609,9 @@ Status JsonSerDes::encodeAdvice(const TensorSpec &Spec,
                                 const TensorValue &Advice, WireMessage &Out) {
   if (Status S = checkAdvice(Spec, Advice))
     return S;
-  std::string &B = Out.ownedBuffer();
-  const size_t Start = B.size();
-  B += "{\"advice\":";
-  if (Status S = appendValue(B, Advice, isScalarShape(Spec), "advice")) {
-    B.resize(Start);
-    return S;
-  }
-  B += "}\n";
-  Out.commitOwned(Start);
-  return Status::ok();
+  return encodeMemberLine("advice", Out, [&](std::string &B) {
+    return appendValue(B, Advice, isScalarShape(Spec), "advice");
+  });
 }
 
 } // namespace mlbridge

@@ -79,12 +79,8 @@ void encodeHeaderLine(const std::vector<const TensorValue *> &Features,
 }
 
 void encodeContextLine(std::string_view Name, WireMessage &Out) {
-  std::string &B = Out.ownedBuffer();
-  const size_t Start = B.size();
-  B += "{\"context\":";
-  json::appendQuoted(B, Name);
-  B += "}\n";
-  Out.commitOwned(Start);
+  encodeMemberLine("context", Out,
+                   [&](std::string &B) { json::appendQuoted(B, Name); });
 }
 
 // ---- tensor buffers ----------------------------------------------------------
@@ -270,56 +266,62 @@ Status duplicate(std::string_view Key) {
                 "duplicate key \"" + std::string(Key) + "\"");
 }
 
+/// Marks Key, which a line may hold once, as seen; a second one is an error.
+Status claimOnce(bool &Seen, std::string_view Key) {
+  if (Seen)
+    return duplicate(Key);
+  Seen = true;
+  return Status::ok();
+}
+
+/// A header's "advice" or "score" spec.
+Status parseSpecMember(json::Reader &R, unsigned Flags,
+                       const SerDesLimits &Limits, std::string_view Key,
+                       bool &Seen, TensorSpec &Out) {
+  if (Status S = claimOnce(Seen, Key))
+    return S;
+  size_t Bytes = 0;
+  if (Status S = parseSpec(R, Flags, Limits, Out, Bytes))
+    return S.addContext("header: " + std::string(Key));
+  return Status::ok();
+}
+
+/// "observation":N or "outcome":N.
+Status parseIndexMember(json::Reader &R, std::string_view Key, bool &Seen,
+                        int64_t &Out) {
+  if (Status S = claimOnce(Seen, Key))
+    return S;
+  return parseIndex(R, Key, Out);
+}
+
 } // namespace
 
 Status parseControlMember(json::Reader &R, const SerDesLimits &Limits,
                           ControlLine &Ctl) {
   const std::string &K = Ctl.Key;
-  size_t Bytes = 0;
   if (K == "features") {
     if (Ctl.HasFeatureSpecs || Ctl.HasFeatureValues)
       return duplicate(K);
     Ctl.HasFeatureSpecs = true;
     return parseFeatureSpecs(R, Limits, Ctl);
   }
-  if (K == "advice") {
-    if (Ctl.HasAdvice)
-      return duplicate(K);
-    Ctl.HasAdvice = true;
-    if (Status S =
-            parseSpec(R, detail::SpecAllowDynamic, Limits, Ctl.Advice, Bytes))
-      return S.addContext("header: advice");
-    return Status::ok();
-  }
-  if (K == "score") {
-    if (Ctl.HasScore)
-      return duplicate(K);
-    Ctl.HasScore = true;
-    if (Status S = parseSpec(R, 0, Limits, Ctl.Score, Bytes))
-      return S.addContext("header: score");
-    return Status::ok();
-  }
+  if (K == "advice")
+    return parseSpecMember(R, detail::SpecAllowDynamic, Limits, K,
+                           Ctl.HasAdvice, Ctl.Advice);
+  if (K == "score")
+    return parseSpecMember(R, 0, Limits, K, Ctl.HasScore, Ctl.Score);
   if (K == "context") {
-    if (Ctl.HasContext)
-      return duplicate(K);
-    Ctl.HasContext = true;
+    if (Status S = claimOnce(Ctl.HasContext, K))
+      return S;
     if (R.peek() != '"')
       return Status(ErrorCode::Malformed,
                     "\"context\" must be a string, got " + R.describeAhead());
     return R.readString(Ctl.Context);
   }
-  if (K == "observation") {
-    if (Ctl.HasObservation)
-      return duplicate(K);
-    Ctl.HasObservation = true;
-    return parseIndex(R, K, Ctl.Observation);
-  }
-  if (K == "outcome") {
-    if (Ctl.HasOutcome)
-      return duplicate(K);
-    Ctl.HasOutcome = true;
-    return parseIndex(R, K, Ctl.Outcome);
-  }
+  if (K == "observation")
+    return parseIndexMember(R, K, Ctl.HasObservation, Ctl.Observation);
+  if (K == "outcome")
+    return parseIndexMember(R, K, Ctl.HasOutcome, Ctl.Outcome);
   if (K == "continue") {
     if (R.peek() != 't' && R.peek() != 'f')
       return Status(ErrorCode::Malformed,

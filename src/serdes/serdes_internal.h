@@ -13,6 +13,8 @@
 
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -31,6 +33,27 @@ void encodeHeaderLine(const std::vector<const TensorValue *> &Features,
                       uint64_t SessionId, WireMessage &Out);
 /// `{"context":"NAME"}\n`.
 void encodeContextLine(std::string_view Name, WireMessage &Out);
+/// Appends the line `{"Key":VALUE}\n` to Out as owned text, VALUE written by
+/// AppendValue(std::string &). When that returns an error Status, Out is left
+/// as it was and the error returned.
+template <typename AppendValueFn>
+Status encodeMemberLine(std::string_view Key, WireMessage &Out,
+                        AppendValueFn &&AppendValue) {
+  std::string &B = Out.ownedBuffer();
+  const size_t Start = B.size();
+  B += "{\"";
+  B += Key;
+  B += "\":";
+  if constexpr (std::is_void_v<decltype(AppendValue(B))>) {
+    AppendValue(B);
+  } else if (Status S = AppendValue(B)) {
+    B.resize(Start);
+    return S;
+  }
+  B += "}\n";
+  Out.commitOwned(Start);
+  return Status::ok();
+}
 
 // ---- tensor buffers ----------------------------------------------------------
 
@@ -79,6 +102,8 @@ struct ControlLine {
   }
 };
 
+enum class LineKind { Header, Context, Observation, Outcome };
+
 /// Base of the two line formats (bitstream, JSON): they write the same
 /// header and context lines, and read each compiler line into Ctl.
 class ControlLineSerDes : public SerDes {
@@ -94,11 +119,18 @@ public:
   }
 
 protected:
+  /// Reads the next compiler line into Ctl (parseCompilerLine) and applies
+  /// it to Msg and the current specs when it is a header or a context line.
+  /// Kind says what it was: an observation or outcome is left to the format.
+  template <typename FeatureValuesFn>
+  Status readCompilerLine(ByteSource &In, const SerDesLimits &Limits,
+                          std::vector<TensorSpec> &CurrentSpecs,
+                          TensorSpec &CurrentAdvice, CompilerMessage &Msg,
+                          LineKind &Kind, FeatureValuesFn &&OnFeatureValues);
+
   ControlLine Ctl;  // reused parse state
   std::string Line; // reused line buffer
 };
-
-enum class LineKind { Header, Context, Observation, Outcome };
 
 /// Parses the member called Ctl.Key (the reader is at its value), except a
 /// "features" object, which the caller handles. Unknown keys are skipped.
@@ -154,6 +186,24 @@ Status parseCompilerLine(std::string_view Line, const SerDesLimits &Limits,
   if (Status S = R.finish())
     return S;
   return classifyLine(Ctl, Kind);
+}
+
+template <typename FeatureValuesFn>
+Status ControlLineSerDes::readCompilerLine(
+    ByteSource &In, const SerDesLimits &Limits,
+    std::vector<TensorSpec> &CurrentSpecs, TensorSpec &CurrentAdvice,
+    CompilerMessage &Msg, LineKind &Kind, FeatureValuesFn &&OnFeatureValues) {
+  if (Status S = In.readLine(Line, Limits.MaxHeaderBytes))
+    return S;
+  if (Status S =
+          parseCompilerLine(Line, Limits, Ctl, Kind,
+                            std::forward<FeatureValuesFn>(OnFeatureValues)))
+    return S;
+  if (Kind == LineKind::Header)
+    applyHeader(Ctl, CurrentSpecs, CurrentAdvice, Msg);
+  else if (Kind == LineKind::Context)
+    applyContext(Ctl, Msg);
+  return Status::ok();
 }
 
 } // namespace mlbridge::serdes_detail
