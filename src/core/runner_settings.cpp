@@ -94,9 +94,13 @@ Expected<SerDesKind> streamFormat(const char *Runner, const std::string &F) {
                                                 "' (bitstream or json)");
 }
 
-template <typename Options>
-Expected<Options> streamOptions(const char *Runner, const RunnerSettings &S) {
-  Expected<SerDesKind> F = streamFormat(Runner, S.Format);
+/// Creates the pipe or shm runner (Name in errors) at Where, with the
+/// format, timeout and diagnostics of S.
+template <typename Runner, typename Options>
+Expected<std::unique_ptr<ModelRunner>>
+openStream(const char *Name, const std::string &Where, const RunnerSettings &S,
+           const std::vector<TensorSpec> &Features, const TensorSpec &Advice) {
+  Expected<SerDesKind> F = streamFormat(Name, S.Format);
   if (!F)
     return F.takeStatus();
   Options O;
@@ -104,7 +108,10 @@ Expected<Options> streamOptions(const char *Runner, const RunnerSettings &S) {
   O.Format = *F;
   O.OpenTimeout = S.Timeout;
   O.ReplyTimeout = S.Timeout;
-  return O;
+  auto R = Runner::create(Where, Features, Advice, std::move(O));
+  if (!R)
+    return R.takeStatus().addContext(Name);
+  return R;
 }
 
 bool isFifo(const std::string &Path) {
@@ -122,13 +129,8 @@ makePipe(const RunnerSettings &S, const std::vector<TensorSpec> &Features,
   if (!isFifo(S.Channel + ".in") || !isFifo(S.Channel + ".out"))
     return Status(ErrorCode::NotFound, "pipe: no FIFO pair '" + S.Channel +
                                            ".in'/'" + S.Channel + ".out'");
-  auto O = streamOptions<PipeOptions>("pipe", S);
-  if (!O)
-    return O.takeStatus();
-  auto P = PipeModelRunner::create(S.Channel, Features, Advice, std::move(*O));
-  if (!P)
-    return P.takeStatus().addContext("pipe");
-  return P;
+  return openStream<PipeModelRunner, PipeOptions>("pipe", S.Channel, S,
+                                                 Features, Advice);
 }
 
 Expected<std::unique_ptr<ModelRunner>>
@@ -141,13 +143,8 @@ makeShm(const RunnerSettings &S, const std::vector<TensorSpec> &Features,
   if (::stat(S.Socket.c_str(), &St) != 0 || !S_ISSOCK(St.st_mode))
     return Status(ErrorCode::NotFound,
                   "shm: no model listening at '" + S.Socket + "' (no such socket)");
-  auto O = streamOptions<ShmOptions>("shm", S);
-  if (!O)
-    return O.takeStatus();
-  auto R = ShmModelRunner::create(S.Socket, Features, Advice, std::move(*O));
-  if (!R)
-    return R.takeStatus().addContext("shm");
-  return R;
+  return openStream<ShmModelRunner, ShmOptions>("shm", S.Socket, S, Features,
+                                               Advice);
 }
 
 } // namespace
