@@ -69,16 +69,16 @@ mlb_status evaluateArray(mlb_runner *R, T *Out, size_t Capacity,
   return capi::copyAdvice(*V, Out, Capacity, Count);
 }
 
+// mlb_serdes numbers the formats as SerDesKind does.
+static_assert(MLB_SERDES_BITSTREAM == static_cast<int>(SerDesKind::Bitstream) &&
+              MLB_SERDES_JSON == static_cast<int>(SerDesKind::Json) &&
+              MLB_SERDES_PROTOBUF == static_cast<int>(SerDesKind::Protobuf));
+
 Expected<SerDesKind> serdesKind(mlb_serdes S) {
-  switch (S) {
-  case MLB_SERDES_BITSTREAM:
-    return SerDesKind::Bitstream;
-  case MLB_SERDES_JSON:
-    return SerDesKind::Json;
-  case MLB_SERDES_PROTOBUF:
-    return SerDesKind::Protobuf;
-  }
-  return Status(ErrorCode::InvalidArgument, "unknown serdes kind");
+  const int V = static_cast<int>(S); // any int a C caller passed
+  if (V < MLB_SERDES_BITSTREAM || V > MLB_SERDES_PROTOBUF)
+    return Status(ErrorCode::InvalidArgument, "unknown serdes kind");
+  return static_cast<SerDesKind>(V);
 }
 
 /// What the pipe and the shared-memory runner take alike from C.
@@ -103,6 +103,37 @@ Expected<Options> streamOptions(mlb_serdes Serdes, const COptions &C) {
   return O;
 }
 
+/// mlb_pipe_runner_create and mlb_shm_runner_create: checks the arguments
+/// (NullWhere is the error for a null Where), converts the options
+/// (SetOwn(C, O) copies those only this runner has) and creates the runner.
+template <typename Runner, typename Options, typename COptions,
+          typename SetOwnFn>
+mlb_status createStreamRunner(const char *Where, const char *NullWhere,
+                              mlb_serdes Serdes, const COptions *Opts,
+                              void (*Init)(COptions *), SetOwnFn SetOwn,
+                              mlb_runner **Out) {
+  MLB_CHECK_ARG(Out, "output handle");
+  *Out = nullptr;
+  if (!Where)
+    return fail(ErrorCode::InvalidArgument, NullWhere);
+  const COptions C = capi::optionsOrDefaults(Opts, Init);
+  Expected<Options> O = streamOptions<Options>(Serdes, C);
+  if (!O)
+    return fail(O.status());
+  SetOwn(C, *O);
+  return capi::giveRunner(
+      Runner::create(Where, {}, std::nullopt, std::move(*O)), Out);
+}
+
+/// The C defaults of what streamOptions reads, from the C++ ones (D).
+template <typename COptions, typename Options>
+void initStreamOptions(COptions &C, const Options &D) {
+  C.open_timeout_ms = static_cast<int>(D.OpenTimeout.count());
+  C.reply_timeout_ms = static_cast<int>(D.ReplyTimeout.count());
+  C.diagnostics_to_stderr = 0;
+  C.protobuf_serdes = nullptr;
+}
+
 } // namespace
 
 extern "C" {
@@ -111,11 +142,8 @@ void mlb_pipe_options_init(mlb_pipe_options *Opts) {
   if (!Opts)
     return;
   PipeOptions Defaults;
-  Opts->open_timeout_ms = static_cast<int>(Defaults.OpenTimeout.count());
-  Opts->reply_timeout_ms = static_cast<int>(Defaults.ReplyTimeout.count());
+  initStreamOptions(*Opts, Defaults);
   Opts->create_fifos = Defaults.CreateFifos ? 1 : 0;
-  Opts->diagnostics_to_stderr = 0;
-  Opts->protobuf_serdes = nullptr;
 }
 
 const char *mlb_last_error(void) { return LastError.c_str(); }
@@ -127,42 +155,32 @@ const char *mlb_status_name(mlb_status S) {
 mlb_status mlb_pipe_runner_create(const char *Base, mlb_serdes Serdes,
                                   const mlb_pipe_options *Opts,
                                   mlb_runner **Out) {
-  MLB_CHECK_ARG(Out, "output handle");
-  *Out = nullptr;
-  MLB_CHECK_ARG(Base, "pipe base path");
-  const mlb_pipe_options C = capi::optionsOrDefaults(Opts, mlb_pipe_options_init);
-  Expected<PipeOptions> O = streamOptions<PipeOptions>(Serdes, C);
-  if (!O)
-    return fail(O.status());
-  O->CreateFifos = C.create_fifos != 0;
-  return capi::giveRunner(
-      PipeModelRunner::create(Base, {}, std::nullopt, std::move(*O)), Out);
+  return createStreamRunner<PipeModelRunner, PipeOptions>(
+      Base, "null pipe base path", Serdes, Opts, mlb_pipe_options_init,
+      [](const mlb_pipe_options &C, PipeOptions &O) {
+        O.CreateFifos = C.create_fifos != 0;
+      },
+      Out);
 }
 
 void mlb_shm_options_init(mlb_shm_options *Opts) {
   if (!Opts)
     return;
   ShmOptions Defaults;
-  Opts->open_timeout_ms = static_cast<int>(Defaults.OpenTimeout.count());
-  Opts->reply_timeout_ms = static_cast<int>(Defaults.ReplyTimeout.count());
+  initStreamOptions(*Opts, Defaults);
   Opts->spin_us = static_cast<int>(Defaults.Spin.count());
-  Opts->diagnostics_to_stderr = 0;
-  Opts->protobuf_serdes = nullptr;
 }
 
 mlb_status mlb_shm_runner_create(const char *SocketPath, mlb_serdes Serdes,
                                  const mlb_shm_options *Opts,
                                  mlb_runner **Out) {
-  MLB_CHECK_ARG(Out, "output handle");
-  *Out = nullptr;
-  MLB_CHECK_ARG(SocketPath, "shared-memory socket path");
-  const mlb_shm_options C = capi::optionsOrDefaults(Opts, mlb_shm_options_init);
-  Expected<ShmOptions> O = streamOptions<ShmOptions>(Serdes, C);
-  if (!O)
-    return fail(O.status());
-  O->Spin = std::chrono::microseconds(C.spin_us);
-  return capi::giveRunner(
-      ShmModelRunner::create(SocketPath, {}, std::nullopt, std::move(*O)), Out);
+  return createStreamRunner<ShmModelRunner, ShmOptions>(
+      SocketPath, "null shared-memory socket path", Serdes, Opts,
+      mlb_shm_options_init,
+      [](const mlb_shm_options &C, ShmOptions &O) {
+        O.Spin = std::chrono::microseconds(C.spin_us);
+      },
+      Out);
 }
 
 mlb_status mlb_pipe_runner_set_session_ids(mlb_runner *R, int Offer) {
@@ -218,47 +236,11 @@ mlb_status mlb_set_advice_spec(mlb_runner *R, const char *Name, mlb_dtype Type,
       TensorSpec(Name, static_cast<DType>(Type), std::move(Dims))));
 }
 
-mlb_status mlb_set_int(mlb_runner *R, const char *N, int V) {
-  return setScalar(R, N, V);
-}
-mlb_status mlb_set_int64(mlb_runner *R, const char *N, int64_t V) {
-  return setScalar(R, N, V);
-}
-mlb_status mlb_set_float(mlb_runner *R, const char *N, float V) {
-  return setScalar(R, N, V);
-}
-mlb_status mlb_set_double(mlb_runner *R, const char *N, double V) {
-  return setScalar(R, N, V);
-}
-mlb_status mlb_set_bool(mlb_runner *R, const char *N, bool V) {
-  return setScalar(R, N, V);
-}
 mlb_status mlb_set_string(mlb_runner *R, const char *N, const char *V) {
   MLB_CHECK_RUNNER(R);
   MLB_CHECK_ARG(N, "feature name");
   MLB_CHECK_ARG(V, "string value");
   return finish(R->Runner->setFeature(N, std::string_view(V)));
-}
-
-mlb_status mlb_set_int_array(mlb_runner *R, const char *N, const int *V,
-                             size_t C) {
-  return setArray(R, N, V, C);
-}
-mlb_status mlb_set_int64_array(mlb_runner *R, const char *N, const int64_t *V,
-                               size_t C) {
-  return setArray(R, N, V, C);
-}
-mlb_status mlb_set_float_array(mlb_runner *R, const char *N, const float *V,
-                               size_t C) {
-  return setArray(R, N, V, C);
-}
-mlb_status mlb_set_double_array(mlb_runner *R, const char *N, const double *V,
-                                size_t C) {
-  return setArray(R, N, V, C);
-}
-mlb_status mlb_set_bool_array(mlb_runner *R, const char *N, const bool *V,
-                              size_t C) {
-  return setArray(R, N, V, C);
 }
 
 mlb_status mlb_switch_context(mlb_runner *R, const char *Name) {
@@ -267,33 +249,35 @@ mlb_status mlb_switch_context(mlb_runner *R, const char *Name) {
   return finish(R->Runner->switchContext(Name));
 }
 
-mlb_status mlb_evaluate_int(mlb_runner *R, int *Out) {
-  return evaluateScalar(R, Out);
-}
-mlb_status mlb_evaluate_int64(mlb_runner *R, int64_t *Out) {
-  return evaluateScalar(R, Out);
-}
-mlb_status mlb_evaluate_float(mlb_runner *R, float *Out) {
-  return evaluateScalar(R, Out);
-}
-mlb_status mlb_evaluate_double(mlb_runner *R, double *Out) {
-  return evaluateScalar(R, Out);
-}
-mlb_status mlb_evaluate_bool(mlb_runner *R, bool *Out) {
-  return evaluateScalar(R, Out);
-}
+// The typed entry points, one line per C type: its name in the entry points
+// and the C++ type. (Each is its own extern "C" symbol of the stable ABI.)
+#define MLB_TYPED_ENTRY_POINTS(Name, T)                                        \
+  mlb_status mlb_set_##Name(mlb_runner *R, const char *N, T V) {               \
+    return setScalar(R, N, V);                                                 \
+  }                                                                            \
+  mlb_status mlb_set_##Name##_array(mlb_runner *R, const char *N, const T *V,  \
+                                    size_t C) {                                \
+    return setArray(R, N, V, C);                                               \
+  }                                                                            \
+  mlb_status mlb_evaluate_##Name(mlb_runner *R, T *Out) {                      \
+    return evaluateScalar(R, Out);                                             \
+  }
+MLB_TYPED_ENTRY_POINTS(int, int)
+MLB_TYPED_ENTRY_POINTS(int64, int64_t)
+MLB_TYPED_ENTRY_POINTS(float, float)
+MLB_TYPED_ENTRY_POINTS(double, double)
+MLB_TYPED_ENTRY_POINTS(bool, bool)
+#undef MLB_TYPED_ENTRY_POINTS
 
-mlb_status mlb_evaluate_int64_array(mlb_runner *R, int64_t *Out,
-                                    size_t Capacity, size_t *Count) {
-  return evaluateArray(R, Out, Capacity, Count);
-}
-mlb_status mlb_evaluate_float_array(mlb_runner *R, float *Out, size_t Capacity,
-                                    size_t *Count) {
-  return evaluateArray(R, Out, Capacity, Count);
-}
-mlb_status mlb_evaluate_double_array(mlb_runner *R, double *Out,
-                                     size_t Capacity, size_t *Count) {
-  return evaluateArray(R, Out, Capacity, Count);
-}
+// Vector advice, for the types a model returns as an array.
+#define MLB_ARRAY_ADVICE_ENTRY_POINT(Name, T)                                  \
+  mlb_status mlb_evaluate_##Name##_array(mlb_runner *R, T *Out,                \
+                                         size_t Capacity, size_t *Count) {     \
+    return evaluateArray(R, Out, Capacity, Count);                             \
+  }
+MLB_ARRAY_ADVICE_ENTRY_POINT(int64, int64_t)
+MLB_ARRAY_ADVICE_ENTRY_POINT(float, float)
+MLB_ARRAY_ADVICE_ENTRY_POINT(double, double)
+#undef MLB_ARRAY_ADVICE_ENTRY_POINT
 
 } // extern "C"
