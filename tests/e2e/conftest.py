@@ -210,6 +210,23 @@ def run_completed(cmd: Sequence, timeout: float = SUBPROCESS_TIMEOUT,
     return res
 
 
+def program_bitcode(out_dir: Path, names: Sequence[str],
+                    variants: Dict[str, Sequence[str]]) -> Dict[str, Path]:
+    """The programs ``names`` of tests/e2e/programs compiled by clang-19 to
+    bitcode in ``out_dir``, once per ``variants`` entry (label -> clang
+    flags): ``"<name>.<label>"`` -> the .bc file."""
+    from mlbridge import toolchain
+    out = {}
+    for name in names:
+        for label, flags in variants.items():
+            bc = Path(out_dir) / f"{name}.{label}.bc"
+            toolchain.compile(["clang-19", *flags, "-emit-llvm", "-c",
+                               str(PROGRAMS_DIR / f"{name}.c"), "-o", str(bc)],
+                              timeout=120, measure_text=False)
+            out[f"{name}.{label}"] = bc
+    return out
+
+
 # ---- fixtures ---------------------------------------------------------------
 
 _THIS_MODULE = sys.modules[__name__]

@@ -29,7 +29,6 @@ from mlbridge import toolchain
 
 require_component("ir2vec")
 
-REPO = Path(__file__).resolve().parents[2]
 PROGRAMS = ("arith", "mixer", "sha256", "sort", "strings")
 TOL = 1e-5
 VARIANTS = {"O0": ["-O0", "-Xclang", "-disable-O0-optnone"], "O2": ["-O2"], "Og": ["-O1", "-g"]}
@@ -74,19 +73,10 @@ def _read_vocab(path):
 
 
 @pytest.fixture(scope="module")
-def modules(tmp_path_factory):
+def modules(tmp_path_factory, e2e):
     """The test programs compiled by clang-19 at -O0 (optnone off), -O2 and
     -O1 -g (debug records on 22, debug intrinsics or records on 19)."""
-    out_dir = tmp_path_factory.mktemp("ir2vec-modules")
-    out = {}
-    for name in PROGRAMS:
-        for opt, flags in VARIANTS.items():
-            bc = out_dir / f"{name}.{opt}.bc"
-            toolchain.compile(["clang-19", *flags, "-emit-llvm", "-c",
-                               str(REPO / "tests/e2e/programs" / f"{name}.c"), "-o", str(bc)],
-                              timeout=120, measure_text=False)
-            out[f"{name}.{opt}"] = bc
-    return out
+    return e2e.program_bitcode(tmp_path_factory.mktemp("ir2vec-modules"), PROGRAMS, VARIANTS)
 
 
 def _assert_close(a, b, what):

@@ -16,7 +16,6 @@ output is now computed by PluginEmbeddings on both versions:
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,7 +25,6 @@ from mlbridge import toolchain
 
 require_component("ir2vec")
 
-REPO = Path(__file__).resolve().parents[2]
 PROGRAMS = ("mixer", "sort", "strings")
 VERSIONS = [19, 22]
 
@@ -43,18 +41,9 @@ def _need(llvm):
 
 
 @pytest.fixture(scope="module")
-def modules(tmp_path_factory):
-    out_dir = tmp_path_factory.mktemp("ir2vec-api")
-    out = {}
-    for name in PROGRAMS:
-        for opt, flags in {"O0": ["-O0", "-Xclang", "-disable-O0-optnone"],
-                           "O2": ["-O2"]}.items():
-            bc = out_dir / f"{name}.{opt}.bc"
-            toolchain.compile(["clang-19", *flags, "-emit-llvm", "-c",
-                               str(REPO / "tests/e2e/programs" / f"{name}.c"), "-o", str(bc)],
-                              timeout=120, measure_text=False)
-            out[f"{name}.{opt}"] = bc
-    return out
+def modules(tmp_path_factory, e2e):
+    return e2e.program_bitcode(tmp_path_factory.mktemp("ir2vec-api"), PROGRAMS,
+                               {"O0": ["-O0", "-Xclang", "-disable-O0-optnone"], "O2": ["-O2"]})
 
 
 def _all_levels(ir2vec, bc, **kw):
