@@ -227,6 +227,22 @@ def program_bitcode(out_dir: Path, names: Sequence[str],
     return out
 
 
+def check_mlir_unroll_plugin_loads(mlir_opt: str, plugin: Path,
+                                   timeout: float = 60.0) -> None:
+    """``mlir_opt --load-pass-plugin=plugin`` lists mlbridge-affine-unroll,
+    and the plugin's dynamic symbols define MLIR's entry point and no C++
+    (mangled) name."""
+    res = subprocess.run([str(mlir_opt), f"--load-pass-plugin={plugin}", "--help"],
+                         capture_output=True, text=True, timeout=timeout,
+                         stdin=subprocess.DEVNULL)
+    assert res.returncode == 0, res.stderr
+    assert "mlbridge-affine-unroll" in res.stdout
+    syms = subprocess.run(["nm", "-D", "--defined-only", str(plugin)],
+                          capture_output=True, text=True, check=True).stdout.split()
+    assert "mlirGetPassPluginInfo" in syms
+    assert not [s for s in syms if s.startswith("_Z")], "C++ symbols exported"
+
+
 # ---- fixtures ---------------------------------------------------------------
 
 _THIS_MODULE = sys.modules[__name__]
