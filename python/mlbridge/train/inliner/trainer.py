@@ -50,6 +50,7 @@ from ...toolchain import toolchain
 from ..cache import RolloutCache
 from ..cluster import TaskFailed, WorkerPool
 from ..es import Adam, calibrate_sigma, es_gradient, sample_modules
+from ..es_knobs import ESKnobs
 from ..results import RunResults, TrainingError, plot_learning_curve
 from ..selection import Rejected, best, sweep
 from .policy import MODEL_FEATURES, InlinePolicy
@@ -60,18 +61,16 @@ __all__ = ["TrainConfig", "train", "evaluate_policy"]
 _log = logging.getLogger("mlbridge.train")
 
 
-class TrainConfig:
-    """Knobs of :func:`train` (all have defaults)."""
+class TrainConfig(ESKnobs):
+    """Knobs of :func:`train` (all have defaults); the Adam step ``lr``
+    defaults to sigma / 10."""
 
     def __init__(self, *, iterations=12, pairs=6, modules_per_iteration=16, change=0.02,
                  lr=None, hidden=32, project=8, embeddings=False, eval_every=3,
                  bc_epochs=300, seed=0, task_timeout=900.0, defer_shares=(0.02, 0.05, 0.2),
                  warm_start=None, max_minutes=None):
-        self.iterations = int(iterations)
-        self.pairs = int(pairs)
-        self.modules_per_iteration = int(modules_per_iteration)
-        self.change = float(change)   # share of decisions a perturbation changes
-        self.lr = None if lr is None else float(lr)   # Adam step; default sigma / 10
+        super().__init__(iterations=iterations, pairs=pairs,
+                         modules_per_iteration=modules_per_iteration, change=change, lr=lr)
         self.hidden = int(hidden)
         self.project = int(project)
         self.embeddings = bool(embeddings)
@@ -86,9 +85,6 @@ class TrainConfig:
         # no ES iteration starts after this many minutes of the run (the
         # iterate then reached is validated as the last one)
         self.max_minutes = None if max_minutes is None else float(max_minutes)
-
-    def as_dict(self):
-        return dict(vars(self))
 
 
 class _Module:

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..cluster import TaskFailed
 from ..es import Adam, calibrate_sigma, es_gradient, sample_modules
+from ..es_knobs import ESKnobs
 from ..results import TrainingError
 from ..selection import best, sweep
 from .policy import STOP, PhasePolicy
@@ -45,23 +46,18 @@ __all__ = ["ESConfig", "finetune", "head", "with_head", "decisions"]
 _log = logging.getLogger("mlbridge.train")
 
 
-class ESConfig:
-    """Knobs of :func:`finetune` (all have defaults)."""
+class ESConfig(ESKnobs):
+    """Knobs of :func:`finetune` (all have defaults); the Adam step ``lr``
+    defaults to sigma / 5."""
 
     def __init__(self, *, iterations=40, pairs=4, modules_per_iteration=8, change=0.05,
                  lr=None, eval_every=5, max_minutes=None, seed=0):
-        self.iterations = int(iterations)
-        self.pairs = int(pairs)
-        self.modules_per_iteration = int(modules_per_iteration)
-        self.change = float(change)   # share of decisions a perturbation changes
-        self.lr = None if lr is None else float(lr)   # Adam step; default sigma / 5
+        super().__init__(iterations=iterations, pairs=pairs,
+                         modules_per_iteration=modules_per_iteration, change=change, lr=lr)
         self.eval_every = int(eval_every)
         # no iteration starts after this many minutes (that iterate is validated last)
         self.max_minutes = None if max_minutes is None else float(max_minutes)
         self.seed = int(seed)
-
-    def as_dict(self):
-        return dict(vars(self))
 
 
 def head(policy):
