@@ -1,66 +1,90 @@
 // The unroll count of each innermost loop, chosen by a model: the loop's
-// features go out, an action (an index into Counts) comes back and becomes
-// the loop's llvm.loop.unroll.count, which LLVM's unroller applies as far as
-// it is legal. The model is the one the UNROLL_* environment variables name
-// (UNROLL_CHANNEL: pipes, UNROLL_SOCKET: shared memory; runner_settings.h);
-// none, or a failed request: LLVM decides, as without the plugin.
+// features go out, an action (an index into Counts) comes back. Action 0
+// leaves the loop to LLVM (no metadata: a model declines when unsure); the
+// others become the loop's llvm.loop.unroll.count, which LLVM's unroller
+// applies as far as it is legal. The model is the one the UNROLL_*
+// environment variables name (UNROLL_CHANNEL: pipes, UNROLL_SOCKET: shared
+// memory; runner_settings.h), else the model compiled in (CMake
+// -DUNROLL_MODEL=file.onnx), else none: LLVM decides, as without the
+// plugin. A failed request: LLVM decides the rest of the compile.
+#include "mlbridge/feature_binding.h"
 #include "mlbridge/llvm/Decision.h"
 #include "mlbridge/llvm/Features.h"
 #include "mlbridge/llvm/PluginEntry.h"
 #include "mlbridge/runner_settings.h"
+#ifdef MLBRIDGE_PLUGIN_HAS_MODEL
+#include "UnrollCountModel.h" // generated from the ONNX model
+#include "mlbridge/compiled_model_runner.h"
+#endif
 
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/ScalarEvolution.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Transforms/Utils/LoopUtils.h"
 
+#include <optional>
+
 using namespace llvm;
 using namespace mlbridge::plugins;
 
 namespace {
-constexpr int64_t Counts[] = {1, 2, 4, 8};
+// 0: LLVM decides. Counts above 8 pay on callgrind's Ir (fewer compares and
+// branches per element) where LLVM's own unrolling stops at 4 or 8.
+constexpr int64_t Counts[] = {0, 1, 2, 4, 8, 16};
 
 // One per pass pipeline (no process-wide state: ThinLTO runs many at once).
 struct Model {
-  std::unique_ptr<mlbridge::ModelRunner> Runner;
-  bool Made = false;
+  std::optional<mlbridge::BoundRunner> Bound; // Runner null: no model named
 };
 
 struct UnrollCountPass : PassInfoMixin<UnrollCountPass> {
   std::shared_ptr<Model> M;
 
   PreservedAnalyses run(Function &F, FunctionAnalysisManager &AM) {
-    if (!M->Made) {
-      M->Made = true;
-      auto Settings = mlbridge::readRunnerSettings("UNROLL");
+    if (!M->Bound) {
+      mlbridge::RunnerSettings Runners;
+#ifdef MLBRIDGE_PLUGIN_HAS_MODEL
+      Runners.Runners.push_back(
+          mlbridge::compiledRunnerFactory<mlbridge_model::UnrollCountModel>());
+#endif
+      M->Bound.emplace();
+      auto Settings = mlbridge::readRunnerSettings("UNROLL", std::move(Runners));
       if (!Settings)
         return fail(Settings.status().message());
-      auto R = mlbridge::makeRunner(*Settings, loopFeatureSpecs(),
-                                    mlbridge::defaultActionSpec(mlbridge::ActionRule::Value));
-      if (!R)
-        return fail(R.status().message());
-      M->Runner = std::move(*R); // null: no model named
+      // An in-process model takes the features it names, as floats if it
+      // likes: the binding converts; over pipes it is every feature.
+      auto B = mlbridge::makeBoundRunner(
+          *Settings, loopFeatureSpecs(), mlbridge::defaultActionSpec(mlbridge::ActionRule::Value),
+          "model", "unroll-count");
+      if (!B)
+        return fail(B.status().message());
+      M->Bound = std::move(*B);
     }
-    if (!M->Runner)
+    mlbridge::ModelRunner *R = M->Bound->Runner.get();
+    if (!R)
       return PreservedAnalyses::all();
     LoopInfo &LI = AM.getResult<LoopAnalysis>(F);
     ScalarEvolution &SE = AM.getResult<ScalarEvolutionAnalysis>(F);
     for (Loop *L : LI.getLoopsInPreorder()) {
       if (!L->isInnermost() || hasUnrollTransformation(L) != TM_Unspecified)
         continue; // a pragma of the user's wins
-      M->Runner->switchContext(decisionName(*L, LI));
-      setFeatures(*M->Runner, loopFeatures(*L, SE));
-      auto Action = M->Runner->evaluateAction(std::vector<bool>(std::size(Counts), true));
+      R->switchContext(decisionName(*L, LI));
+      auto Values = loopFeatures(*L, SE).values();
+      for (size_t I = 0; I < Values.size(); ++I)
+        M->Bound->Binding.write(*R, I, &Values[I]);
+      // Auto: an action from Python, the best score from a compiled model.
+      auto Action = R->evaluateAction(std::vector<bool>(std::size(Counts), true));
       if (!Action)
         return fail(Action.status().message());
-      addStringMetadataToLoop(L, "llvm.loop.unroll.count", unsigned(Counts[*Action]));
+      if (Counts[*Action] != 0)
+        addStringMetadataToLoop(L, "llvm.loop.unroll.count", unsigned(Counts[*Action]));
     }
     return PreservedAnalyses::all(); // metadata only
   }
 
   PreservedAnalyses fail(const std::string &Why) {
     errs() << "warning: unroll-count: " << Why << "; LLVM decides from here on\n";
-    M->Runner.reset();
+    M->Bound->Runner.reset();
     return PreservedAnalyses::all();
   }
 };

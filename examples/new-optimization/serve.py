@@ -4,17 +4,18 @@
 
 Each request is one innermost loop: its features (mlbridge/llvm/Features.h)
 and its name (obs.context, "file.c:function:loop<N>", the key for search
-and replay); the answer is an index into the plugin's unroll counts
-(1, 2, 4, 8). Prints one line per decision: name, action, features."""
+and replay); the answer is an index into the plugin's actions: 0 leaves
+the loop to LLVM, 1..5 are the unroll counts 1, 2, 4, 8, 16. Prints one line per decision: name, action, features."""
 import sys
 
 from mlbridge.toolchain import serve_compiler
 
 
 def policy(obs):
-    """Unroll short counted loops by 4, others by 2 (a stand-in for a model)."""
+    """Unroll short counted loops by 4, leave the others to LLVM (a
+    stand-in for a model)."""
     trip = int(obs["trip_count"][0])
-    return 2 if 0 < trip <= 64 else 1
+    return 3 if 0 < trip <= 64 else 0
 
 
 def main(plugin, clang, *args):

@@ -75,7 +75,7 @@ def test_decisions_arrive_and_output_is_unchanged(plugin, clang, tmp_path):
     assert decisions, f"no decision reached Python:\n{res.stderr}"
     for name, action in decisions:
         assert re.fullmatch(r".*kernels\.c:\w+:loop\d+", name), name
-        assert action in {"0", "1", "2", "3"}
+        assert action in {"0", "1", "2", "3", "4", "5"}  # 0: LLVM decides
     # Only innermost loops are asked; kernels.c's initialization loop runs
     # 256 times, a count SCEV knows.
     assert all(f["innermost"] == "1" and int(f["instructions"]) > 0 for f in features)
