@@ -9,14 +9,11 @@
 #include "EmbeddingBackend.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/Analysis/LoopInfo.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/Instruction.h"
 #include "llvm/IR/Module.h"
 #include <cstdlib>
-
-#ifndef MLBRIDGE_IR2VEC_DEFAULT_VOCAB_DIR
-#error "the build defines MLBRIDGE_IR2VEC_DEFAULT_VOCAB_DIR (integrations/llvm/ir2vec/CMakeLists.txt)"
-#endif
 
 using namespace llvm;
 
@@ -24,12 +21,17 @@ namespace mlbridge::ir2vec {
 
 const char *vocabularyFileName() { return EmbeddingBackend::fileName(); }
 
+// Weak: the definition the build (or the installed kit's CMake package)
+// compiles into the plugin wins; a plugin linked some other way (e.g. by
+// pkg-config) has no default and must name its vocabulary.
+__attribute__((weak)) const char *defaultVocabularyDir() { return ""; }
+
 std::string resolveVocabularyPath(const std::string &Path) {
   if (!Path.empty())
     return Path;
   const char *Dir = std::getenv("MLBRIDGE_IR2VEC_VOCAB_DIR");
-  std::string Base = Dir && *Dir ? Dir : MLBRIDGE_IR2VEC_DEFAULT_VOCAB_DIR;
-  return Base + "/" + vocabularyFileName();
+  const std::string Base = Dir && *Dir ? Dir : defaultVocabularyDir();
+  return Base.empty() ? std::string() : Base + "/" + vocabularyFileName();
 }
 
 // A function's vectors; instructions only once one is asked for.
@@ -75,6 +77,11 @@ struct PluginEmbeddings::Cache {
 
 Expected<std::unique_ptr<PluginEmbeddings>> PluginEmbeddings::create(const EmbeddingOptions &O) {
   std::string Path = resolveVocabularyPath(O.VocabularyPath);
+  if (Path.empty())
+    return Status(ErrorCode::NotFound,
+                  std::string("no IR2Vec vocabulary named: give EmbeddingOptions::VocabularyPath "
+                              "or set MLBRIDGE_IR2VEC_VOCAB_DIR (a plugin built with the "
+                              "kit's CMake package gets the installed one)"));
   auto B = EmbeddingBackend::load(Path, O.Kind);
   if (!B)
     return B.takeStatus();
@@ -108,6 +115,13 @@ const Vector &PluginEmbeddings::instruction(const Instruction &I) {
   FunctionEntry &E = TheCache->get(*Backend, *I.getFunction(), true);
   auto It = E.Instructions.find(&I);
   return It == E.Instructions.end() ? TheCache->Zero : It->second;
+}
+
+Vector PluginEmbeddings::loop(const Loop &L) {
+  Vector Out(dimension(), 0.0);
+  for (const BasicBlock *BB : L.blocks())
+    addTo(Out, block(*BB));
+  return Out;
 }
 
 Vector PluginEmbeddings::module(const Module &M) {

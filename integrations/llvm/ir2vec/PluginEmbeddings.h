@@ -7,15 +7,21 @@
 //            seedEmbeddingVocab.json with LLVM's keys and weights
 // Link `mlbridge_ir2vec` (LLVM 19) or `mlbridge_ir2vec22` (LLVM 22); both
 // are static, position independent, built with the plugins' flags (the
-// plugin brings its libLLVM). The version-specific code is EmbeddingBackend19.cpp and
-// llvm22/EmbeddingBackend22.cpp, nothing else.
+// plugin brings its libLLVM). Installed (component llvm19 / llvm22) they
+// are MLBridge::ir2vec19 / MLBridge::ir2vec22, this header
+// <mlbridge/llvm/ir2vec/PluginEmbeddings.h>, the vocabulary in
+// <prefix>/share/mlbridge/ir2vec. The version-specific code is
+// EmbeddingBackend19.cpp and llvm22/EmbeddingBackend22.cpp, nothing else.
 //
 // Contract:
 //  * create() finds the vocabulary without any environment variable in a
 //    built tree: Options.VocabularyPath if not empty (a plugin's own option),
-//    else $MLBRIDGE_IR2VEC_VOCAB_DIR/<vocabularyFileName()>, else the path
-//    the build recorded (MLBRIDGE_IR2VEC_VOCAB_DIR at configure time, default
-//    <repo>/.deps/ir2vec). A missing or malformed file is an error value
+//    else $MLBRIDGE_IR2VEC_VOCAB_DIR/<vocabularyFileName()>, else
+//    defaultVocabularyDir(): in a build tree the directory the build
+//    recorded (MLBRIDGE_IR2VEC_VOCAB_DIR at configure time, default
+//    <repo>/.deps/ir2vec); for a plugin built against the installed kit,
+//    the installed vocabulary (find_package finds where the kit is and
+//    compiles that path into the plugin: no installed file holds one). A missing or malformed file is an error value
 //    (NotFound / Malformed, naming the file and saying how to install it):
 //    fall back to your count features and warn once.
 //  * Vectors are std::vector<double> of dimension() (300). Function, block
@@ -45,6 +51,7 @@
 //   const Vector &B = (*E)->block(BB);
 //   const Vector &I = (*E)->instruction(*Call);    // e.g. a call site
 //   Vector Node = (*E)->sumOfInstructions(NodeInstrs); // any instruction set
+//   Vector L = (*E)->loop(Loop);                   // the sum of its blocks
 //   Vector M = (*E)->module(Mod);
 //   (*E)->invalidate(Fn);                          // after changing Fn
 //
@@ -62,6 +69,7 @@ namespace llvm {
 class BasicBlock;
 class Function;
 class Instruction;
+class Loop;
 class Module;
 } // namespace llvm
 
@@ -69,6 +77,11 @@ namespace mlbridge::ir2vec {
 
 /// "seedEmbeddingVocab.txt" on LLVM 19, "seedEmbeddingVocab.json" on 22.
 const char *vocabularyFileName();
+
+/// Where the vocabulary is when neither a path nor the environment says:
+/// defined by a source file the build (or the installed kit's CMake
+/// package) compiles into each plugin that links the library.
+const char *defaultVocabularyDir();
 
 /// The vocabulary create() would read for Path (see the contract above).
 std::string resolveVocabularyPath(const std::string &Path);
@@ -106,6 +119,8 @@ public:
       addTo(Out, instruction(*I));
     return Out;
   }
+  /// The sum of the vectors of L's blocks (its subloops' included).
+  Vector loop(const llvm::Loop &L);
   Vector module(const llvm::Module &M);
 
   /// Forget F's vectors (call after changing or before deleting F).
