@@ -9,6 +9,7 @@
 #include "mlbridge/json_escape.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <memory>
 
 using namespace llvm;
@@ -65,13 +66,13 @@ ReportOptions::ReportOptions(StringRef OptPrefix, StringRef EnvPrefix,
                                                     cl::desc(StringRef(DescribeNames.Help)));
 }
 
-std::string ReportOptions::logPath() const { return stringSetting(*Log, LogNames.Env.c_str()); }
+std::string ReportOptions::logPath() const { return readSetting(*Log, LogNames.Env.c_str()); }
 
 std::string ReportOptions::describePath() const {
-  return Describe ? stringSetting(*Describe, DescribeNames.Env.c_str()) : std::string();
+  return Describe ? readSetting(*Describe, DescribeNames.Env.c_str()) : std::string();
 }
 
-bool ReportOptions::verbose() const { return boolSetting(*Verbose, VerboseNames.Env.c_str()); }
+bool ReportOptions::verbose() const { return readSetting(*Verbose, VerboseNames.Env.c_str()); }
 
 // ---- diagnostics ------------------------------------------------------------
 
@@ -106,11 +107,11 @@ DiagnosticSink llvmDiagnosticSink(LLVMContext &Ctx, std::string Prefix,
 
 // ---- the plugins' other settings ----------------------------------------------
 
-std::string stringSetting(const cl::opt<std::string> &Opt, const char *Env) {
+std::string readSetting(const cl::opt<std::string> &Opt, const char *Env) {
   return settingValue(Opt.getNumOccurrences() > 0, Opt, Env);
 }
 
-unsigned unsignedSetting(const cl::opt<unsigned> &Opt, const char *Env) {
+unsigned readSetting(const cl::opt<unsigned> &Opt, const char *Env) {
   const std::string V = settingValue(Opt.getNumOccurrences() > 0, "", Env);
   unsigned N = 0;
   if (!V.empty() && !StringRef(V).getAsInteger(10, N))
@@ -118,9 +119,16 @@ unsigned unsignedSetting(const cl::opt<unsigned> &Opt, const char *Env) {
   return Opt;
 }
 
-bool boolSetting(const cl::opt<bool> &Opt, const char *Env) {
+bool readSetting(const cl::opt<bool> &Opt, const char *Env) {
   const std::string V = settingValue(Opt.getNumOccurrences() > 0, "", Env);
   return V.empty() ? bool(Opt) : parseBool(V);
+}
+
+bool settingGiven(const cl::Option &Opt, const char *Env) {
+  if (Opt.getNumOccurrences() > 0)
+    return true;
+  const char *V = std::getenv(Env);
+  return V && *V;
 }
 
 void appendLogLine(LLVMContext &Ctx, StringRef Prefix, const std::string &Path,

@@ -114,10 +114,37 @@ DiagnosticSink llvmDiagnosticSink(llvm::LLVMContext &Ctx, std::string Prefix,
 
 /// Opt's value if it was given on the command line, else the environment
 /// variable Env if set and non-empty, else Opt's default.
-std::string stringSetting(const llvm::cl::opt<std::string> &Opt,
-                          const char *Env);
-unsigned unsignedSetting(const llvm::cl::opt<unsigned> &Opt, const char *Env);
-bool boolSetting(const llvm::cl::opt<bool> &Opt, const char *Env);
+std::string readSetting(const llvm::cl::opt<std::string> &Opt, const char *Env);
+unsigned readSetting(const llvm::cl::opt<unsigned> &Opt, const char *Env);
+bool readSetting(const llvm::cl::opt<bool> &Opt, const char *Env);
+
+/// One setting of a plugin: the option -<Name> and its environment
+/// variable Env, named once (the help says " Env: <Env>"). T is
+/// std::string, unsigned or bool.
+template <typename T> class Setting {
+public:
+  Setting(llvm::StringRef Name, const char *Env, llvm::cl::OptionCategory &Category,
+          const char *Help, T Default = T())
+      : EnvName(Env), HelpText((llvm::Twine(Help) + " Env: " + Env).str()),
+        Opt(Name, llvm::cl::cat(Category), llvm::cl::init(Default),
+            llvm::cl::desc(llvm::StringRef(HelpText))) {}
+  /// The option if given, else the environment variable if set and not
+  /// empty, else the default.
+  T get() const { return readSetting(Opt, EnvName); }
+  /// Whether a value was given at all (option or environment), for
+  /// settings whose default comes from elsewhere (e.g. a built-in model).
+  bool given() const;
+  const llvm::cl::opt<T> &option() const { return Opt; }
+
+private:
+  const char *EnvName;
+  std::string HelpText; // outlives the option
+  llvm::cl::opt<T> Opt;
+};
+
+/// Whether Opt is on the command line or Env is set and not empty.
+bool settingGiven(const llvm::cl::Option &Opt, const char *Env);
+template <typename T> bool Setting<T>::given() const { return settingGiven(Opt, EnvName); }
 
 /// Appends one line to the file at Path (appendLine); errors are reported
 /// to Ctx as warnings.

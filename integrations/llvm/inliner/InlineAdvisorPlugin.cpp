@@ -98,22 +98,20 @@ cl::OptionCategory Category("MLBridge inline advisor plugin");
 /// (integrations/common/RunnerSettings.h).
 const mlp::RunnerOptions RunnerOpts("mlbridge-inline", "MLBRIDGE_INLINE_",
                                     Category);
-cl::opt<bool> IncludeDefaultOpt(
-    "mlbridge-inline-include-default", cl::cat(Category), cl::init(false),
-    cl::desc("Also send LLVM's default decision as a 39th feature, "
-             "inlining_default (in its declared place, unlike LLVM 17-20). "
-             "Env: MLBRIDGE_INLINE_INCLUDE_DEFAULT"));
-cl::opt<bool> EmbeddingsOpt(
-    "mlbridge-inline-embeddings", cl::cat(Category), cl::init(false),
-    cl::desc("Also send the IR2Vec vectors of the caller and the callee "
-             "(caller_embedding, callee_embedding: float [1, D]) to a Python "
-             "model; an in-process model gets them whenever it has inputs of "
-             "those names. Env: MLBRIDGE_INLINE_EMBEDDINGS"));
-cl::opt<std::string> VocabOpt(
-    "mlbridge-inline-ir2vec-vocab", cl::cat(Category),
-    cl::desc("IR2Vec's vocabulary (seedEmbeddingVocab.txt on LLVM 19, .json "
-             "on 22); default: the one the build was configured with "
-             "(.deps/ir2vec). Env: MLBRIDGE_INLINE_IR2VEC_VOCAB"));
+const mlp::Setting<bool> IncludeDefaultOpt(
+    "mlbridge-inline-include-default", "MLBRIDGE_INLINE_INCLUDE_DEFAULT", Category,
+    "Also send LLVM's default decision as a 39th feature, "
+    "inlining_default (in its declared place, unlike LLVM 17-20).", false);
+const mlp::Setting<bool> EmbeddingsOpt(
+    "mlbridge-inline-embeddings", "MLBRIDGE_INLINE_EMBEDDINGS", Category,
+    "Also send the IR2Vec vectors of the caller and the callee "
+    "(caller_embedding, callee_embedding: float [1, D]) to a Python "
+    "model; an in-process model gets them whenever it has inputs of those "
+    "names.", false);
+const mlp::Setting<std::string> VocabOpt(
+    "mlbridge-inline-ir2vec-vocab", "MLBRIDGE_INLINE_IR2VEC_VOCAB", Category,
+    "IR2Vec's vocabulary (seedEmbeddingVocab.txt on LLVM 19, .json on "
+    "22); default: the one the build was configured with (.deps/ir2vec).");
 /// -mlbridge-inline-{log,verbose,describe}.
 const mlp::ReportOptions Report(
     "mlbridge-inline", "MLBRIDGE_INLINE_", Category,
@@ -155,7 +153,7 @@ struct AdvisorEmbeddings {
 AdvisorEmbeddings loadEmbeddings() {
   AdvisorEmbeddings A;
   auto E = mlb::ir2vec::PluginEmbeddings::create(
-      {mlp::stringSetting(VocabOpt, "MLBRIDGE_INLINE_IR2VEC_VOCAB"),
+      {VocabOpt.get(),
        mlb::ir2vec::Kind::Symbolic});
   if (E)
     A.E = std::move(*E);
@@ -718,12 +716,12 @@ InlineAdvisor *createAdvisor(Module &M, FunctionAnalysisManager &FAM,
   const bool InProcess =
       K == mlp::RunnerKind::Onnx || K == mlp::RunnerKind::Compiled;
   const bool AskedForDefault =
-      mlp::boolSetting(IncludeDefaultOpt, "MLBRIDGE_INLINE_INCLUDE_DEFAULT");
+      IncludeDefaultOpt.get();
   // Embeddings likewise: sent to a remote model when asked for (the
   // vocabulary, read now, gives their length), offered to an in-process one
   // at the published length and read only if it has those inputs.
   const bool OfferEmbeddings =
-      InProcess || mlp::boolSetting(EmbeddingsOpt, "MLBRIDGE_INLINE_EMBEDDINGS");
+      InProcess || EmbeddingsOpt.get();
   std::optional<AdvisorEmbeddings> Embeddings;
   if (OfferEmbeddings && !InProcess)
     Embeddings = loadEmbeddings();

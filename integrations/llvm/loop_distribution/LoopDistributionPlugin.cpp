@@ -87,14 +87,13 @@ cl::OptionCategory Category("MLBridge loop-distribution plugin");
 /// (integrations/common/RunnerSettings.h). Runner 'default' is the
 /// built-in policy.
 const mlp::RunnerOptions RunnerOpts("mlbridge-ld", "MLBRIDGE_LD_", Category);
-cl::opt<std::string> PartitionOpt(
-    "mlbridge-ld-partition", cl::cat(Category),
-    cl::desc("Apply these ordered partitions instead of asking a model: "
-             "';'-separated entries '<function>:<loop>=<partition>' or "
-             "'*=<partition>' (every loop), e.g. 'kern:0=0,2|1'; <loop> counts "
-             "the function's innermost loops in preorder from 0. Invalid "
-             "partitions are reported and the loop is left alone. Env: "
-             "MLBRIDGE_LD_PARTITION"));
+const mlp::Setting<std::string> PartitionOpt(
+    "mlbridge-ld-partition", "MLBRIDGE_LD_PARTITION", Category,
+    "Apply these ordered partitions instead of asking a model: "
+    "';'-separated entries '<function>:<loop>=<partition>' or "
+    "'*=<partition>' (every loop), e.g. 'kern:0=0,2|1'; <loop> counts the "
+    "function's innermost loops in preorder from 0. Invalid partitions "
+    "are reported and the loop is left alone.");
 /// -mlbridge-ld-log, -mlbridge-ld-verbose, -mlbridge-ld-describe
 /// (MLBRIDGE_LD_LOG, ...; PluginSupport.h).
 const mlp::ReportOptions Report(
@@ -159,7 +158,7 @@ Session::Session(LLVMContext &Ctx) {
   mlp::writeDescription(Ctx, Prefix, Report.describePath(), ld::protocolDescription());
   Verbose = Report.verbose();
   LogPath = Report.logPath();
-  const std::string FixedText = mlp::stringSetting(PartitionOpt, "MLBRIDGE_LD_PARTITION");
+  const std::string FixedText = PartitionOpt.get();
   for (StringRef Rest = FixedText; !Rest.empty();) {
     auto [Entry, Tail] = Rest.split(';');
     Rest = Tail;

@@ -38,50 +38,44 @@ namespace {
 
 cl::OptionCategory Category("MLBridge phase-ordering plugin");
 
-cl::opt<unsigned> MaxStepsOpt(
-    "mlbridge-po-max-steps", cl::cat(Category), cl::init(10),
-    cl::desc("Step budget of an episode (actions before it ends); default: "
-             "the built-in model's when it is the agent, else 10. Env: "
-             "MLBRIDGE_PO_MAX_STEPS"));
-cl::opt<unsigned> IROutlinerRunsOpt(
-    "mlbridge-po-ir-outliner-runs", cl::cat(Category), cl::init(2),
-    cl::desc("Runs of the IR outliner action per episode; asking for one more "
-             "ends the episode (each run outlines again what the last one "
-             "made, at about its compile time; 2, chosen on validation, "
-             "was the smallest; the built-in model's if it records one). "
-             "Env: MLBRIDGE_PO_IR_OUTLINER_RUNS"));
-cl::opt<bool> EnableOpt(
-    "mlbridge-po-enable", cl::cat(Category), cl::init(false),
-    cl::desc("Also run the pass at the end of clang's/opt's optimization "
-             "pipeline (OptimizerLast). Env: MLBRIDGE_PO_ENABLE"));
-cl::opt<std::string> StartOpt(
-    "mlbridge-po-start", cl::cat(Category),
-    cl::desc("Start the episode from the module as these stock size flags "
-             "leave it (comma-separated: mergefunc, ir-outliner, "
-             "machine-outliner; none: where -Oz ends); STOP at once then "
-             "gives their object. Default: the flags the built-in model was "
-             "trained from when it is the agent, else none. Env: "
-             "MLBRIDGE_PO_START"));
-cl::opt<std::string> SizeOpt(
-    "mlbridge-po-size", cl::cat(Category), cl::init("auto"),
-    cl::desc("The reward's code size: text (bytes of executable sections of "
-             "the object the host's TargetMachine makes of the module) | tti "
-             "(TargetTransformInfo's estimate, no codegen) | auto (text for a "
-             "pipe or gRPC agent, none for an in-process one). Env: "
-             "MLBRIDGE_PO_SIZE"));
-cl::opt<bool> LookaheadOpt(
-    "mlbridge-po-lookahead", cl::cat(Category), cl::init(false),
-    cl::desc("Send a pipe or gRPC agent the code size after each action from "
-             "the current state (feature 'lookahead', -1 where an action "
-             "failed or may not run again): one copy of the module and one "
-             "codegen per action and step, for oracles and data collection. "
-             "Env: MLBRIDGE_PO_LOOKAHEAD"));
-cl::opt<std::string> VocabOpt(
-    "mlbridge-po-vocab", cl::cat(Category),
-    cl::desc("IR2Vec's vocabulary for the 'embedding' input (LLVM 19: "
-             "seedEmbeddingVocab.txt, LLVM 22: seedEmbeddingVocab.json); "
-             "default: the one scripts/deps/ir2vec.sh installed for this "
-             "build. Env: MLBRIDGE_PO_VOCAB"));
+const mlp::Setting<unsigned> MaxStepsOpt(
+    "mlbridge-po-max-steps", "MLBRIDGE_PO_MAX_STEPS", Category,
+    "Step budget of an episode (actions before it ends); default: the "
+    "built-in model's when it is the agent, else 10.", 10);
+const mlp::Setting<unsigned> IROutlinerRunsOpt(
+    "mlbridge-po-ir-outliner-runs", "MLBRIDGE_PO_IR_OUTLINER_RUNS", Category,
+    "Runs of the IR outliner action per episode; asking for one more ends "
+    "the episode (each run outlines again what the last one made, at "
+    "about its compile time; 2, chosen on validation, was the smallest; "
+    "the built-in model's if it records one).", 2);
+const mlp::Setting<bool> EnableOpt(
+    "mlbridge-po-enable", "MLBRIDGE_PO_ENABLE", Category,
+    "Also run the pass at the end of clang's/opt's optimization pipeline "
+    "(OptimizerLast).", false);
+const mlp::Setting<std::string> StartOpt(
+    "mlbridge-po-start", "MLBRIDGE_PO_START", Category,
+    "Start the episode from the module as these stock size flags leave it "
+    "(comma-separated: mergefunc, ir-outliner, machine-outliner; none: "
+    "where -Oz ends); STOP at once then gives their object. Default: the "
+    "flags the built-in model was trained from when it is the agent, else "
+    "none.");
+const mlp::Setting<std::string> SizeOpt(
+    "mlbridge-po-size", "MLBRIDGE_PO_SIZE", Category,
+    "The reward's code size: text (bytes of executable sections of the "
+    "object the host's TargetMachine makes of the module) | tti "
+    "(TargetTransformInfo's estimate, no codegen) | auto (text for a pipe "
+    "or gRPC agent, none for an in-process one).", "auto");
+const mlp::Setting<bool> LookaheadOpt(
+    "mlbridge-po-lookahead", "MLBRIDGE_PO_LOOKAHEAD", Category,
+    "Send a pipe or gRPC agent the code size after each action from the "
+    "current state (feature 'lookahead', -1 where an action failed or may "
+    "not run again): one copy of the module and one codegen per action "
+    "and step, for oracles and data collection.", false);
+const mlp::Setting<std::string> VocabOpt(
+    "mlbridge-po-vocab", "MLBRIDGE_PO_VOCAB", Category,
+    "IR2Vec's vocabulary for the 'embedding' input (LLVM 19: "
+    "seedEmbeddingVocab.txt, LLVM 22: seedEmbeddingVocab.json); default: "
+    "the one scripts/deps/ir2vec.sh installed for this build.");
 
 } // namespace
 
@@ -98,10 +92,10 @@ const mlp::ReportOptions Report(
      "each action's pipeline) as JSON to this file; the compile goes on as "
      "without."});
 
-bool runAtOptimizerLast() { return mlp::boolSetting(EnableOpt, "MLBRIDGE_PO_ENABLE"); }
+bool runAtOptimizerLast() { return EnableOpt.get(); }
 
 SizeMeasure sizeMeasure(LLVMContext &Ctx, bool InterProcess) {
-  const std::string SizeText = mlp::stringSetting(SizeOpt, "MLBRIDGE_PO_SIZE");
+  const std::string SizeText = SizeOpt.get();
   SizeMeasure Size = InterProcess ? SizeMeasure::Text : SizeMeasure::None;
   if (SizeText == "text")
     Size = SizeMeasure::Text;
@@ -114,9 +108,9 @@ SizeMeasure sizeMeasure(LLVMContext &Ctx, bool InterProcess) {
   return Size;
 }
 
-bool lookaheadSetting() { return mlp::boolSetting(LookaheadOpt, "MLBRIDGE_PO_LOOKAHEAD"); }
+bool lookaheadSetting() { return LookaheadOpt.get(); }
 
-std::string vocabSetting() { return mlp::stringSetting(VocabOpt, "MLBRIDGE_PO_VOCAB"); }
+std::string vocabSetting() { return VocabOpt.get(); }
 
 // ---- the episode's settings ----------------------------------------------------------
 
@@ -132,10 +126,10 @@ namespace {
 /// The rule of every setting: the option if given, else its environment
 /// variable if set and non-empty, else the built-in model's value when it
 /// is the agent and records one, else the option's default.
-From settingFrom(const cl::Option &Opt, const char *Env, bool ModelHasIt) {
-  if (Opt.getNumOccurrences() > 0)
+template <typename T> From settingFrom(const mlp::Setting<T> &S, bool ModelHasIt) {
+  if (S.option().getNumOccurrences() > 0)
     return From::Option;
-  if (const char *V = std::getenv(Env); V && *V)
+  if (S.given())
     return From::Environment;
   return ModelHasIt ? From::Model : From::Default;
 }
@@ -157,21 +151,15 @@ EpisodeSettings episodeSettings(bool Shipped) {
   (void)Shipped;
 #endif
   EpisodeSettings S;
-  S.StartFrom = settingFrom(StartOpt, "MLBRIDGE_PO_START", ModelStart.has_value());
-  S.Start = S.StartFrom == From::Model ? *ModelStart
-                                       : mlp::stringSetting(StartOpt, "MLBRIDGE_PO_START");
+  S.StartFrom = settingFrom(StartOpt, ModelStart.has_value());
+  S.Start = S.StartFrom == From::Model ? *ModelStart : StartOpt.get();
   if (S.Start == "none") // no start flags (an empty variable is "not set")
     S.Start.clear();
-  S.MaxStepsFrom = settingFrom(MaxStepsOpt, "MLBRIDGE_PO_MAX_STEPS", ModelSteps.has_value());
-  S.MaxSteps = S.MaxStepsFrom == From::Model
-                   ? *ModelSteps
-                   : mlp::unsignedSetting(MaxStepsOpt, "MLBRIDGE_PO_MAX_STEPS");
-  S.IROutlinerRunsFrom =
-      settingFrom(IROutlinerRunsOpt, "MLBRIDGE_PO_IR_OUTLINER_RUNS", ModelRuns.has_value());
+  S.MaxStepsFrom = settingFrom(MaxStepsOpt, ModelSteps.has_value());
+  S.MaxSteps = S.MaxStepsFrom == From::Model ? *ModelSteps : MaxStepsOpt.get();
+  S.IROutlinerRunsFrom = settingFrom(IROutlinerRunsOpt, ModelRuns.has_value());
   S.IROutlinerRuns =
-      S.IROutlinerRunsFrom == From::Model
-          ? *ModelRuns
-          : mlp::unsignedSetting(IROutlinerRunsOpt, "MLBRIDGE_PO_IR_OUTLINER_RUNS");
+      S.IROutlinerRunsFrom == From::Model ? *ModelRuns : IROutlinerRunsOpt.get();
   return S;
 }
 

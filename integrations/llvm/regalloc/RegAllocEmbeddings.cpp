@@ -42,7 +42,7 @@ namespace {
 std::shared_ptr<const m2v::Vocabulary> sharedVocabulary(LLVMContext &Ctx) {
   static const std::shared_ptr<const m2v::Vocabulary> V =
       [&Ctx]() -> std::shared_ptr<const m2v::Vocabulary> {
-    const std::string Path = mlp::stringSetting(VocabOpt, "MLBRIDGE_RA_MIR2VEC_VOCAB");
+    const std::string Path = mlp::readSetting(VocabOpt, "MLBRIDGE_RA_MIR2VEC_VOCAB");
     if (Path.empty())
       return nullptr;
     auto Loaded = m2v::Vocabulary::load(Path);

@@ -65,20 +65,19 @@ cl::OptionCategory Category("MLBridge register allocator (-regalloc=mlbridge)");
 /// -mlbridge-ra-{runner,model,channel,server,format,timeout-ms}
 /// (integrations/common/RunnerSettings.h).
 const mlp::RunnerOptions RunnerOpts("mlbridge-ra", "MLBRIDGE_RA_", Category);
-cl::opt<std::string> PolicyOpt(
-    "mlbridge-ra-policy", cl::cat(Category), cl::init("model"),
-    cl::desc("Who decides: model (the runner settings; with none, the model "
-             "built into the plugin, else the heuristic) | heuristic | random "
-             "(seeded legal choices, for fuzzing). Env: MLBRIDGE_RA_POLICY"));
-cl::opt<unsigned> SeedOpt(
-    "mlbridge-ra-seed", cl::cat(Category), cl::init(1),
-    cl::desc("Seed of the random policy (per function: seed + function "
-             "name). Env: MLBRIDGE_RA_SEED"));
-cl::opt<unsigned> BudgetOpt(
-    "mlbridge-ra-budget", cl::cat(Category), cl::init(0),
-    cl::desc("Allocation rounds per function before the rest is allocated "
-             "by the fallback (assign a free register or spill); 0: 10 x "
-             "the function's live ranges + 1000. Env: MLBRIDGE_RA_BUDGET"));
+const mlp::Setting<std::string> PolicyOpt(
+    "mlbridge-ra-policy", "MLBRIDGE_RA_POLICY", Category,
+    "Who decides: model (the runner settings; with none, the model built "
+    "into the plugin, else the heuristic) | heuristic | random (seeded "
+    "legal choices, for fuzzing).", "model");
+const mlp::Setting<unsigned> SeedOpt(
+    "mlbridge-ra-seed", "MLBRIDGE_RA_SEED", Category,
+    "Seed of the random policy (per function: seed + function name).", 1);
+const mlp::Setting<unsigned> BudgetOpt(
+    "mlbridge-ra-budget", "MLBRIDGE_RA_BUDGET", Category,
+    "Allocation rounds per function before the rest is allocated by the "
+    "fallback (assign a free register or spill); 0: 10 x the function's "
+    "live ranges + 1000.", 0);
 /// -mlbridge-ra-{log,verbose,describe}.
 const mlp::ReportOptions Report(
     "mlbridge-ra", "MLBRIDGE_RA_", Category,
@@ -87,12 +86,12 @@ const mlp::ReportOptions Report(
      "Report the runner as a remark.",
      "Write the protocol (features, advice, lists) as JSON to this file on "
      "the first function; allocation goes on as without."});
-cl::opt<bool> EnableOpt(
-    "mlbridge-ra-enable", cl::cat(Category), cl::init(false),
-    cl::desc("Loaded as a pass plugin (clang -fpass-plugin, lld "
-             "--load-pass-plugin), make this the allocator of optimized code "
-             "generation unless -regalloc is given. Env: MLBRIDGE_RA_ENABLE "
-             "(those hosts parse -mllvm before loading the plugin)"));
+const mlp::Setting<bool> EnableOpt(
+    "mlbridge-ra-enable", "MLBRIDGE_RA_ENABLE", Category,
+    "Loaded as a pass plugin (clang -fpass-plugin, lld "
+    "--load-pass-plugin), make this the allocator of optimized code "
+    "generation unless -regalloc is given (those hosts parse -mllvm "
+    "before loading the plugin: set the environment variable).", false);
 
 /// The model built in: models/plugins/regalloc_policy.onnx compiled in when
 /// the build has it (MLBRIDGE_REGALLOC_EMBEDDED), else none (the heuristic).
@@ -157,8 +156,8 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
   Queue.clear();
   Queued.clear();
   St = Stats();
-  Config.Seed = mlp::unsignedSetting(SeedOpt, "MLBRIDGE_RA_SEED");
-  Config.Budget = mlp::unsignedSetting(BudgetOpt, "MLBRIDGE_RA_BUDGET");
+  Config.Seed = SeedOpt.get();
+  Config.Budget = BudgetOpt.get();
 
   for (unsigned I = 0, E = MRI->getNumVirtRegs(); I != E; ++I) {
     Register R = Register::index2VirtReg(I);
@@ -173,7 +172,7 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
                           protocolDescription(*Observation));
   }
   const bool Verbose = Report.verbose();
-  const std::string PolicyText = mlp::stringSetting(PolicyOpt, "MLBRIDGE_RA_POLICY");
+  const std::string PolicyText = PolicyOpt.get();
   PolicyKind Policy = PolicyKind::Model;
   if (PolicyText == "heuristic")
     Policy = PolicyKind::Heuristic;
@@ -342,8 +341,7 @@ void selectAsDefault(OptimizationLevel Level) {
 void adviseEnable() {
   static std::once_flag Once;
   std::call_once(Once, [] {
-    const char *Env = std::getenv("MLBRIDGE_RA_ENABLE");
-    if ((Env && *Env) || EnableOpt.getNumOccurrences() || regallocGiven())
+    if (EnableOpt.given() || regallocGiven())
       return;
     errs() << "warning: " << Prefix
            << ": MLBridgeRegAlloc.so is loaded as a pass plugin but selects no "
@@ -358,7 +356,7 @@ void adviseEnable() {
 ::llvm::PassPluginLibraryInfo mlbridge::plugins::passPluginInfo() {
   return {LLVM_PLUGIN_API_VERSION, "MLBridgeRegAlloc", LLVM_VERSION_STRING,
           [](PassBuilder &PB) {
-            if (!mlp::boolSetting(EnableOpt, "MLBRIDGE_RA_ENABLE"))
+            if (!EnableOpt.get())
               return adviseEnable();
             // Every pipeline that code generation can follow: per module
             // (clang, ThinLTO's backends) and full LTO.
