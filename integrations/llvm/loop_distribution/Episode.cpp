@@ -17,7 +17,6 @@
 #include "mlbridge/rl.h"
 
 #include <algorithm>
-#include <cmath>
 #include <string>
 #include <vector>
 
@@ -198,22 +197,15 @@ private:
 /// actions only (an illegal choice is impossible, whatever the model says).
 mlb::rl::Policy maskedArgmax(const PartitionEnv &Env) {
   return [&Env](const mlb::TensorValue &Out) -> mlb::Expected<int64_t> {
-    const float *S = Out.dataAs<float>();
-    if (!S || Out.elementCount() < static_cast<size_t>(ld::MaxNodes))
+    if (Out.type() != mlb::DType::Float || Out.elementCount() < static_cast<size_t>(ld::MaxNodes))
       return mlb::Status(mlb::ErrorCode::TypeMismatch,
                          "the model's scores are not float32 [16]");
+    // The library's rule; scores past the 16 nodes are masked off.
+    std::vector<bool> Legal(Out.elementCount(), false);
     const std::vector<float> M = Env.mask();
-    int64_t Best = -1;
-    for (int64_t I = 0; I < ld::MaxNodes; ++I) {
-      if (std::isnan(S[I]))
-        return mlb::Status(mlb::ErrorCode::InvalidArgument,
-                           "the model's scores contain NaN");
-      if (M[I] > 0.5f && (Best < 0 || S[I] > S[Best]))
-        Best = I;
-    }
-    if (Best < 0)
-      return mlb::Status(mlb::ErrorCode::Internal, "no legal action");
-    return Best;
+    for (size_t I = 0; I < M.size(); ++I)
+      Legal[I] = M[I] > 0.5f;
+    return mlb::decodeAction(Out, mlb::ActionRule::Argmax, Legal);
   };
 }
 

@@ -349,13 +349,13 @@ public:
       if (V && Legal(*V))
         return *V;
     } else if (Out.type() == mlb::DType::Float && Out.elementCount() >= N) {
-      const float *S = Out.dataAs<float>();
-      int64_t Best = -1;
+      // The library's rule (a NaN score is a broken answer); scores past
+      // the N choices (a fixed-size output) are masked off.
+      std::vector<bool> Mask(Out.elementCount(), false);
       for (size_t I = 0; I < N; ++I)
-        if (legal(I) && !std::isnan(S[I]) && (Best < 0 || S[I] > S[Best]))
-          Best = static_cast<int64_t>(I);
-      if (Best >= 0)
-        return Best;
+        Mask[I] = legal(I);
+      if (mlb::Expected<int64_t> Best = mlb::decodeAction(Out, mlb::ActionRule::Argmax, Mask))
+        return *Best;
     }
     ++RA.St.Illegal;
     ++RA.IllegalAnswers;
