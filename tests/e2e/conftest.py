@@ -210,6 +210,33 @@ def run_completed(cmd: Sequence, timeout: float = SUBPROCESS_TIMEOUT,
     return res
 
 
+def installed_kit(llvm_major: int, work: Path) -> Path:
+    """``cmake --install`` of this build's components core and llvm<V>
+    alone into ``work``/prefix (the kit a user of LLVM V installs); skips
+    when the build has no LLVM V plugins or is a sanitizer build (whose
+    libraries need a runtime a user's plugin and clang do not have)."""
+    from build_components import build_dir, manifest, require_component
+    require_component(LLVM_VERSION_COMPONENTS[llvm_major])
+    if manifest().sanitize:
+        pytest.skip("a sanitizer build is not installed for users")
+    prefix = work / "prefix"
+    for component in ("core", f"llvm{llvm_major}"):
+        run_completed(["cmake", "--install", build_dir(), "--prefix", prefix,
+                       "--component", component], timeout=300)
+    return prefix
+
+
+def build_against(project: Path, prefix: Path, build: Path, llvm_major: int,
+                  *defines: str) -> Path:
+    """``project`` configured against the installed ``prefix`` for LLVM
+    ``llvm_major`` (Ninja; ``defines`` as -D...) and built in ``build``."""
+    run_completed(["cmake", "-S", project, "-B", build, "-G", "Ninja",
+                   f"-DCMAKE_PREFIX_PATH={prefix}", f"-DLLVM_VERSION={llvm_major}", *defines],
+                  timeout=300)
+    run_completed(["cmake", "--build", build], timeout=300)
+    return build
+
+
 def program_bitcode(out_dir: Path, names: Sequence[str],
                     variants: Dict[str, Sequence[str]]) -> Dict[str, Path]:
     """The programs ``names`` of tests/e2e/programs compiled by clang-19 to

@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_completed
+from conftest import build_against, installed_kit, run_completed
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = REPO / "tests" / "package" / "ir2vec_plugin"
@@ -38,19 +38,9 @@ def run(cmd, **kw) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def kit(llvm_major, tmp_path_factory):
     """(prefix, the plugin) for llvm_major, built out of tree."""
-    from build_components import build_dir, manifest, require_component
-    require_component("llvm_plugins" if llvm_major == 19 else "llvm_plugins_llvm22")
-    if manifest().sanitize:
-        pytest.skip("a sanitizer build is not installed for users")
     work = tmp_path_factory.mktemp(f"kit-ir2vec-{llvm_major}")
-    prefix = work / "prefix"
-    for component in ("core", f"llvm{llvm_major}"):
-        run(["cmake", "--install", build_dir(), "--prefix", prefix, "--component", component])
-    build = work / "build"
-    run(["cmake", "-S", PROJECT, "-B", build, "-G", "Ninja", f"-DCMAKE_PREFIX_PATH={prefix}",
-         f"-DLLVM_VERSION={llvm_major}"])
-    run(["cmake", "--build", build])
-    return prefix, build / "Vectors.so"
+    prefix = installed_kit(llvm_major, work)
+    return prefix, build_against(PROJECT, prefix, work / "build", llvm_major) / "Vectors.so"
 
 
 @pytest.fixture(scope="module")

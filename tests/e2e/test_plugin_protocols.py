@@ -15,23 +15,23 @@ KERNEL = ("void k(float *restrict a, float *restrict b, int n) {\n"
           "  for (int i = 1; i < n; i++) { a[i] = a[i - 1] + 1.0f; b[i] = b[i] * 2.0f; }\n"
           "}\n")
 
-def inliner(plugins, tmp_path, describe):
-    """clang -O2 on KERNEL with the inline advisor and no model (LLVM's
-    decisions), the description asked for by environment."""
-    src = tmp_path / "k.c"
-    src.write_text(KERNEL)
-    return ([plugins.tool("clang"), "-O2", "-c", str(src), "-o", "-",
-             f"-fpass-plugin={plugins.inline_advisor}"],
-            {"MLBRIDGE_INLINE_DESCRIBE": str(describe)} if describe else {})
+def clang_describing(plugin, level, env):
+    """A command maker: clang at ``level`` on KERNEL with the plugin named
+    ``plugin`` (a PluginInfo attribute), the description asked for by the
+    environment variable ``env``."""
+    def make(plugins, tmp_path, describe):
+        src = tmp_path / "k.c"
+        src.write_text(KERNEL)
+        return ([plugins.tool("clang"), level, "-c", str(src), "-o", "-",
+                 f"-fpass-plugin={getattr(plugins, plugin)}"],
+                {env: str(describe)} if describe else {})
+    return make
 
 
-def loop_distribution(plugins, tmp_path, describe):
-    """clang -O3 on KERNEL, the description asked for by environment."""
-    src = tmp_path / "k.c"
-    src.write_text(KERNEL)
-    return ([plugins.tool("clang"), "-O3", "-c", str(src), "-o", "-",
-             f"-fpass-plugin={plugins.loop_distribution}"],
-            {"MLBRIDGE_LD_DESCRIBE": str(describe)} if describe else {})
+#: The inline advisor with no model (LLVM's decisions) at -O2; loop
+#: distribution at -O3, where it looks at KERNEL's loop.
+inliner = clang_describing("inline_advisor", "-O2", "MLBRIDGE_INLINE_DESCRIBE")
+loop_distribution = clang_describing("loop_distribution", "-O3", "MLBRIDGE_LD_DESCRIBE")
 
 
 def phase_order(plugins, tmp_path, describe):
