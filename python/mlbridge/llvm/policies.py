@@ -36,6 +36,7 @@ import sys
 
 import numpy as np
 
+from ..kit.actions import masked_argmax
 from .advisors import ADVISORS, eviction_mask, layout_of
 
 __all__ = ["resolve", "builtin", "builtin_names", "Policy", "TorchPolicy",
@@ -367,8 +368,7 @@ class TorchPolicy(Policy):
         if self.advisor == "evict":
             mask = eviction_mask(obs)
             if values.size == len(mask):
-                scores = np.where(np.asarray(mask, dtype=bool), values, -np.inf)
-                return int(np.argmax(scores))
+                return masked_argmax(values, mask)
             if values.size == 1:
                 return int(round(float(values[0])))
             raise ValueError(f"{self.name}: an eviction module must return {len(mask)} "

@@ -34,6 +34,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from ...errors import MLBridgeError
+from ...kit.actions import masked_argmax
 from ...toolchain import ModelServer, compile as compile_cmd
 from ._plugins import PluginInfo, PluginNotFound, find_plugins, tool_env
 from ._protocol import load as load_protocol
@@ -266,8 +267,7 @@ def compile_with_policy(command: Sequence, policy: Callable[[Observation], objec
             errors.append(exc)
             return np.full(MAX_NODES, np.nan, np.float32)
         decisions.append(Decision(obs.loop_id, obs.loop, AGENTS[obs.agent],
-                                  int(np.argmax(np.where(obs["eligible"] > 0.5, advice,
-                                                         -np.inf)))))
+                                  masked_argmax(advice, obs["eligible"] > 0.5)))
         return advice
 
     with tempfile.TemporaryDirectory(prefix="mlbridge-ld-") as tmp:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...kit.actions import masked_argmax
 from .evict import JsonFile
 
 __all__ = ["MAX_NODES", "MAX_REGS", "NODE_FEATURES", "REG_FEATURES", "NUM_ACTIONS",
@@ -227,7 +228,7 @@ class AllocatorPolicy(JsonFile):
         """The legal argmax of :meth:`scores` over ``legal`` (bool per
         choice of the agent)."""
         s = self.scores(f)[:len(legal)]
-        return int(np.argmax(np.where(np.asarray(legal, dtype=bool), s, -np.inf)))
+        return masked_argmax(s, legal)
 
     # ---- persistence and export -----------------------------------------------------
     def to_dict(self):

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ...kit.actions import masked_argmax
+
 from ...llvm.policies import Policy
 
 __all__ = ["COLUMN_FEATURES", "NUM_COLUMNS", "NUM_FEATURES", "NUM_PARAMS",
@@ -101,11 +103,6 @@ class JsonFile:
     def load(cls, path):
         with open(path) as f:
             return cls.from_dict(json.load(f))
-
-
-def masked_argmax(scores, mask):
-    """The best legal column of each request (``scores``, ``mask``: [..., 33])."""
-    return np.argmax(np.where(mask, scores, -np.inf), axis=-1)
 
 
 class LinearEviction(JsonFile, Policy):
