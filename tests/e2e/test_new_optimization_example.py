@@ -8,11 +8,16 @@ installed kit, on every LLVM version the build has:
   the plugin exports its entry and nothing else;
 * clang-<V> -O2 with the plugin, served from Python over pipes by the
   example's serve.py: every innermost loop is a decision with a stable name,
-  and the program prints what it prints without the plugin.
+  and the program prints what it prints without the plugin;
+* the README's train, deploy and measure commands: train.py on three
+  kernels of each split (a fast real run; its ONNX model compiles), the
+  plugin built with the committed model compiled in (component compiled),
+  and evaluate.py on two held-out kernels with no model side.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -46,13 +51,40 @@ def plugin(llvm_major, tmp_path_factory):
     for component in ("core", f"llvm{llvm_major}"):
         run(["cmake", "--install", build_dir(), "--prefix", prefix, "--component", component])
     assert not (prefix / "lib" / "mlbridge").exists(), "our plugins came with the kit"
-    build = work / "build"
+    return build_example(prefix, work / "build", llvm_major)
+
+
+def build_example(prefix, build, llvm_major, *extra):
     run(["cmake", "-S", EXAMPLE, "-B", build, "-G", "Ninja", f"-DCMAKE_PREFIX_PATH={prefix}",
-         f"-DLLVM_VERSION={llvm_major}"])
+         f"-DLLVM_VERSION={llvm_major}", *extra])
     run(["cmake", "--build", build])
     so = build / "UnrollCount.so"
     assert so.is_file()
     return so
+
+
+def python_env():
+    return dict({k: v for k, v in os.environ.items() if not k.startswith("UNROLL_")},
+                PYTHONPATH=str(REPO / "python"))
+
+
+@pytest.fixture(scope="module")
+def compiled_kit(plugin):
+    """The plugin's prefix with the kit's component compiled added
+    (mlbridge-model-compiler, for MODEL)."""
+    from build_components import build_dir, require_component
+    require_component("compiled_model")
+    prefix = plugin.parents[1] / "prefix"
+    run(["cmake", "--install", build_dir(), "--prefix", prefix, "--component", "compiled"])
+    return prefix
+
+
+@pytest.fixture(scope="module")
+def deployed(plugin, compiled_kit, llvm_major):
+    """UnrollCount.so with the committed model compiled in (the README's
+    deploy step)."""
+    return build_example(compiled_kit, plugin.parents[1] / "deployed", llvm_major,
+                         f"-DUNROLL_MODEL={EXAMPLE / 'model' / 'unroll.onnx'}")
 
 
 def test_plugin_exports_only_its_entry(plugin):
@@ -98,3 +130,42 @@ def test_without_a_model_llvm_decides(plugin, clang, tmp_path):
     env["UNROLL_CHANNEL"] = str(tmp_path / "nobody")
     warned = run([clang, "-O2", f"-fpass-plugin={plugin}", src, "-o", tmp_path / "b"], env=env)
     assert warned.stderr.count("warning: unroll-count:") == 1, warned.stderr
+
+
+def test_train_on_three_kernels(plugin, compiled_kit, clang, tmp_path):
+    """train.py --kernels 3: search, fit, selection on validation, export;
+    the model compiles with the kit's model compiler."""
+    out = tmp_path / "model"
+    res = run([sys.executable, EXAMPLE / "train.py", plugin, "--clang", clang, "--kernels", "3",
+               "--out", out], env=python_env())
+    assert "validation (3 kernels): geomean" in res.stdout, res.stdout + res.stderr
+    doc = json.loads((out / "train.json").read_text())
+    families = json.loads((REPO / "corpus" / "loops" / "kernels.json").read_text())["families"]
+    assert len(doc["search"]) == 3
+    assert all(families[k["family"]]["split"] == "train" for k in doc["search"].values())
+    for k in doc["search"].values():
+        # Action 0 sets no metadata: LLVM's -O3, to the instruction.
+        assert k["uniform"][0] == k["o3"]
+        assert all(len(lp["ir"]) == 6 for lp in k["loops"].values())
+    (tmp_path / "gen").mkdir()
+    run([compiled_kit / "bin" / "mlbridge-model-compiler", out / "unroll.onnx", "--name", "M",
+         "--output-dir", tmp_path / "gen"])
+
+
+def test_deployed_model_keeps_outputs(deployed, clang, tmp_path):
+    """The compiled-in model decides with no UNROLL_* variable (no Python
+    side, no warning); kernels.c prints what it prints at -O3; evaluate.py
+    on two held-out kernels: equal checksums, the report written."""
+    env = python_env()
+    src = EXAMPLE / "kernels.c"
+    plain = run([clang, "-O3", src, "-o", tmp_path / "plain"], env=env)
+    served = run([clang, "-O3", f"-fpass-plugin={deployed}", src, "-o", tmp_path / "ml"], env=env)
+    assert plain.stderr == served.stderr == ""
+    assert run([tmp_path / "ml"]).stdout == run([tmp_path / "plain"]).stdout
+    out = tmp_path / "heldout"
+    res = run([sys.executable, EXAMPLE / "evaluate.py", deployed, "--clang", clang,
+               "--kernels", "2", "--out", out], env=env)
+    assert "2 held_out kernels: geomean" in res.stdout and "outputs equal" in res.stdout
+    doc = json.loads(out.with_suffix(".json").read_text())
+    assert doc["summary"]["outputs_differ"] == []
+    assert "| ratio |" in out.with_suffix(".md").read_text()
