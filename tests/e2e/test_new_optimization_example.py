@@ -9,7 +9,7 @@ installed kit, on every LLVM version the build has:
 * clang-<V> -O2 with the plugin, served from Python over pipes by the
   example's serve.py: every innermost loop is a decision with a stable name,
   and the program prints what it prints without the plugin;
-* the README's train, deploy and measure commands: train.py on three
+* the train, deploy and measure commands of docs/new-optimization.md: train.py on three
   kernels of each split (a fast real run; its ONNX model compiles), the
   plugin built with the committed model compiled in (component compiled),
   and evaluate.py on two held-out kernels with no model side.
@@ -81,7 +81,7 @@ def compiled_kit(plugin):
 
 @pytest.fixture(scope="module")
 def deployed(plugin, compiled_kit, llvm_major):
-    """UnrollCount.so with the committed model compiled in (the README's
+    """UnrollCount.so with the committed model compiled in (docs/new-optimization.md's
     deploy step)."""
     return build_example(compiled_kit, plugin.parents[1] / "deployed", llvm_major,
                          f"-DUNROLL_MODEL={EXAMPLE / 'model' / 'unroll.onnx'}")
