@@ -69,9 +69,7 @@ struct UnrollCountPass : PassInfoMixin<UnrollCountPass> {
       if (!L->isInnermost() || hasUnrollTransformation(L) != TM_Unspecified)
         continue; // a pragma of the user's wins
       R->switchContext(decisionName(*L, LI));
-      auto Values = loopFeatures(*L, SE).values();
-      for (size_t I = 0; I < Values.size(); ++I)
-        M->Bound->Binding.write(*R, I, &Values[I]);
+      writeFeatures(*M->Bound, loopFeatures(*L, SE));
       // Auto: an action from Python, the best score from a compiled model.
       auto Action = R->evaluateAction(std::vector<bool>(std::size(Counts), true));
       if (!Action)

@@ -8,11 +8,15 @@
 //
 //   auto Runner = ...create(..., loopFeatureSpecs(), Advice);
 //   setFeatures(*Runner, loopFeatures(L, SE));
+// or, through a binding (an in-process model may take them as floats):
+//   auto B = makeBoundRunner(Settings, loopFeatureSpecs(), Advice, ...);
+//   writeFeatures(*B, loopFeatures(L, SE));
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLBRIDGE_LLVM_FEATURES_H
 #define MLBRIDGE_LLVM_FEATURES_H
 
+#include "mlbridge/feature_binding.h"
 #include "mlbridge/model_runner.h"
 #include "mlbridge/status.h"
 #include "mlbridge/tensor_spec.h"
@@ -76,6 +80,12 @@ std::vector<TensorSpec> functionFeatureSpecs();
 /// Sets every feature of F on R by name; the first error, if any.
 Status setFeatures(ModelRunner &R, const LoopFeatures &F);
 Status setFeatures(ModelRunner &R, const FunctionFeatures &F);
+
+/// Writes F's values through B's binding as the features First, First+1,
+/// ... of the request (FeatureBinding converts each to the dtype of the
+/// model input it is bound to and skips those the model does not read).
+void writeFeatures(BoundRunner &B, const LoopFeatures &F, size_t First = 0);
+void writeFeatures(BoundRunner &B, const FunctionFeatures &F, size_t First = 0);
 
 } // namespace mlbridge::plugins
 

@@ -99,4 +99,17 @@ std::vector<TensorSpec> functionFeatureSpecs() { return int64Specs(FunctionFeatu
 Status setFeatures(ModelRunner &R, const LoopFeatures &F) { return setAll(R, F); }
 Status setFeatures(ModelRunner &R, const FunctionFeatures &F) { return setAll(R, F); }
 
+namespace {
+template <typename Features> void writeAll(BoundRunner &B, const Features &F, size_t First) {
+  const auto Values = F.values();
+  for (size_t I = 0; I < Values.size(); ++I)
+    B.Binding.write(*B.Runner, First + I, &Values[I]);
+}
+} // namespace
+
+void writeFeatures(BoundRunner &B, const LoopFeatures &F, size_t First) { writeAll(B, F, First); }
+void writeFeatures(BoundRunner &B, const FunctionFeatures &F, size_t First) {
+  writeAll(B, F, First);
+}
+
 } // namespace mlbridge::plugins
