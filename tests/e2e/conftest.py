@@ -324,6 +324,21 @@ def llvm_major(request, mlbridge_pkg) -> int:
     return request.param
 
 
+def plugins_of_each_llvm(*required: str):
+    """A test module's ``plugins`` fixture that gives the built plugins of
+    each LLVM version in turn (``plugins = plugins_of_each_llvm()`` in the
+    module: it runs once per version, with that version's opt, clang, llc);
+    ``required``: PluginInfo attributes (e.g. "regalloc") the build must
+    have."""
+    @pytest.fixture(scope="module", name="plugins")
+    def each(plugins_any_llvm):
+        for attr in required:
+            assert getattr(plugins_any_llvm, attr) is not None, \
+                f"the build manifest lists no {attr} plugin"
+        return plugins_any_llvm
+    return each
+
+
 @pytest.fixture(scope="module")
 def plugins_any_llvm(llvm_major):
     """The built plugins of each LLVM version in turn (a test module whose

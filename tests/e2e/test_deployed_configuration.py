@@ -24,6 +24,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import plugins_of_each_llvm
 
 E2E = Path(__file__).resolve().parent
 REPO = E2E.parents[1]
@@ -34,9 +35,7 @@ UNIT = E2E / "programs" / "sizes" / "repeated_calls.c"
 TIMEOUT = 120.0
 
 
-@pytest.fixture(scope="module")
-def plugins(plugins_any_llvm):
-    return plugins_any_llvm
+plugins = plugins_of_each_llvm()
 
 
 @pytest.fixture(scope="module")

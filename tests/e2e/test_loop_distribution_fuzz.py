@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from conftest import plugins_of_each_llvm
 
 from mlbridge.difftest.loop_kernels import check_kernel, generate
 from mlbridge.llvm.plugins import loop_distribution as ld
@@ -42,9 +43,7 @@ def seeds():
     return list(range(first, first + n)) if n > 0 else sorted(DISTRIBUTED + MISCOMPILED_BEFORE)
 
 
-@pytest.fixture(scope="module")
-def plugins(plugins_any_llvm):
-    return plugins_any_llvm
+plugins = plugins_of_each_llvm()
 
 
 @pytest.mark.parametrize("seed", seeds())

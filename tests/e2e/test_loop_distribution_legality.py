@@ -22,6 +22,7 @@ which the plugin must refuse with a warning.
 from __future__ import annotations
 
 import pytest
+from conftest import plugins_of_each_llvm
 
 from mlbridge.difftest.loop_kernels import build_and_run
 from mlbridge.llvm.plugins import loop_distribution as ld
@@ -93,9 +94,7 @@ BAD_PARTITION = {"zero_stride": "kern:0=0|1", "any_direction": "kern:0=0|1",
 POLICIES = {"shipped": {}, "builtin": {"runner": "default"}, "forced": None}
 
 
-@pytest.fixture(scope="module")
-def plugins(plugins_any_llvm):
-    return plugins_any_llvm
+plugins = plugins_of_each_llvm()
 
 
 @pytest.fixture(scope="module")

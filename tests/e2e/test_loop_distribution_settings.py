@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from conftest import plugins_of_each_llvm
 
 from mlbridge.corpus import loops
 from mlbridge.llvm.plugins import loop_distribution as ld
@@ -16,9 +17,7 @@ from mlbridge.toolchain import run_command
 WARNING = "warning: mlbridge-loop-distribution: -mlbridge-ld-partition: "
 
 
-@pytest.fixture(scope="module")
-def plugins(plugins_any_llvm):
-    return plugins_any_llvm
+plugins = plugins_of_each_llvm()
 
 
 @pytest.mark.parametrize("spec,why", [

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from conftest import plugins_of_each_llvm
 
 from mlbridge.difftest.loop_kernels import many_units_program
 from mlbridge.llvm.plugins import loop_distribution as ld
@@ -26,9 +27,7 @@ THREADED_LINKS = 2
 RUNNERS = {"shipped": {}, "builtin": {"MLBRIDGE_LD_RUNNER": "default"}}
 
 
-@pytest.fixture(scope="module")
-def plugins(plugins_any_llvm):
-    return plugins_any_llvm
+plugins = plugins_of_each_llvm()
 
 
 @pytest.mark.parametrize("runner", sorted(RUNNERS))

@@ -20,14 +20,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import plugins_of_each_llvm
 
 REPO = Path(__file__).resolve().parents[2]
 SORT = REPO / "tests/e2e/programs/sort.c"
 
 
-@pytest.fixture(scope="module")
-def plugins(plugins_any_llvm):
-    return plugins_any_llvm
+plugins = plugins_of_each_llvm()
 
 
 @pytest.fixture(scope="module")

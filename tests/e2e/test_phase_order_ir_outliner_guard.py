@@ -19,15 +19,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import plugins_of_each_llvm
 
 E2E = Path(__file__).resolve().parent
 PROGRAM = E2E / "programs" / "sizes" / "immarg_regions.c"
 TIMEOUT = 120
 
 
-@pytest.fixture(scope="module")
-def plugins(plugins_any_llvm):
-    return plugins_any_llvm
+plugins = plugins_of_each_llvm()
 
 
 def run(cmd, plugins=None, env=None):

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import plugins_of_each_llvm
 
 E2E = Path(__file__).resolve().parent
 REPO = E2E.parents[1]
@@ -37,11 +38,9 @@ POLICY_JSON = MODELS / "phase_order_policy.json"
 
 RUN_TIMEOUT = 60.0
 
-@pytest.fixture(scope="module")
-def plugins(plugins_any_llvm):
-    """This file runs on every LLVM version the build has plugins for, with
-    that version's opt and clang (conftest: opt, clang, plugin_corpus)."""
-    return plugins_any_llvm
+# This file runs on every LLVM version the build has plugins for, with that
+# version's opt and clang (conftest: opt, clang, plugin_corpus).
+plugins = plugins_of_each_llvm()
 
 
 

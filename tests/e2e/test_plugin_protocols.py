@@ -8,6 +8,7 @@ import os
 import subprocess
 
 import pytest
+from conftest import plugins_of_each_llvm
 
 #: A loop the loop-distribution plugin looks at (it writes its description
 #: on the first function with loops); the phase-ordering pass runs on it too.
@@ -70,9 +71,7 @@ PROBLEMS = {
 }
 
 
-@pytest.fixture(scope="module")
-def plugins(plugins_any_llvm):
-    return plugins_any_llvm
+plugins = plugins_of_each_llvm()
 
 
 def run(cmd, env_extra):

@@ -31,6 +31,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import plugins_of_each_llvm
 
 from build_components import require_component
 
@@ -50,11 +51,9 @@ SCRIPTED_NAMES = ("mem2reg-combine", "scalar-cleanup", "gvn-sccp", "stop")
 #: The build component each in-process runner of the plugins comes from.
 RUNNER_COMPONENT = {"compiled": "compiled_model", "onnx": "onnx"}
 
-@pytest.fixture(scope="module")
-def plugins(plugins_any_llvm):
-    """This file runs on every LLVM version the build has plugins for, with
-    that version's opt and clang (conftest: opt, clang, plugin_corpus)."""
-    return plugins_any_llvm
+# This file runs on every LLVM version the build has plugins for, with that
+# version's opt and clang (conftest: opt, clang, plugin_corpus).
+plugins = plugins_of_each_llvm()
 
 
 

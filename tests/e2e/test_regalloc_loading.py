@@ -22,6 +22,7 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import plugins_of_each_llvm
 
 from mlbridge.llvm.plugins.regalloc import settings_env
 
@@ -30,10 +31,7 @@ PROJECT = E2E / "programs" / "regalloc" / "project"
 TIMEOUT = 120.0
 
 
-@pytest.fixture(scope="module")
-def plugins(plugins_any_llvm):
-    assert plugins_any_llvm.regalloc is not None and plugins_any_llvm.mir2vec is not None
-    return plugins_any_llvm
+plugins = plugins_of_each_llvm("regalloc", "mir2vec")
 
 
 def run(cmd, env, cwd=None):

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import plugins_of_each_llvm
 
 from mlbridge.llvm.plugins.regalloc import settings_env
 
@@ -25,10 +26,7 @@ PRESSURE = E2E / "programs" / "regalloc" / "pressure.c"
 RUN_TIMEOUT = 120.0
 
 
-@pytest.fixture(scope="module")
-def plugins(plugins_any_llvm):
-    assert plugins_any_llvm.regalloc is not None, "the build manifest lists no MLBridgeRegAlloc.so"
-    return plugins_any_llvm
+plugins = plugins_of_each_llvm("regalloc")
 
 
 @pytest.fixture(scope="module")

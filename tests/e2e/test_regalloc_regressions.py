@@ -22,6 +22,7 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import plugins_of_each_llvm
 
 from mlbridge.llvm.plugins.regalloc import settings_env
 
@@ -38,10 +39,7 @@ ASM_GOTO_SEEDS = {False: range(1, 17), True: range(1, 9)}
 POLICIES = ("model", "heuristic", "random")
 
 
-@pytest.fixture(scope="module")
-def plugins(plugins_any_llvm):
-    assert plugins_any_llvm.regalloc is not None, "the build manifest lists no MLBridgeRegAlloc.so"
-    return plugins_any_llvm
+plugins = plugins_of_each_llvm("regalloc")
 
 
 @pytest.fixture(scope="module")

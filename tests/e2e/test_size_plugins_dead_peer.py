@@ -14,15 +14,14 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import plugins_of_each_llvm
 
 E2E = Path(__file__).resolve().parent
 PROGRAM = E2E / "programs" / "plugins" / "interp.c"
 RUN_TIMEOUT = 120.0
 
 
-@pytest.fixture(scope="module")
-def plugins(plugins_any_llvm):
-    return plugins_any_llvm
+plugins = plugins_of_each_llvm()
 
 
 def warnings(stderr: str):

@@ -27,6 +27,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import plugins_of_each_llvm
 
 from build_components import require_component
 from mlbridge import toolchain
@@ -40,9 +41,7 @@ REPEATS = 3
 PO_START = "mergefunc,machine-outliner"
 
 
-@pytest.fixture(scope="module")
-def plugins(plugins_any_llvm):
-    return plugins_any_llvm
+plugins = plugins_of_each_llvm()
 
 
 @pytest.fixture(scope="module")

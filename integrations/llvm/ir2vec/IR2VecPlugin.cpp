@@ -23,13 +23,7 @@ namespace {
 
 class IR2VecPass : public PassInfoMixin<IR2VecPass> {
 public:
-  PreservedAnalyses run(Module &M, ModuleAnalysisManager &) {
-    auto R = pass::embedModule(M);
-    mlbridge::Status S = R ? writeReport(*R, pass::OutPath) : R.takeStatus();
-    if (S)
-      pass::reportError(M, S);
-    return PreservedAnalyses::all();
-  }
+  PreservedAnalyses run(Module &M, ModuleAnalysisManager &) { return pass::embedAndWrite(M); }
   static bool isRequired() { return true; }
 };
 

@@ -94,6 +94,15 @@ inline void reportError(llvm::Module &M, const Status &S) {
   M.getContext().emitError("mlbridge-ir2vec: " + S.toString());
 }
 
+/// The pass on PluginEmbeddings: M's report written to -mlbridge-ir2vec-out,
+/// an error reported as LLVM's; M is not changed.
+inline llvm::PreservedAnalyses embedAndWrite(llvm::Module &M) {
+  auto R = embedModule(M);
+  if (Status S = R ? writeReport(*R, OutPath) : R.takeStatus())
+    reportError(M, S);
+  return llvm::PreservedAnalyses::all();
+}
+
 /// The plugin entry: registers PassT (a module pass) as "mlbridge-ir2vec".
 template <typename PassT> llvm::PassPluginLibraryInfo pluginInfo() {
   return {LLVM_PLUGIN_API_VERSION, "MLBridgeIR2Vec", LLVM_VERSION_STRING,

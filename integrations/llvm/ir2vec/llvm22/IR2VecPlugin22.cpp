@@ -39,13 +39,8 @@ bool llvmVocabOptionGiven() {
 class IR2VecPass : public PassInfoMixin<IR2VecPass> {
 public:
   PreservedAnalyses run(Module &M, ModuleAnalysisManager &MAM) {
-    if (!llvmVocabOptionGiven()) {
-      auto R = pass::embedModule(M);
-      mlbridge::Status S = R ? writeReport(*R, pass::OutPath) : R.takeStatus();
-      if (S)
-        pass::reportError(M, S);
-      return PreservedAnalyses::all();
-    }
+    if (!llvmVocabOptionGiven())
+      return pass::embedAndWrite(M);
     auto R = pass::startReport("llvm");
     if (!R) {
       pass::reportError(M, R.status());
