@@ -39,40 +39,16 @@ Expected<RunnerSettings> RunnerOptions::read(std::string EmbeddedModel) const {
       EnvPrefix, std::move(EmbeddedModel));
 }
 
-ReportOptions::Names ReportOptions::names(StringRef OptPrefix, StringRef EnvPrefix,
-                                          StringRef Key, StringRef EnvKey,
-                                          const char *Sentence) {
-  Names N;
-  N.Name = (OptPrefix + "-" + Key).str();
-  N.Env = (EnvPrefix + EnvKey).str();
-  N.Help = (Twine(Sentence) + " Env: " + N.Env).str();
-  return N;
-}
-
 ReportOptions::ReportOptions(StringRef OptPrefix, StringRef EnvPrefix,
                              cl::OptionCategory &Category, const Help &H)
-    : LogNames(names(OptPrefix, EnvPrefix, "log", "LOG", H.Log)),
-      VerboseNames(names(OptPrefix, EnvPrefix, "verbose", "VERBOSE", H.Verbose)) {
-  Log = std::make_unique<cl::opt<std::string>>(StringRef(LogNames.Name), cl::cat(Category),
-                                               cl::desc(StringRef(LogNames.Help)));
-  Verbose = std::make_unique<cl::opt<bool>>(StringRef(VerboseNames.Name), cl::cat(Category),
-                                            cl::init(false),
-                                            cl::desc(StringRef(VerboseNames.Help)));
-  if (!H.Describe)
-    return;
-  DescribeNames = names(OptPrefix, EnvPrefix, "describe", "DESCRIBE", H.Describe);
-  Describe = std::make_unique<cl::opt<std::string>>(StringRef(DescribeNames.Name),
-                                                    cl::cat(Category),
-                                                    cl::desc(StringRef(DescribeNames.Help)));
+    : LogNames(OptPrefix, EnvPrefix, "log", "LOG"),
+      VerboseNames(OptPrefix, EnvPrefix, "verbose", "VERBOSE"),
+      DescribeNames(OptPrefix, EnvPrefix, "describe", "DESCRIBE"),
+      Log(LogNames.Name, LogNames.Env.c_str(), Category, H.Log),
+      Verbose(VerboseNames.Name, VerboseNames.Env.c_str(), Category, H.Verbose, false) {
+  if (H.Describe)
+    Describe.emplace(DescribeNames.Name, DescribeNames.Env.c_str(), Category, H.Describe);
 }
-
-std::string ReportOptions::logPath() const { return readSetting(*Log, LogNames.Env.c_str()); }
-
-std::string ReportOptions::describePath() const {
-  return Describe ? readSetting(*Describe, DescribeNames.Env.c_str()) : std::string();
-}
-
-bool ReportOptions::verbose() const { return readSetting(*Verbose, VerboseNames.Env.c_str()); }
 
 // ---- diagnostics ------------------------------------------------------------
 

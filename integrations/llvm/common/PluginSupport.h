@@ -26,6 +26,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,38 +55,6 @@ private:
   std::string EnvPrefix;
   std::array<Names, NumRunnerOptions> Strings; // outlive the options
   std::array<std::unique_ptr<llvm::cl::opt<std::string>>, NumRunnerOptions> Opts;
-};
-
-/// What a plugin reports besides its decisions, the same three options in
-/// every plugin: -<OptPrefix>-log (append one JSON line per unit of work to
-/// a file), -<OptPrefix>-describe (write the protocol as JSON to a file;
-/// registered only when Help.Describe is given) and -<OptPrefix>-verbose
-/// (remarks), each also read from <EnvPrefix>LOG, <EnvPrefix>DESCRIBE,
-/// <EnvPrefix>VERBOSE when not on the command line.
-class ReportOptions {
-public:
-  /// Each help is the option's sentence; " Env: <name>" is appended.
-  struct Help {
-    const char *Log;
-    const char *Verbose;
-    const char *Describe = nullptr;
-  };
-  ReportOptions(llvm::StringRef OptPrefix, llvm::StringRef EnvPrefix,
-                llvm::cl::OptionCategory &Category, const Help &H);
-  std::string logPath() const;
-  /// Empty when not asked for (or the plugin has no describe option).
-  std::string describePath() const;
-  bool verbose() const;
-
-private:
-  struct Names {
-    std::string Name, Help, Env;
-  };
-  static Names names(llvm::StringRef OptPrefix, llvm::StringRef EnvPrefix, llvm::StringRef Key,
-                     llvm::StringRef EnvKey, const char *Sentence);
-  Names LogNames, VerboseNames, DescribeNames; // outlive the options
-  std::unique_ptr<llvm::cl::opt<std::string>> Log, Describe;
-  std::unique_ptr<llvm::cl::opt<bool>> Verbose;
 };
 
 /// A diagnostic of the MLBridge plugins, shown by opt/clang as
@@ -145,6 +114,40 @@ private:
 /// Whether Opt is on the command line or Env is set and not empty.
 bool settingGiven(const llvm::cl::Option &Opt, const char *Env);
 template <typename T> bool Setting<T>::given() const { return settingGiven(Opt, EnvName); }
+
+/// What a plugin reports besides its decisions, the same three settings in
+/// every plugin: -<OptPrefix>-log (append one JSON line per unit of work to
+/// a file), -<OptPrefix>-describe (write the protocol as JSON to a file;
+/// registered only when Help.Describe is given) and -<OptPrefix>-verbose
+/// (remarks), with the environment variables <EnvPrefix>LOG,
+/// <EnvPrefix>DESCRIBE, <EnvPrefix>VERBOSE.
+class ReportOptions {
+public:
+  /// Each help is the option's sentence; " Env: <name>" is appended.
+  struct Help {
+    const char *Log;
+    const char *Verbose;
+    const char *Describe = nullptr;
+  };
+  ReportOptions(llvm::StringRef OptPrefix, llvm::StringRef EnvPrefix,
+                llvm::cl::OptionCategory &Category, const Help &H);
+  std::string logPath() const { return Log.get(); }
+  /// Empty when not asked for (or the plugin has no describe option).
+  std::string describePath() const { return Describe ? Describe->get() : std::string(); }
+  bool verbose() const { return Verbose.get(); }
+
+private:
+  struct Names {
+    Names(llvm::StringRef OptPrefix, llvm::StringRef EnvPrefix, llvm::StringRef Key,
+          llvm::StringRef EnvKey)
+        : Name((OptPrefix + "-" + Key).str()), Env((EnvPrefix + EnvKey).str()) {}
+    std::string Name, Env;
+  };
+  Names LogNames, VerboseNames, DescribeNames; // outlive the settings
+  Setting<std::string> Log;
+  Setting<bool> Verbose;
+  std::optional<Setting<std::string>> Describe;
+};
 
 /// Appends one line to the file at Path (appendLine); errors are reported
 /// to Ctx as warnings.
