@@ -26,12 +26,14 @@ library would measure Debian's build, not this one.
 from __future__ import annotations
 
 import bz2
+import glob
 import gzip
 import hashlib
 import lzma
 import math
 import os
 import random
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -62,14 +64,17 @@ class WorkloadError(RuntimeError):
 class Workload:
     """One program run. ``argv[0]`` is relative to the build folder;
     ``{src}`` / ``{build}`` in an argument are the source and build
-    folders. It runs in the run folder, where the inputs are and where it
+    folders, an argument with ``*`` the files it matches (sorted). It runs in the run folder, where the inputs are and where it
     writes ``outputs``; ``roundtrip``: (output, input) files that must be
-    byte for byte equal."""
+    byte for byte equal; ``ignore``: a regular expression of standard
+    output lines left out of its hash (a program that prints its own
+    resident set size)."""
 
     name: str
     argv: Tuple[str, ...]
     outputs: Tuple[str, ...] = ()
     roundtrip: Optional[Tuple[str, str]] = None
+    ignore: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -155,9 +160,43 @@ def _gen_xml(seed=37, n=6000) -> bytes:
     return ("\n".join(out) + "\n").encode()
 
 
+def _plain_doc(seed=37, n=3000):
+    """JSON jansson and Python write alike: integers, ASCII strings,
+    booleans, null, arrays and objects (no reals: the two print them
+    differently)."""
+    rng = random.Random(seed)
+    words = ["alpha", "beta", "gamma", "delta", "x\"q", "tab\t", "a/b", "back\\slash"]
+
+    def value(depth):
+        k = rng.randrange(7 if depth < 4 else 4)
+        if k == 0:
+            return rng.randrange(-10**12, 10**12)
+        if k == 1:
+            return " ".join(rng.choice(words) for _ in range(rng.randrange(1, 6)))
+        if k == 2:
+            return rng.choice([True, False, None])
+        if k == 3:
+            return rng.randrange(100)
+        if k in (4, 5):
+            return {f"k{rng.randrange(50)}_{i}": value(depth + 1)
+                    for i in range(rng.randrange(1, 7))}
+        return [value(depth + 1) for _ in range(rng.randrange(1, 7))]
+
+    return [value(0) for _ in range(n)]
+
+
+def _dump(**kw) -> Callable[[], bytes]:
+    import json
+    return lambda: json.dumps(_plain_doc(), **kw).encode()
+
+
 #: Deterministic inputs by name.
 GENERATORS: Dict[str, Callable[[], bytes]] = {
-    "json": _gen_json, "yaml": _gen_yaml, "xml": _gen_xml}
+    "json": _gen_json, "yaml": _gen_yaml, "xml": _gen_xml,
+    "json-plain": _dump(indent=1),
+    "json-plain-compact": _dump(separators=(",", ":")),
+    "json-plain-indent": _dump(indent=2),
+    "json-plain-sorted": _dump(separators=(",", ":"), sort_keys=True)}
 
 
 def _orig(project: str, limit: Optional[int], cache=None) -> bytes:
@@ -235,6 +274,53 @@ WORKLOADS: Tuple[Runtime, ...] = (
         Workload("pcre2grep -o numbers", (".libs/pcre2grep", "-a", "-o", r"[0-9]+\.[0-9]+",
                                           "pcre2.tar")),
     ), lib_dirs=(".libs",)),
+    # libyaml: its test programs on a generated document: the test-suite
+    # event stream of the parser, the loader (document nodes) and the
+    # parser (its emitter and dumper tests hold a few thousand events).
+    Runtime("libyaml", {"doc.yaml": ("generated", "yaml")}, (
+        Workload("run-parser-test-suite", ("tests/.libs/run-parser-test-suite", "doc.yaml")),
+        Workload("run-loader", ("tests/.libs/run-loader", "doc.yaml")),
+        Workload("run-parser", ("tests/.libs/run-parser", "doc.yaml")),
+    ), lib_dirs=("src/.libs",)),
+    # json-c: json_parse on a generated document, printed both ways and
+    # parsed strictly (it prints its resident set size: left out).
+    Runtime("json-c", {"doc.json": ("generated", "json")}, (
+        Workload("json_parse", ("apps/json_parse", "doc.json"), ignore=r"maxrss: "),
+        Workload("json_parse -f", ("apps/json_parse", "-f", "doc.json"), ignore=r"maxrss: "),
+        Workload("json_parse -n -s", ("apps/json_parse", "-n", "-s", "doc.json"),
+                 ignore=r"maxrss: "),
+    ), lib_dirs=(".",)),
+    # jansson: its test driver json_process loads a generated document and
+    # dumps it compact, indented and with sorted keys, each checked
+    # against the expected text (Python's json writes the same bytes).
+    Runtime("jansson", {
+        "compact/input": ("generated", "json-plain"),
+        "compact/env": ("bytes", b"JSON_COMPACT=1\nHASHSEED=1\n"),
+        "compact/output": ("generated", "json-plain-compact"),
+        "indent/input": ("generated", "json-plain"),
+        "indent/env": ("bytes", b"JSON_INDENT=2\nHASHSEED=1\n"),
+        "indent/output": ("generated", "json-plain-indent"),
+        "sorted/input": ("generated", "json-plain"),
+        "sorted/env": ("bytes", b"JSON_SORT_KEYS=1\nJSON_COMPACT=1\nHASHSEED=1\n"),
+        "sorted/output": ("generated", "json-plain-sorted")}, (
+        Workload("json_process compact", ("bin/json_process", "compact")),
+        Workload("json_process indent", ("bin/json_process", "indent")),
+        Workload("json_process sorted", ("bin/json_process", "sorted")),
+    ), lib_dirs=("lib",)),
+    # expat: xmlwf checks a generated document and writes it canonical.
+    Runtime("expat", {"doc.xml": ("generated", "xml"), "canon/.keep": ("bytes", b"")}, (
+        Workload("xmlwf", ("xmlwf/.libs/xmlwf", "doc.xml")),
+        Workload("xmlwf -d", ("xmlwf/.libs/xmlwf", "-d", "canon", "doc.xml"),
+                 outputs=("canon/doc.xml",)),
+    ), lib_dirs=("lib/.libs",)),
+    # libpng: pngtest reads and writes its own test image; pngimage reads
+    # every image of contrib/testpngs with each transform and writes it
+    # back in memory. zlib is Debian's (the system library).
+    Runtime("libpng1.6", {}, (
+        Workload("pngtest", (".libs/pngtest", "{src}/pngtest.png", "pngout.png"),
+                 outputs=("pngout.png",)),
+        Workload("pngimage testpngs", (".libs/pngimage", "{src}/contrib/testpngs/*.png")),
+    ), lib_dirs=(".libs",)),
 )
 
 
@@ -265,6 +351,7 @@ def prepare_inputs(rt: Runtime, rundir, cache=None) -> Dict[str, str]:
                 made[spec] = bytes(spec[1])
             else:
                 raise ValueError(f"unknown input kind {spec!r}")
+        (rundir / name).parent.mkdir(parents=True, exist_ok=True)
         (rundir / name).write_bytes(made[spec])
         digests[name] = _sha(made[spec])
     return digests
@@ -329,9 +416,16 @@ def measure(rt: Runtime, build_dir, source_dir, rundir, *, cache=None,
             raise WorkloadError(f"{rt.project}: {w.name}: {prog} was not built")
         if w.argv[0] not in out["libraries"]:
             out["libraries"][w.argv[0]] = check_libraries(prog, env, build_dir)
-        argv = [str(prog)] + [a.replace("{src}", str(source_dir)).replace("{build}",
-                                                                          str(build_dir))
-                              for a in w.argv[1:]]
+        argv = [str(prog)]
+        for a in w.argv[1:]:
+            a = a.replace("{src}", str(source_dir)).replace("{build}", str(build_dir))
+            if "*" in a:  # a pattern of files: each one, sorted
+                found = sorted(glob.glob(a))
+                if not found:
+                    raise WorkloadError(f"{rt.project}: {w.name}: no file matches {a}")
+                argv += found
+            else:
+                argv.append(a)
         try:
             res = callgrind(argv, timeout=timeout, env=env, cwd=rundir)
         except CompileError as e:
@@ -347,8 +441,12 @@ def measure(rt: Runtime, build_dir, source_dir, rundir, *, cache=None,
             if a.read_bytes() != b.read_bytes():
                 raise WorkloadError(f"{rt.project}: {w.name}: {w.roundtrip[0]} is not "
                                     f"{w.roundtrip[1]} (the round trip changed the data)")
-        out["workloads"][w.name] = {"ir": res.ir, "stdout": _sha(res.stdout.encode()),
-                                    "stdout_bytes": len(res.stdout), "outputs": outputs}
+        stdout = res.stdout
+        if w.ignore:
+            stdout = "".join(line for line in stdout.splitlines(keepends=True)
+                             if not re.match(w.ignore, line))
+        out["workloads"][w.name] = {"ir": res.ir, "stdout": _sha(stdout.encode()),
+                                    "stdout_bytes": len(stdout), "outputs": outputs}
     return out
 
 
