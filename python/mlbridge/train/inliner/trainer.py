@@ -49,7 +49,7 @@ import numpy as np
 from ...toolchain import toolchain
 from ..cache import RolloutCache
 from ..cluster import TaskFailed, WorkerPool
-from ..es import Adam, calibrate_sigma, es_gradient, sample_modules
+from ..es import Adam, calibrate_sigma, evolve, sample_modules
 from ..es_knobs import ESKnobs
 from ..results import RunResults, TrainingError, plot_learning_curve
 from ..selection import Rejected, best, sweep
@@ -70,7 +70,8 @@ class TrainConfig(ESKnobs):
                  bc_epochs=300, seed=0, task_timeout=900.0, defer_shares=(0.02, 0.05, 0.2),
                  warm_start=None, max_minutes=None):
         super().__init__(iterations=iterations, pairs=pairs,
-                         modules_per_iteration=modules_per_iteration, change=change, lr=lr)
+                         modules_per_iteration=modules_per_iteration, change=change, lr=lr,
+                         max_minutes=max_minutes)
         self.hidden = int(hidden)
         self.project = int(project)
         self.embeddings = bool(embeddings)
@@ -82,9 +83,6 @@ class TrainConfig(ESKnobs):
         self.defer_shares = [float(q) for q in defer_shares]
         # a policy.json to start from instead of cloning LLVM's decisions
         self.warm_start = None if warm_start is None else os.fspath(warm_start)
-        # no ES iteration starts after this many minutes of the run (the
-        # iterate then reached is validated as the last one)
-        self.max_minutes = None if max_minutes is None else float(max_minutes)
 
 
 class _Module:
@@ -360,44 +358,38 @@ def train(train_modules, validation_modules, out_dir, *, workers=2, address=None
         # -- evolution strategies --------------------------------------------------
         sigma = calibrate_sigma(policy.params(),
                                 lambda th: policy.with_params(th).decide(X, E), cfg.change, rng)
-        adam = Adam(cfg.lr if cfg.lr is not None else sigma / 10)
-        theta = policy.params()
         # A module without code or without a question has no reward to give.
         es_mods = [m for m in train_mods if m.default_text > 0 and len(m.X)]
-        last = cfg.iterations
-        for it in range(1, cfg.iterations + 1):
-            t_it = time.monotonic()
-            c0 = run.compiles
-            mods = sample_modules(es_mods, cfg.modules_per_iteration, rng)
-            eps = rng.standard_normal((cfg.pairs, len(theta)))
-            cands = ([policy.with_params(theta + sigma * e) for e in eps]
-                     + [policy.with_params(theta - sigma * e) for e in eps])
-            rewards, compiled = _rewards(run, cands, mods, f"it{it} ES")
-            row = {"stage": "es", "iteration": it, "sigma": sigma,
-                   "modules": [m.key for m in mods], "compiled": compiled}
-            if rewards is None:
-                row["skipped"] = "every sampled module failed to compile"
-                rows.append(results.log(row))
-                continue
-            rp, rm = rewards[:cfg.pairs], rewards[cfg.pairs:]
-            theta = adam.step(theta, es_gradient(rp, rm, eps, sigma))
-            policy = policy.with_params(theta)
-            row.update({"train_reward": float(np.mean(rewards)),
-                        "best_perturbation_reward": float(np.max(rewards)),
-                        "train_agreement_with_llvm": float(np.mean(policy.decide(X, E) == y))})
-            if (cfg.max_minutes is not None
-                    and time.monotonic() - t_start > 60.0 * cfg.max_minutes):
-                last = it   # the time is up: this iterate is the last one
-            if it % cfg.eval_every == 0 or it == last:
-                validate(policy, it, row)
-            row.update({"compiles": run.compiles - c0, "seconds": time.monotonic() - t_it,
+        at_start = {}
+
+        def rewards(thetas, mods, row):
+            at_start["compiles"] = run.compiles
+            row["modules"] = [m.key for m in mods]
+            got, row["compiled"] = _rewards(run, [policy.with_params(th) for th in thetas],
+                                            mods, f"it{row['iteration']} ES")
+            return got
+
+        def after_step(theta, mods, row):
+            row["train_agreement_with_llvm"] = float(np.mean(
+                policy.with_params(theta).decide(X, E) == y))
+
+        def log(row):
+            row.update({"compiles": run.compiles - at_start["compiles"],
                         "failures": run.failures})
             rows.append(results.log(row))
-            say(f"ES iteration {it}: sampled-module reward {row['train_reward']:+.5f}, "
+            say(f"ES iteration {row['iteration']}: sampled-module reward "
+                f"{row.get('train_reward', float('nan')):+.5f}, "
                 f"validation {row.get('validation_ratio', '-')}, {row['compiles']} compiles "
                 f"in {row['seconds']:.0f} s")
-            if it == last:
-                break
+
+        theta = evolve(policy.params(), iterations=cfg.iterations, pairs=cfg.pairs,
+                       sigma=sigma, rng=rng,
+                       sample=lambda r: sample_modules(es_mods, cfg.modules_per_iteration, r),
+                       rewards=rewards, after_step=after_step,
+                       validate=lambda it, th, row: validate(policy.with_params(th), it, row),
+                       optimizer=Adam(cfg.lr if cfg.lr is not None else sigma / 10),
+                       eval_every=cfg.eval_every, stop_at=cfg.stop_at(t_start), log=log)
+        policy = policy.with_params(theta)
         # -- deferral margin (on the best candidate so far) -------------------------
         winner = best(candidates)
         if winner is not None:

@@ -34,7 +34,7 @@ import time
 import numpy as np
 
 from ..cluster import TaskFailed
-from ..es import Adam, calibrate_sigma, es_gradient, sample_modules
+from ..es import Adam, calibrate_sigma, evolve, sample_modules
 from ..es_knobs import ESKnobs
 from ..results import TrainingError
 from ..selection import best, sweep
@@ -53,10 +53,9 @@ class ESConfig(ESKnobs):
     def __init__(self, *, iterations=40, pairs=4, modules_per_iteration=8, change=0.05,
                  lr=None, eval_every=5, max_minutes=None, seed=0):
         super().__init__(iterations=iterations, pairs=pairs,
-                         modules_per_iteration=modules_per_iteration, change=change, lr=lr)
+                         modules_per_iteration=modules_per_iteration, change=change, lr=lr,
+                         max_minutes=max_minutes)
         self.eval_every = int(eval_every)
-        # no iteration starts after this many minutes (that iterate is validated last)
-        self.max_minutes = None if max_minutes is None else float(max_minutes)
         self.seed = int(seed)
 
 
@@ -177,33 +176,21 @@ def finetune(pool, policy, train_modules, episodes, validate, *, plugin, max_ste
         log(row)
     sigma = calibrate_sigma(head(warm), lambda th: decisions(with_head(warm, th), X),
                             cfg.change, rng)
-    adam = Adam(cfg.lr if cfg.lr is not None else sigma / 5)
-    theta = head(warm)
-    for it in range(1, cfg.iterations + 1):
-        t_it = time.monotonic()
-        sample = sample_modules(mods, cfg.modules_per_iteration, rng)
-        eps = rng.standard_normal((cfg.pairs, len(theta)))
-        cands = ([with_head(warm, theta + sigma * e) for e in eps]
-                 + [with_head(warm, theta - sigma * e) for e in eps])
-        rewards, compiled = _rewards(pool, cands, sample, stop_model, task_args)
-        row = {"stage": "es", "iteration": it, "sigma": sigma,
-               "modules": [m.name for m in sample], "compiled": compiled}
-        last = it == cfg.iterations or (cfg.max_minutes is not None and
-                                        time.monotonic() - t_start > 60.0 * cfg.max_minutes)
-        if rewards is None:
-            row["skipped"] = "every sampled module failed to compile"
-        else:
-            rp, rm = rewards[:cfg.pairs], rewards[cfg.pairs:]
-            theta = adam.step(theta, es_gradient(rp, rm, eps, sigma))
-            row.update(train_reward=float(np.mean(rewards)),
-                       best_perturbation_reward=float(np.max(rewards)),
-                       decisions_changed=float(np.mean(
-                           decisions(with_head(warm, theta), X) != base_decisions)))
-        if it % cfg.eval_every == 0 or last:
-            validated(it, with_head(warm, theta), row)
-        row["seconds"] = round(time.monotonic() - t_it, 1)
-        if log:
-            log(row)
-        if last:
-            break
+
+    def rewards(thetas, sample, row):
+        row["modules"] = [m.name for m in sample]
+        got, row["compiled"] = _rewards(pool, [with_head(warm, th) for th in thetas], sample,
+                                        stop_model, task_args)
+        return got
+
+    def after_step(theta, sample, row):
+        row["decisions_changed"] = float(np.mean(
+            decisions(with_head(warm, theta), X) != base_decisions))
+
+    evolve(head(warm), iterations=cfg.iterations, pairs=cfg.pairs, sigma=sigma, rng=rng,
+           sample=lambda r: sample_modules(mods, cfg.modules_per_iteration, r),
+           rewards=rewards, after_step=after_step,
+           validate=lambda it, theta, row: validated(it, with_head(warm, theta), row),
+           optimizer=Adam(cfg.lr if cfg.lr is not None else sigma / 5),
+           eval_every=cfg.eval_every, stop_at=cfg.stop_at(t_start), log=log)
     return candidates, best(candidates)

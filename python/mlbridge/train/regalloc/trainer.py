@@ -23,7 +23,8 @@ scored by the plugin's score pass (:mod:`.task`).
    the batch (``alloc``: exported to ONNX and run in-process by the
    plugin; ``evict``: served over pipes); a module's reward is ``1 - score
    / greedy's score`` (MLGO's), a policy's fitness the mean; ``theta``
-   moves along the rank-weighted perturbations.
+   moves along the rank-weighted perturbations (one implementation for
+   every trainer: :func:`..es.evolve` with :func:`..es.rank_gradient`).
 4. **Selection on validation**: the imitation policy and the policy after
    each iteration are measured on the validation modules; the smallest
    mean over modules of ``score / greedy's score`` (what ES optimises) is
@@ -49,6 +50,7 @@ import numpy as np
 from ...toolchain import toolchain
 from ..cache import RolloutCache
 from ..cluster import TaskFailed, WorkerPool
+from ..es import Step, evolve, rank_gradient
 from ..results import RunResults, TrainingError, plot_learning_curve
 from ..selection import Rejected, best, sweep
 from . import allocator as alloc
@@ -291,31 +293,9 @@ def train(train_items, val_items, out_dir, *, mode="alloc", workers=2, address=N
                          rule_train_mean_ratio=1.0 - _reward(totals(teach), base), **info))
 
         candidates, curve = [], []
-        for it in range(iterations + 1):
-            batch_ratio, fit = None, None
-            if it > 0:
-                pick = rng.choice(len(useful), size=min(batch, len(useful)), replace=False)
-                items = [useful[i] for i in sorted(pick)]
-                eps = rng.normal(size=(population, m.size))
-                fit = np.zeros((population, 2))
-                for p in range(population):
-                    for s, sign in enumerate((1.0, -1.0)):
-                        try:
-                            tot = totals(run(items, f"ES {it} member {p + 1}{'+-'[s]}",
-                                             m.candidate(theta + sign * sigma * eps[p])))
-                            fit[p, s] = _reward(tot, base)
-                        except Rejected as e:
-                            _log.warning("ES member rejected: %s", e)
-                            fit[p, s] = -1.0
-                ranks = np.argsort(np.argsort(fit.reshape(-1))).reshape(fit.shape)
-                util = ranks / max(1, fit.size - 1) - 0.5
-                theta = theta + lr / (population * sigma) * ((util[:, 0] - util[:, 1]) @ eps)
-                try:
-                    batch_ratio = ratio(totals(run(items, f"ES {it} batch",
-                                                   m.candidate(theta))), items)
-                except Rejected as e:  # the step stands; its batch ratio is unknown
-                    _log.warning("ES batch rejected: %s", e)
-            row = {"iteration": it, "batch_ratio": batch_ratio}
+
+        def validate(it, theta, row):
+            row["theta"] = theta.tolist()
             try:
                 val = totals(run(val_items, f"validation {it}", m.candidate(theta)))
                 row.update(validation_ratio=ratio(val, val_items),
@@ -323,13 +303,43 @@ def train(train_items, val_items, out_dir, *, mode="alloc", workers=2, address=N
                 candidates.append((it, theta.copy()))
             except Rejected as e:
                 row["rejected"] = str(e)
-            if fit is not None:
-                row.update(fitness_mean=float(fit.mean()), fitness_best=float(fit.max()))
-            results.log(dict(stage="es", theta=theta.tolist(), compiles=compiles,
-                             seconds=round(time.monotonic() - t0, 1), **row))
+
+        def sample(r):
+            pick = r.choice(len(useful), size=min(batch, len(useful)), replace=False)
+            return [useful[i] for i in sorted(pick)]
+
+        def rewards(thetas, items, row):
+            fit = []
+            for k, th in enumerate(thetas):
+                member = f"ES {row['iteration']} member {k % population + 1}" \
+                         f"{'+-'[k // population]}"
+                try:
+                    fit.append(_reward(totals(run(items, member, m.candidate(th))), base))
+                except Rejected as e:
+                    _log.warning("ES member rejected: %s", e)
+                    fit.append(-1.0)
+            return fit
+
+        def after_step(theta, items, row):
+            row["batch_ratio"] = None
+            try:
+                row["batch_ratio"] = ratio(totals(run(items, f"ES {row['iteration']} batch",
+                                                      m.candidate(theta))), items)
+            except Rejected as e:  # the step stands; its batch ratio is unknown
+                _log.warning("ES batch rejected: %s", e)
+
+        def log(row):
+            results.log(dict(row, compiles=compiles))
             if "validation_ratio" in row:
                 curve.append(row)
-        _plot([dict(r, batch_ratio=np.nan if r["batch_ratio"] is None else r["batch_ratio"])
+
+        row = {"stage": "es", "iteration": 0, "batch_ratio": None}
+        validate(0, np.asarray(theta, np.float64), row)
+        log(row)
+        evolve(theta, iterations=iterations, pairs=population, sigma=sigma, rng=rng,
+               sample=sample, rewards=rewards, after_step=after_step, validate=validate,
+               gradient=rank_gradient, optimizer=Step(lr), log=log)
+        _plot([dict(r, batch_ratio=np.nan if r.get("batch_ratio") is None else r["batch_ratio"])
                for r in curve], results.path("curve.png"), m.title)
 
         # every candidate was measured once above; selection keeps the smallest mean ratio
