@@ -23,7 +23,7 @@ export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH}
 .venv/bin/python -m mlbridge.train.demo "$@"
 echo
 echo "== Loop distribution chosen by the model compiled into MLBridgeLoopDistribution.so"
-.venv/bin/python -m mlbridge.train.loop_distribution demo
+.venv/bin/python -m mlbridge.train loop-distribution demo
 echo
 echo "== Register allocation by the model compiled into MLBridgeRegAlloc.so"
 .venv/bin/python -m mlbridge.train.regalloc demo

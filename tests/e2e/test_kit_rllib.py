@@ -19,9 +19,10 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
-from mlbridge.kit.rllib import RLlibEnv, flatten, inliner_programs
+from mlbridge.kit.rllib import RLlibEnv, flatten
 from mlbridge.kit.rewards import text_size
 from mlbridge.toolchain import compile as run_compile
+from mlbridge.train.inliner.rllib import inliner_programs
 
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs", "plugins")
 FILES = [os.path.join(PROGRAMS, f) for f in ("interp.c", "bitops.c")]

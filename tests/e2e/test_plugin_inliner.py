@@ -69,8 +69,9 @@ def opt_plain(opt, ll, out, passes):
 def serve(plugins, opt, ll, out, policy, *, passes="default<Oz>", plugin=True,
           include_default=False, extra=(), transport="pipe"):
     """Runs opt (with the plugin, or stock interactive mode) against a
-    Python policy; returns the ServedRun."""
+    Python policy (a callable, or LLVM's policies by name); returns the ServedRun."""
     from mlbridge.llvm.plugins import tool_env
+    from mlbridge.llvm.policies import resolve
     from mlbridge.toolchain import serve_compiler
 
     def cmd(endpoint):
@@ -86,8 +87,8 @@ def serve(plugins, opt, ll, out, policy, *, passes="default<Oz>", plugin=True,
                 c.append("-inliner-interactive-include-default")
         return c + [*extra, f"-passes={passes}", str(ll), "-S", "-o", str(out)]
 
-    run = serve_compiler(cmd, policy, timeout=RUN_TIMEOUT, env=tool_env(plugins),
-                         transport=transport)
+    run = serve_compiler(cmd, resolve(policy, "inline"), timeout=RUN_TIMEOUT,
+                         env=tool_env(plugins), transport=transport)
     assert run.returncode == 0, f"opt failed ({run.returncode}):\n{run.stderr[-3000:]}"
     assert run.stdout == "", "nothing may be written to stdout"
     return run

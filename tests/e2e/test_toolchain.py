@@ -10,6 +10,7 @@ import pytest
 
 from conftest import require_llvm_tool
 
+from mlbridge.llvm.host import advisor_host
 from mlbridge.toolchain import process
 from mlbridge.toolchain.measure import elf_text_size
 from mlbridge.toolchain import CompileError, compile, run_tool, toolchain
@@ -60,7 +61,8 @@ def test_an_interactive_compile_is_served_and_measured(clang, ir, tmp_path):
     def never(obs):
         asked.append(obs)
         return 0
-    res = compile([clang, "-Oz", "-c", ir, "-o", tmp_path / "a.o"], advisors={"inline": never})
+    res = compile([clang, "-Oz", "-c", ir, "-o", tmp_path / "a.o"],
+                  host=advisor_host({"inline": never}))
     assert res.text > 0 and res.cpu_seconds > 0 and res.run.requests["inline"] == len(asked) > 0
 
 
@@ -68,8 +70,15 @@ def test_a_policy_that_raises_stops_the_served_compile_and_is_named(clang, ir, t
     def broken(obs):
         raise ZeroDivisionError("no policy today")
     with pytest.raises(CompileError, match="ZeroDivisionError: no policy today"):
-        compile([clang, "-Oz", "-c", ir, "-o", tmp_path / "a.o"], advisors={"inline": broken},
-                timeout=60)
+        compile([clang, "-Oz", "-c", ir, "-o", tmp_path / "a.o"],
+                host=advisor_host({"inline": broken}), timeout=60)
+
+
+def test_serving_takes_a_callable_and_names_where_policies_by_name_are(clang, tmp_path):
+    from mlbridge.toolchain import serve_compiler
+    with pytest.raises(TypeError, match=r"policy must be a callable.*got str 'default'.*"
+                                        r"mlbridge\.llvm\.policies\.resolve"):
+        serve_compiler(lambda ch: [clang, "--version"], "default")
 
 
 def test_a_failed_compile_names_the_error(clang, tmp_path):

@@ -142,7 +142,7 @@ def test_training_when_every_compile_fails_says_so_and_writes_nothing(modules, t
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert res.returncode == 1, res.stderr[-3000:]
     last = res.stderr.strip().splitlines()[-1]
-    assert last.startswith("mlbridge.train inliner: error: no training module compiled"), last
+    assert last.startswith("mlbridge.train inliner train: error: no training module compiled"), last
     assert "1 of 1 compiles failed" in last and str(modules[0]["ir"]) in last
     assert "/nonexistent/clang" in last, last
     assert "Traceback" not in res.stderr

@@ -57,6 +57,7 @@ def a_file(tmp_path):
     ("mlbridge.train", "size-report", "--jobs", "0"),
     ("mlbridge.train", "evaluate", "--jobs", "0"),
     ("mlbridge.train", "inliner", "--workers", "0", "--out", "x"),
+    ("mlbridge.train", "phase-order", "heldout", "--jobs", "0"),
     ("mlbridge.corpus", "build", "-j", "0"),
     ("mlbridge.mir2vec", "train", "--units", "0"),
 ])
@@ -66,7 +67,7 @@ def test_zero_jobs_or_workers_are_refused(args):
 
 @pytest.mark.parametrize("args", [
     ("mlbridge.train.regalloc", "heldout", "--workers", "-1"),
-    ("mlbridge.train.loop_distribution", "evaluate", "--out", "r.json", "--workers", "-1"),
+    ("mlbridge.train", "loop-distribution", "evaluate", "--out", "r.json", "--workers", "-1"),
 ])
 def test_negative_workers_are_refused(args):
     _one_line(_run(*args), cli.EXIT_USAGE, "expected an integer >= 0, got -1")
@@ -75,6 +76,8 @@ def test_negative_workers_are_refused(args):
 @pytest.mark.parametrize("args,what", [
     (("mlbridge.train", "regalloc", "--out", "{tmp}/run", "--train-ir", "{tmp}/none.ll"),
      "argument --train-ir: no such file: {tmp}/none.ll"),
+    (("mlbridge.train", "inliner", "train", "--out", "{tmp}/run", "--validation-ir",
+      "{tmp}/none.ll"), "argument --validation-ir: no such file"),
     (("mlbridge.train", "inliner", "--out", "{tmp}/run", "--validation-ir", "{tmp}/none.ll"),
      "argument --validation-ir: no such file"),
     (("mlbridge.train", "evaluate", "--plugin", "{tmp}/none.so"),
@@ -83,7 +86,7 @@ def test_negative_workers_are_refused(args):
      "argument --plugin: no such file"),
     (("mlbridge.train", "loop-distribution", "--out", "{tmp}/run", "--plugin", "{tmp}/none.so"),
      "argument --plugin: no such file"),
-    (("mlbridge.train.loop_distribution", "demo", "--plugin", "{tmp}/none.so"),
+    (("mlbridge.train", "loop-distribution", "demo", "--plugin", "{tmp}/none.so"),
      "argument --plugin: no such file"),
 ])
 def test_missing_files_and_plugins_are_refused(tmp_path, args, what):
@@ -112,7 +115,7 @@ def test_a_missing_build_is_one_line(tmp_path):
     """No build manifest: the plugins are not found (one line naming it)."""
     env = {"MLBRIDGE_BUILD_DIR": str(tmp_path / "no-build")}
     line = _one_line(_run("mlbridge.train", "loop-distribution", "--out", str(tmp_path / "run"),
-                          env=env), cli.EXIT_ERROR, "mlbridge.train loop-distribution: error:")
+                          env=env), cli.EXIT_ERROR, "mlbridge.train loop-distribution train: error:")
     assert str(tmp_path / "no-build") in line
 
 
@@ -126,7 +129,7 @@ def test_a_missing_build_is_one_line(tmp_path):
     ("mlbridge.train", "evaluate", "--out", "{out}/rows.json", "--manifest", MISSING_MANIFEST),
     ("mlbridge.train", "size-report", "--out", "{out}/sizes.json",
      "--manifest", MISSING_MANIFEST),
-    ("mlbridge.train.loop_distribution", "evaluate", "--out", "{out}/r.json"),
+    ("mlbridge.train", "loop-distribution", "heldout", "--out", "{out}/r.json"),
     ("mlbridge.mir2vec", "train", "--out", "{out}/vocab.json", "--manifest", MISSING_MANIFEST),
 ])
 def test_an_output_folder_that_cannot_be_written_is_refused_first(a_file, args, under):
@@ -231,7 +234,7 @@ def test_regalloc_trains_on_exactly_the_given_ir(tmp_path, monkeypatch):
     monkeypatch.setattr(trainer, "train", lambda tr, val, out, **kw: seen.update(
         train=tr, val=val, out=out) or {"ok": True})
     args = build_parser().parse_args(
-        ["regalloc", "--out", str(tmp_path / "run"), "--manifest", MISSING_MANIFEST,
+        ["regalloc", "train", "--out", str(tmp_path / "run"), "--manifest", MISSING_MANIFEST,
          "--train-ir", str(irs[0]), str(irs[1]), "--validation-ir", str(irs[2])])
     assert main(args) == {"ok": True}
     assert seen["train"] == [str(irs[0]), str(irs[1])]

@@ -1,5 +1,6 @@
 """The training registry: every problem the command line offers is a
-package with the registry's interface; unknown names are refused clearly."""
+package with the registry's interface and one command-line shape
+(``<problem> <verb>``); unknown names are refused clearly."""
 
 import json
 import os
@@ -20,6 +21,29 @@ def test_every_implemented_problem_has_the_registry_interface():
         assert callable(pkg.add_arguments) and callable(pkg.main), p.name
     for name in ("inliner", "phase-order", "loop-distribution", "regalloc"):   # Ray workers
         assert callable(problem(name).load().run_task)
+
+
+def test_every_problem_has_one_command_shape_with_train_first():
+    verbs = {p.name: list(p.commands()) for p in PROBLEMS.values()}
+    assert all(v[0] == "train" for v in verbs.values()), verbs
+    for name in ("inliner", "phase-order", "loop-distribution"):
+        assert "heldout" in verbs[name], (name, verbs[name])
+    for name in ("loop-distribution",):
+        assert "demo" in verbs[name] and "evaluate" in verbs[name], (name, verbs[name])
+    res = subprocess.run([sys.executable, "-m", "mlbridge.train", "loop-distribution", "--help"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and "{train,evaluate,heldout," in res.stdout, res.stdout
+
+
+def test_a_verb_named_train_besides_the_training_run_is_refused(monkeypatch):
+    from types import SimpleNamespace
+    from mlbridge.train.registry import Command, Problem
+    pkg = SimpleNamespace(add_arguments=lambda q: None, main=lambda a: None,
+                          COMMANDS={"train": Command("again", lambda q: None, lambda a: 0)})
+    p = Problem("twice", "a problem with two training verbs", "nowhere")
+    monkeypatch.setattr(Problem, "load", lambda self: pkg)
+    with pytest.raises(ValueError, match="problem twice: 'train' is the training run's verb"):
+        p.commands()
 
 
 def test_unknown_names_are_refused_clearly():
@@ -50,7 +74,12 @@ def _outside_distribution(root):
         "def add_arguments(parser):\n"
         "    parser.add_argument('--steps', type=int, default=2)\n"
         "def main(args):\n"
-        "    return {'problem': args.command, 'steps': args.steps}\n")
+        "    return {'problem': args.command, 'steps': args.steps}\n"
+        "def _measure(args):\n"
+        "    print('measured', args.split)\n"
+        "from mlbridge.train.registry import Command\n"
+        "COMMANDS = {'heldout': Command('the held-out report',\n"
+        "    lambda q: q.add_argument('--split', default='heldout'), _measure)}\n")
     info = root / "toy_problem-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-problem\nVersion: 0.1\n"
@@ -79,6 +108,11 @@ def test_problems_registered_from_outside_the_package(tmp_path, monkeypatch):
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout) == {"problem": "toy-size", "steps": 5}
     assert "problem 'inliner' of toy-problem left out: the name is mlbridge's own" in res.stderr
+    for argv, out in ((["train", "--steps", "3"], '"steps": 3'),
+                      (["heldout", "--split", "x"], "measured x\n")):
+        res = subprocess.run([sys.executable, "-m", "mlbridge.train", "toy-size", *argv],
+                             capture_output=True, text=True, timeout=60, env=env)
+        assert res.returncode == 0 and out in res.stdout, (argv, res.stdout, res.stderr)
     res = subprocess.run([sys.executable, "-m", "mlbridge.train", "--help"],
                          capture_output=True, text=True, timeout=60, env=env)
     assert "toy-size" in res.stdout and "inliner" in res.stdout

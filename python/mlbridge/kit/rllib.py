@@ -21,11 +21,12 @@ environment keeps the model in Python, where PPO needs it.)
   of the output, the baseline being the program's ``.text`` under the
   compiler's own heuristic.
 
-The command line trains the inline advisor in ``clang-19 -Oz`` on C files::
+A problem trains with it from its own verb; the inliner's (the inline
+advisor in ``clang-19 -Oz`` on C files)::
 
-    python -m mlbridge.kit.rllib train --out build/rllib-run --iterations 10 a.c b.c ...
+    python -m mlbridge.train inliner rllib --out build/rllib-run --iterations 10 a.c b.c ...
 
-and writes ``curve.json`` (per iteration: episodes, env steps per runner,
+writes ``curve.json`` (per iteration: episodes, env steps per runner,
 mean reward) and ``summary.json`` (the trained policy's greedy choices
 against ``-Oz``, file by file, and the smallest compile sampled for each
 file, replayed by decision name).
@@ -33,12 +34,10 @@ file, replayed by decision name).
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import math
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -51,8 +50,7 @@ from gymnasium import spaces
 from .env import PluginEnv
 from .rewards import text as text_reward, text_size
 
-__all__ = ["RLlibEnv", "flatten", "inliner_programs", "ppo_config", "train", "greedy_policy",
-           "main"]
+__all__ = ["RLlibEnv", "flatten", "ppo_config", "train", "greedy_policy", "evaluate"]
 
 #: RLlib's default ``sample_timeout_s`` (60 s) drops an env runner whose
 #: compiles are slow without an error; a compile-backed runner gets this.
@@ -158,25 +156,6 @@ class RLlibEnv(gym.Env):
             env.close()
         self._tmp.cleanup()
         super().close()
-
-
-def inliner_programs(files: Sequence, plugin, *, clang: str = "clang-19",
-                     level: str = "-Oz") -> List[dict]:
-    """The inline advisor's programs for :class:`RLlibEnv`: each C file
-    compiled with ``clang level -c`` and the plugin, the baseline its
-    ``.text`` without the plugin (the compiler's own inliner)."""
-    from ..toolchain import compile as run_compile
-    programs = []
-    with tempfile.TemporaryDirectory(prefix="mlbridge-rllib-") as tmp:
-        for f in files:
-            f = os.path.abspath(os.fspath(f))
-            base = [clang, level, "-I", os.path.dirname(f), "-c", f, "-o"]
-            baseline = run_compile(base + [os.path.join(tmp, "base.o")]).text
-            programs.append({"name": os.path.basename(f), "baseline": int(baseline),
-                             "command": [clang, level, f"-fpass-plugin={plugin}"] + base[2:]
-                             + ["{output}"],
-                             "channel_env": {"MLBRIDGE_INLINE_CHANNEL": "{channel}"}})
-    return programs
 
 
 def ppo_config(programs, *, env_runners: int = 2, batch: int = 256, minibatch: int = 64,
@@ -323,40 +302,3 @@ def _write(out_dir, name, data):
     tmp = out / (name + ".tmp")
     tmp.write_text(json.dumps(data, indent=1) + "\n")
     tmp.replace(out / name)
-
-
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m mlbridge.kit.rllib",
-                                 description="RLlib PPO on the inline advisor in clang -Oz "
-                                             "(docs/gym.md, \"RLlib\")")
-    sub = ap.add_subparsers(dest="command", required=True)
-    t = sub.add_parser("train", help="train, write curve.json and summary.json")
-    t.add_argument("files", nargs="+", type=Path, help="C files, one compile each per episode")
-    t.add_argument("--out", type=Path, required=True, help="folder of curve.json, summary.json "
-                   "and the plugin snapshot")
-    t.add_argument("--iterations", type=int, default=10)
-    t.add_argument("--env-runners", type=int, default=2)
-    t.add_argument("--batch", type=int, default=256, help="env steps per iteration")
-    t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--llvm", type=int, default=19)
-    t.add_argument("--build-dir", type=Path, default=None)
-    args = ap.parse_args(argv)
-
-    from ..builds.configs import compilers
-    # The plugin copied first: the shared build tree may be rebuilt under a long run.
-    comp = compilers(args.llvm, args.build_dir, snapshot=args.out / "plugins")
-    programs = inliner_programs(args.files, comp.info.inline_advisor, clang=comp.cc)
-    result = train(programs, args.iterations, args.out, env_runners=args.env_runners,
-                   batch=args.batch, seed=args.seed,
-                   log=lambda msg: print(msg, file=sys.stderr, flush=True))
-    s = result["summary"]
-    print(json.dumps({"iterations": args.iterations,
-                      "reward_mean": [r["reward_mean"] for r in result["curve"]],
-                      "text": s["text"], "baseline": s["baseline"],
-                      "geomean_ratio": round(s["geomean_ratio"], 4), "worse": s["worse"],
-                      "best_sampled_replayed": s["best_replayed"]}))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -43,7 +43,8 @@ from ..toolchain.measure import elf_text_size
 from ..toolchain.tools import llvm_major_version, output_path, tool_kind
 from .trace import Tracer
 
-__all__ = ["run", "Compilation", "RunResult", "PolicyError", "RunError", "STDERR_TAIL_BYTES"]
+__all__ = ["run", "Compilation", "advisor_host", "RunResult", "PolicyError", "RunError",
+           "STDERR_TAIL_BYTES"]
 
 _log = logging.getLogger("mlbridge.llvm")
 
@@ -649,6 +650,16 @@ class _StderrSink:
                 f.close()
             except OSError:
                 pass
+
+
+def advisor_host(advisors, *, include_default=None):
+    """``advisors`` (``{"inline"|"evict"|"priority": policy}``) answered
+    over LLVM's interactive channels, as the ``host`` of
+    :func:`mlbridge.toolchain.compile` (``include_default`` as for :func:`run`)."""
+    def host(cmd, *, timeout, env, cwd):
+        return Compilation(cmd, advisors, timeout=timeout, include_default=include_default,
+                           env=env, cwd=cwd)
+    return host
 
 
 def run(cmd, *, inline=None, evict=None, priority=None, **options):

@@ -15,8 +15,8 @@ their public names are all importable from here.
   major version; its ``--version`` is read once (:attr:`Toolchain.version`,
   :attr:`Toolchain.tag` for cache keys).
 * :func:`compile` runs one compiler command under the process supervisor
-  (:mod:`mlbridge.toolchain.process`), optionally answering LLVM's interactive
-  advisors from Python policies (through :class:`mlbridge.llvm.Compilation`),
+  (:mod:`mlbridge.toolchain.process`), optionally served by a ``host`` while
+  it runs (LLVM's interactive advisors: :func:`mlbridge.llvm.host.advisor_host`),
   and returns a :class:`Compiled`: the object, its ``.text`` bytes, the
   compiler's CPU seconds (user + system of exactly that child, from
   ``wait4``) and wall seconds. Failure, a crash, a timeout or a missing

@@ -30,8 +30,9 @@ STDERR_TAIL = 64 * 1024
 class Compiled:
     """One finished compile. ``text``: ``.text`` bytes of ``output`` (None
     when no output was measured); ``cpu_seconds``: user + system of the
-    compiler process; ``run``: the :class:`mlbridge.llvm.RunResult` when
-    advisors were served (requests, sessions)."""
+    compiler process; ``run``: what the ``host`` served returned (for
+    :func:`mlbridge.llvm.host.advisor_host`, an :class:`mlbridge.llvm.RunResult`:
+    requests, sessions)."""
 
     command: List[str]
     output: Optional[str]
@@ -52,23 +53,25 @@ def first_error(stderr: str) -> str:
 
 
 def compile(cmd: Sequence, *, output=None, timeout: float = COMPILE_TIMEOUT,
-            env: Optional[Dict[str, str]] = None, cwd=None, advisors=None,
-            include_default=None, measure_text: bool = True) -> Compiled:
+            env: Optional[Dict[str, str]] = None, cwd=None, host=None,
+            measure_text: bool = True) -> Compiled:
     """Runs compiler command ``cmd`` and measures it (see :class:`Compiled`).
 
     ``output``: the object to measure (default: the command's ``-o``).
-    ``advisors``: ``{"inline"|"evict"|"priority": policy}`` answered from
-    Python over LLVM's interactive channels (``include_default`` as for
-    :func:`mlbridge.llvm.run`). Raises :class:`CompileError`."""
+    ``host``: a model side that answers the compiler while it runs, a
+    callable ``host(cmd, timeout=, env=, cwd=)`` returning the served
+    compile (``start()``, ``serve()`` -> result with ``returncode``,
+    ``stderr``, ``timed_out``, ``error``; ``proc``; ``close()``) -- such as
+    :func:`mlbridge.llvm.host.advisor_host` for LLVM's own interactive
+    advisors. Raises :class:`CompileError`."""
     cmd = [os.fspath(c) for c in cmd]
     if output is None:
         output = output_path(cmd[1:])
     if output is not None and cwd is not None:
         output = os.path.join(cwd, output)
     t0 = time.monotonic()
-    if advisors:
-        returncode, cpu, stderr, run = _served(cmd, advisors, timeout, env, cwd,
-                                               include_default)
+    if host is not None:
+        returncode, cpu, stderr, run = _served(cmd, host, timeout, env, cwd)
     else:
         returncode, cpu, stderr = _plain(cmd, timeout, env, cwd)
         run = None
@@ -150,11 +153,9 @@ def _plain(cmd, timeout, env, cwd):
     return proc.returncode, process.cpu_seconds(proc) or 0.0, stderr
 
 
-def _served(cmd, advisors, timeout, env, cwd, include_default):
-    from ..llvm.host import Compilation  # LLVM's own advisors: served by mlbridge.llvm
+def _served(cmd, host, timeout, env, cwd):
     try:
-        comp = Compilation(cmd, advisors, timeout=timeout, include_default=include_default,
-                           env=plugin_env(cmd, env, cwd), cwd=cwd)
+        comp = host(cmd, timeout=timeout, env=plugin_env(cmd, env, cwd), cwd=cwd)
     except (OSError, ValueError) as e:
         raise CompileError(f"cannot serve {cmd[0]}: {e}") from None
     try:

@@ -62,7 +62,7 @@ def open_interface(transport: str, serdes: str = "bitstream", timeout: float = 6
     raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
 
 
-def serve_compiler(command: Callable[[str], Sequence[str]], policy, *, advisor: str = "inline",
+def serve_compiler(command: Callable[[str], Sequence[str]], policy: Callable, *,
                    timeout: float = 120.0, env: Optional[Dict[str, str]] = None,
                    serdes: str = "bitstream", transport: str = "pipe",
                    cwd=None) -> ServedRun:
@@ -75,11 +75,14 @@ def serve_compiler(command: Callable[[str], Sequence[str]], policy, *, advisor: 
     channel, or LLVM's own ``-inliner-interactive-channel-base``).
     ``transport="shm"``: the Unix socket of a shared-memory channel
     (``mlbridge::ShmModelRunner``). ``transport="grpc"``: the
-    ``host:port`` served here. ``policy``: what
-    :func:`mlbridge.llvm.policies.resolve` accepts for ``advisor`` -- a
-    built-in name or a callable ``observation -> int``."""
-    from ..llvm.policies import resolve  # the advisors' policies
-    decide = resolve(policy, advisor)
+    ``host:port`` served here. ``policy``: a callable ``observation ->
+    int`` (LLVM's inliner policies by name, "default", "always", "never":
+    ``mlbridge.llvm.policies.resolve(name, "inline")``)."""
+    if not callable(policy):
+        raise TypeError(f"policy must be a callable observation -> int, got "
+                        f"{type(policy).__name__} {policy!r} (a policy by name: "
+                        "mlbridge.llvm.policies.resolve(name, advisor))")
+    decide = policy
     rows: List[List[int]] = []
     decisions: List[int] = []
     names: List[str] = []

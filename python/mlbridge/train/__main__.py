@@ -1,10 +1,15 @@
-"""Command line of mlbridge.train: one subcommand per training problem of
-the registry (:mod:`mlbridge.train.registry`), and the measuring tools.
+"""Command line of mlbridge.train: ``<problem> <verb>`` for every training
+problem of the registry (:mod:`mlbridge.train.registry`; ``train`` and the
+problem's own verbs such as ``evaluate``, ``heldout``, ``demo``), and the
+measuring tools that span problems.
 
-    python -m mlbridge.train inliner --out runs/inliner            # train on the corpus
-    python -m mlbridge.train inliner --address auto ...            # on a running Ray cluster
-    python -m mlbridge.train phase-order --out runs/phase-order    # phase ordering on .text
-    python -m mlbridge.train mlir-unroll                           # the MLIR unroll policy
+    python -m mlbridge.train inliner train --out runs/inliner      # train on the corpus
+    python -m mlbridge.train inliner train --address auto ...      # on a running Ray cluster
+    python -m mlbridge.train phase-order train --out runs/po       # phase ordering on .text
+    python -m mlbridge.train phase-order heldout                   # its deployed plugin vs -Oz
+    python -m mlbridge.train loop-distribution demo                # one held-out kernel
+    python -m mlbridge.train regalloc heldout --out heldout.json   # score per held-out library
+    python -m mlbridge.train mlir-unroll train                     # the MLIR unroll policy
     python -m mlbridge.train throughput --workers 1 2              # compiles/s by worker count
     python -m mlbridge.train evaluate --split heldout --out r.json # deployed plugin vs clang -Oz
     python -m mlbridge.train evaluate --pass phase-order ...       # its deployed plugin vs -Oz
@@ -21,14 +26,14 @@ import json
 import logging
 import os
 import sys
-import tempfile
 import time
 
 from .. import cli
-from .registry import PROBLEMS
+from . import size_cli
+from .registry import PROBLEMS, TRAIN
 
 
-def cmd_problem(args):
+def cmd_train(args):
     summary = PROBLEMS[args.command].load().main(args)
     print(json.dumps(summary, indent=2))
 
@@ -61,89 +66,6 @@ def cmd_throughput(args):
     if args.json:
         cli.write_json(args.json, {"modules": len(mods), "repeat": args.repeat, "rows": rows,
                                    "load": os.getloadavg()}, indent=2)
-
-
-def _policy_variants(path, thresholds, margins, tmp):
-    """Experiments: the phase-ordering policy of ``path`` (a trainer's
-    ``policy.json``) at each STOP threshold and IR-outliner margin, from the
-    start flags and step budget the file names."""
-    from ..llvm.plugins import ACTIONS
-    from . import evaluate
-    from .phase_order import PhasePolicy
-    with open(path) as f:
-        record = json.load(f)
-    policy = PhasePolicy.from_dict(record)
-    iroutliner = ACTIONS.index("iroutliner")
-    out = []
-    for t in thresholds:
-        for m in margins:
-            onnx = os.path.join(tmp, f"policy_t{t}_m{m}.onnx")
-            policy.with_threshold(t).with_margin(iroutliner, m).to_onnx(onnx)
-            out.append(evaluate.Config(
-                f"policy t={t} m={m}", plugins=("phase-order",), phase_order_model=onnx,
-                phase_order_steps=record.get("max_steps"),
-                phase_order_start=tuple(record.get("start", ()))).as_experiment())
-    return out
-
-
-def cmd_evaluate(args):
-    import dataclasses
-    from ..errors import MLBridgeError
-    from ..llvm.plugins import find_plugins
-    from . import baselines, evaluate
-    from .modules import corpus_modules
-    if args.policy and args.pass_name != "phase-order":
-        raise MLBridgeError("--policy is a phase-ordering policy: give --pass phase-order")
-    mods = corpus_modules(args.split, args)
-    if args.max_modules:
-        mods = mods[: args.max_modules]
-    plugins = find_plugins(args.plugin_build_dir)
-    bar = None
-    if not args.quiet:
-        from tqdm import tqdm
-        bar = tqdm(total=len(mods), desc=f"{args.split}: -Oz vs plugin", unit="unit")
-    with tempfile.TemporaryDirectory(prefix="mlbridge-evaluate-") as tmp:
-        if args.pass_name == "phase-order":
-            from .phase_order import shipped_max_steps, shipped_start
-            model, steps = args.model, args.max_steps
-            start = None if args.start is None else tuple(args.start)
-            if args.fixed_action is not None:
-                model, steps = _fixed_action_model(args.fixed_action, tmp), 1
-            if model is not None:   # an ONNX model brings no settings: the shipped ones
-                steps = shipped_max_steps() if steps is None else steps
-                start = shipped_start() if start is None else start
-            if args.plugin:
-                plugins = dataclasses.replace(plugins, phase_order=args.plugin)
-            config = evaluate.Config(
-                "phase ordering", plugins=("phase-order",), phase_order_model=model,
-                phase_order_steps=steps, phase_order_start=start)
-        else:
-            if args.plugin:
-                plugins = dataclasses.replace(plugins, inline_advisor=args.plugin)
-            config = evaluate.Config("inliner", plugins=("inliner",), inline_model=args.model)
-        if args.experiment:
-            config = config.as_experiment()
-        flags = [baselines.flag_config(args.flags)] if args.flags else []
-        configs = [evaluate.PLAIN, *flags, config]
-        if args.policy:
-            configs += _policy_variants(args.policy, args.thresholds, args.margins, tmp)
-        rows = evaluate.measure(mods, configs, plugins=plugins,
-                                jobs=args.jobs, progress=bar.update if bar else None,
-                                cache=None if args.no_cache else evaluate.default_cache_dir())
-    if bar:
-        bar.close()
-    names = [c.name for c in configs]
-    summary = evaluate.summarize(rows, names)
-    if args.out:
-        cli.write_json(args.out, {"summary": evaluate.as_json(summary), "rows": rows}, indent=1)
-    deltas = [(n, evaluate.PLAIN.name) for n in names[1:]]
-    deltas += [(n, flags[0].name) for n in names[2:]] if flags else []
-    for e in summary["errors"]:
-        print(f"error: {e['module']}: {e['errors']}", file=sys.stderr)
-    if not summary["total"].units:
-        raise MLBridgeError(f"no unit of {len(rows)} compiled in every configuration "
-                            f"({', '.join(names)}): nothing to compare (errors above)")
-    print(evaluate.markdown_table(summary, deltas=deltas, cpu=names[1:]))
 
 
 def corpus_of(args):
@@ -211,22 +133,6 @@ def cmd_size_report(args):
         print(f"error: {e['module']}: {e['errors']}", file=sys.stderr)
 
 
-def _fixed_action_model(action, folder):
-    """An ONNX policy (written into ``folder``) that always takes ``action``
-    (with one step: the trivial baselines, e.g. 15 = "-Oz twice")."""
-    import numpy as np
-    from ..llvm.plugins import NUM_OBSERVATIONS
-    from .phase_order import NUM_PASS_ACTIONS, PhasePolicy
-    hidden = 1
-    b2 = np.full(NUM_PASS_ACTIONS, -1.0, dtype=np.float32)
-    b2[action] = 1.0
-    pol = PhasePolicy(np.zeros((hidden, NUM_OBSERVATIONS)), np.zeros(hidden),
-                      np.zeros((NUM_PASS_ACTIONS, hidden)), b2, threshold=0.0)
-    path = os.path.join(folder, f"action{action}.onnx")
-    pol.to_onnx(path)
-    return path
-
-
 def cmd_oracle(args):
     """Greedy per-module search (inliner.oracle.search_oracle) on a split."""
     from .cluster import WorkerPool
@@ -248,16 +154,18 @@ def cmd_oracle(args):
 
 
 def build_parser():
-    from .baselines import FLAGS as STOCK_FLAGS
     from .modules import add_module_arguments
     p = cli.ArgumentParser(prog="python -m mlbridge.train", description=__doc__,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
 
     for prob in PROBLEMS.values():
-        q = sub.add_parser(prob.name, help=prob.summary)
-        prob.load().add_arguments(q)
-        q.set_defaults(func=cmd_problem)
+        q = sub.add_parser(prob.name, help=prob.summary, description=prob.summary)
+        verbs = q.add_subparsers(dest="verb", required=True)
+        for verb, command in prob.commands().items():
+            v = verbs.add_parser(verb, help=command.help, description=command.help)
+            command.add_arguments(v)
+            v.set_defaults(func=cmd_train if verb == TRAIN else command.run)
 
     q = sub.add_parser("throughput", help="inliner compiles/s by number of Ray workers")
     add_module_arguments(q)
@@ -283,50 +191,8 @@ def build_parser():
     q.set_defaults(func=cmd_oracle)
 
     q = sub.add_parser("evaluate", help="deployed plugin vs clang-19 -Oz, per library")
-    q.add_argument("--pass", dest="pass_name", default="inliner",
-                   choices=["inliner", "phase-order"], help="which plugin")
-    q.add_argument("--max-steps", type=int, default=None,
-                   help="phase-order: actions per episode (default: the model's; an "
-                        "experiment)")
-    q.add_argument("--fixed-action", type=int, default=None,
-                   help="phase-order: one step of this action (a trivial baseline: "
-                        "15 = -Oz twice, 16 = mergefunc)")
-    q.add_argument("--start", nargs="*", default=None, metavar="FLAG",
-                   help="phase-order: the stock size flags the episode starts from "
-                        "(default: the model's; none given: where -Oz ends; an experiment)")
-    q.add_argument("--flags", nargs="+", default=None, metavar="FLAG",
-                   choices=sorted(STOCK_FLAGS),
-                   help="also -Oz with these stock size flags, the plugin compared with "
-                        "them too (e.g. mergefunc machine-outliner)")
-    q.add_argument("--policy", default=None, type=cli.existing_file, metavar="POLICY_JSON",
-                   help="phase-order: also this fitted policy (a trainer's policy.json) "
-                        "at each --thresholds x --margins, as experiments")
-    q.add_argument("--thresholds", type=float, nargs="+", default=[0.5],
-                   help="with --policy: STOP thresholds")
-    q.add_argument("--margins", type=float, nargs="+", default=[0.0],
-                   help="with --policy: IR-outliner margins (percent of .text)")
-    q.add_argument("--split", default="heldout", choices=["train", "validation", "heldout"])
-    q.add_argument("--manifest", default=None)
-    q.add_argument("--libraries", nargs="*", default=None)
-    q.add_argument("--max-modules", type=int, default=None)
-    q.add_argument("--plugin", default=None, type=cli.existing_file,
-                   help="the plugin (default: the build's)")
-    q.add_argument("--plugin-build-dir", default=None)
-    q.add_argument("--model", default=None, type=cli.existing_file,
-                   help="an ONNX policy run by ONNX Runtime (default: the built-in compiled "
-                        "model; an experiment)")
-    q.add_argument("--experiment", action="store_true",
-                   help="measure a configuration that is not the documented command "
-                        "(docs/llvm-plugins.md): --model, --max-steps, --start, "
-                        "--fixed-action or plugin settings in the environment; the table "
-                        "says so")
-    q.add_argument("--jobs", type=cli.positive_int, default=2)
-    q.add_argument("--no-cache", action="store_true",
-                   help="measure everything again (default: size-report's measurement cache)")
-    q.add_argument("--out", default=None, type=cli.output_file,
-                   help="write rows and summary (JSON) here")
-    q.add_argument("--quiet", action="store_true")
-    q.set_defaults(func=cmd_evaluate)
+    size_cli.add_evaluate_arguments(q)
+    q.set_defaults(func=size_cli.cmd_evaluate)
 
     q = sub.add_parser("size-report", help="held-out .text: -Oz, best flags, the plugins, "
                                            "combined, LTO (docs/results.md)")
@@ -351,10 +217,20 @@ def build_parser():
     return p
 
 
+def _with_verb(argv):
+    """``<problem> [options]`` as it was before verbs: ``<problem> train [options]``."""
+    if len(argv) >= 1 and argv[0] in PROBLEMS:
+        verbs = PROBLEMS[argv[0]].commands()
+        if len(argv) == 1 or (argv[1] not in verbs and argv[1] not in ("-h", "--help")):
+            return [argv[0], TRAIN, *argv[1:]]
+    return argv
+
+
 def main(argv=None):
     logging.basicConfig(level=logging.WARNING, format="mlbridge.train: %(message)s")
-    args = build_parser().parse_args(argv)
-    return cli.run(f"mlbridge.train {args.command}", lambda _: args.func(args))
+    args = build_parser().parse_args(_with_verb(sys.argv[1:] if argv is None else list(argv)))
+    name = " ".join(filter(None, (args.command, getattr(args, "verb", None))))
+    return cli.run(f"mlbridge.train {name}", lambda _: args.func(args))
 
 
 if __name__ == "__main__":

@@ -78,6 +78,7 @@ def main(argv=None):
 def _demo(args):
     from ..corpus import Corpus, CorpusError
     from ..llvm.plugins import find_plugins
+    from ..llvm.host import advisor_host
     from ..toolchain import compile, toolchain
     from . import evaluate
     from .inliner import InlinePolicy
@@ -128,7 +129,7 @@ def _demo(args):
             return a
         serve.needs_default = True
         res = compile([toolchain().clang, "-Oz", "-c", str(ir), "-o", os.path.join(tmp, "py.o")],
-                      advisors={"inline": serve}, include_default=True)
+                      host=advisor_host({"inline": serve}, include_default=True))
         py_text = res.text
         _say(f"   stock clang-19 asked {state['asked']} inlining questions over pipes in "
              f"{res.wall_seconds:.2f} s; the Python policy reversed LLVM's decision "

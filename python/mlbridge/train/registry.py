@@ -5,13 +5,19 @@ table; nothing else names the problems.
 
 A problem package provides:
 
-* ``add_arguments(parser)`` -- its command-line options;
+* ``add_arguments(parser)`` -- the options of its training run;
 * ``main(args)`` -- the training run (returns the summary dict, raises
   :class:`mlbridge.train.results.TrainingError` when it cannot produce a
   meaningful result);
+* ``COMMANDS`` (optional) -- its other verbs, ``{verb: Command}``: the
+  usual ones are ``evaluate`` (the deployed model on a split),
+  ``heldout`` (the held-out report) and ``demo`` (one small example);
 * ``run_task(task, workdir)`` -- if it compiles on the Ray workers
   (:mod:`mlbridge.train.cluster`): one task dict, in a worker's scratch
   folder, to a result dict.
+
+Every problem has one command-line shape, ``python -m mlbridge.train
+<problem> <verb> [options]``, ``train`` being the training run.
 
 Problems from outside the package are Python entry points of the group
 ``mlbridge.problems``: the name is the problem's, the value the module that
@@ -28,12 +34,27 @@ import importlib
 import warnings
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional
 
-__all__ = ["Problem", "PROBLEMS", "problem", "ENTRY_POINT_GROUP", "outside_problems"]
+__all__ = ["Problem", "Command", "PROBLEMS", "problem", "ENTRY_POINT_GROUP",
+           "outside_problems"]
 
 #: The entry-point group of problems registered from outside the package.
 ENTRY_POINT_GROUP = "mlbridge.problems"
+
+
+@dataclass(frozen=True)
+class Command:
+    """One verb of a problem besides ``train``: its one-line help, a
+    function adding its options to an argparse parser, and ``run(args)``
+    (returns the exit status, or None for 0)."""
+    help: str
+    add_arguments: Callable
+    run: Callable
+
+
+#: The verb of the training run, which every problem has.
+TRAIN = "train"
 
 
 @dataclass(frozen=True)
@@ -47,6 +68,17 @@ class Problem:
     def load(self):
         """The problem's package (imported on first use)."""
         return importlib.import_module(self.package)
+
+    def commands(self) -> Dict[str, Command]:
+        """Every verb of the problem: ``train`` and the package's ``COMMANDS``."""
+        pkg = self.load()
+        verbs = {TRAIN: Command("train the policy (writes the model, log and curve in --out)",
+                                pkg.add_arguments, pkg.main)}
+        for verb, command in getattr(pkg, "COMMANDS", {}).items():
+            if verb in verbs:
+                raise ValueError(f"problem {self.name}: {verb!r} is the training run's verb")
+            verbs[verb] = command
+        return verbs
 
 
 IN_TREE = {p.name: p for p in (

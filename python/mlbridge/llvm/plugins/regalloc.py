@@ -34,6 +34,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Union
 import numpy as np
 
 from ...toolchain import ModelServer, compile
+from ..host import advisor_host
 from ._plugins import PluginInfo, PluginNotFound, find_plugins, tool_env
 from ._protocol import load as load_protocol
 
@@ -189,6 +190,7 @@ def allocate(program, allocator: str = "mlbridge", *,
     :func:`mlbridge.toolchain.compile`). Raises :class:`mlbridge.toolchain.CompileError`
     when llc fails (e.g. a -verify-machineinstrs error)."""
     plugins = _plugin(plugins)
+    host = advisor_host(advisors) if advisors else None
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         tmp = Path(tmp)
         ir = Path(program)
@@ -214,11 +216,11 @@ def allocate(program, allocator: str = "mlbridge", *,
             cpu += compile(llc_command(ir, mir, allocator, plugins=plugins, verify=verify,
                                        extra=["-stop-after=virtregrewriter"]),
                            env=env, timeout=timeout, measure_text=False,
-                           advisors=advisors).cpu_seconds
+                           host=host).cpu_seconds
             if object_file is not None:
                 compile(llc_command(ir, object_file, allocator, plugins=plugins, verify=verify,
                                     extra=["-filetype=obj"]),
-                        env=dict(env, MLBRIDGE_RA_LOG=""), timeout=timeout, advisors=advisors)
+                        env=dict(env, MLBRIDGE_RA_LOG=""), timeout=timeout, host=host)
         finally:
             if server is not None:
                 server.close()

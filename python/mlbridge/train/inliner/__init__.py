@@ -11,9 +11,16 @@ measured ``.text`` (``python -m mlbridge.train inliner``; docs/training.md).
 from .policy import EMBEDDINGS, MODEL_FEATURES, InlinePolicy, feature_matrix
 from .task import execute as run_task, make_task
 from .trainer import TrainConfig, train
+from ..size_cli import commands as size_commands
+from . import rllib
 
-__all__ = ["EMBEDDINGS", "MODEL_FEATURES", "InlinePolicy", "feature_matrix", "make_task", "run_task",
-           "TrainConfig", "train", "add_arguments", "main"]
+__all__ = ["COMMANDS", "EMBEDDINGS", "MODEL_FEATURES", "InlinePolicy", "feature_matrix",
+           "make_task", "run_task", "TrainConfig", "train", "add_arguments", "main"]
+
+
+#: ``evaluate`` and ``heldout``: the deployed plugin against ``clang-19 -Oz``;
+#: ``rllib``: RLlib PPO through the kit's PluginEnv.
+COMMANDS = {**size_commands("inliner"), "rllib": rllib.COMMAND}
 
 
 def add_arguments(q):

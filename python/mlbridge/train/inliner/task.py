@@ -36,6 +36,7 @@ import os
 
 import numpy as np
 
+from ...llvm.host import advisor_host
 from ...toolchain import compile, toolchain
 from .policy import (EMBEDDING_DIM, MODEL_FEATURES, InlinePolicy, embedding_matrix,
                      feature_matrix)
@@ -103,7 +104,7 @@ def execute(task, workdir):
         res = _compile_with_plugin(module, out, decide, want_default, timeout)
     else:
         res = compile([toolchain().clang, "-Oz", "-c", module, "-o", out],
-                      advisors={"inline": decide}, include_default=want_default,
+                      host=advisor_host({"inline": decide}, include_default=want_default),
                       timeout=timeout)
     result = {"key": task["key"], "text": res.text, "requests": state["index"],
               "inlined": state["inlined"], "seconds": res.wall_seconds,

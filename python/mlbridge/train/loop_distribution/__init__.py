@@ -10,15 +10,17 @@ docs/loop-distribution.md, "Training and results").
 * :mod:`.episodes` -- the agents' walk over a loop graph in Python;
 * :mod:`.task` -- builds and measurements on the Ray workers;
 * :mod:`.trainer` -- probe, oracle, imitation, selection on validation;
-* :mod:`.evaluate` -- the results table of a split (``python -m
-  mlbridge.train.loop_distribution evaluate``), and ``demo``.
+* :mod:`.evaluate` -- the results table of a split;
+* :mod:`.commands` -- the verbs besides ``train`` (``python -m
+  mlbridge.train loop-distribution evaluate|heldout|compile-cost|coverage|demo``).
 """
 
 from .partitions import decisions, enumerate_partitions, format_partition, is_valid, parse
 from .policy import MAX_NODES, GraphPolicy
 from .task import run_task
+from .commands import COMMANDS
 
-__all__ = ["GraphPolicy", "MAX_NODES", "decisions", "enumerate_partitions",
+__all__ = ["COMMANDS", "GraphPolicy", "MAX_NODES", "decisions", "enumerate_partitions",
            "format_partition", "is_valid", "parse", "run_task", "add_arguments", "main"]
 
 

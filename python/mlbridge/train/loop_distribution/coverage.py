@@ -10,7 +10,7 @@ innermost loop) while compiling real code the way a user does:
 * the real projects of :mod:`mlbridge.builds`, built by their own build
   systems with the ``loopdist`` configuration (docs/deployment.md).
 
-``python -m mlbridge.train.loop_distribution coverage`` writes the counts
+``python -m mlbridge.train loop-distribution coverage`` writes the counts
 as JSON and prints the table (docs/loop-distribution.md, "Coverage").
 """
 

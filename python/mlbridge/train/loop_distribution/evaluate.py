@@ -11,7 +11,7 @@ checksums differ from ``-O3`` on a kernel is a wrong result, counted.
 Compile cost: callgrind Ir of the whole ``clang-19 -O3 -c`` process of each
 family file with and without the plugin (:func:`compile_cost`).
 
-    python -m mlbridge.train.loop_distribution evaluate --split held_out \\
+    python -m mlbridge.train loop-distribution heldout \\
         --out results/loop-distribution/heldout.json
 """
 

@@ -33,13 +33,13 @@ from typing import Dict
 
 import numpy as np
 
+from ...llvm.plugins.loop_distribution import EMBEDDING_DIM, MAX_NODES
 from ..results import JsonFile
 
 __all__ = ["MAX_NODES", "EMBEDDING_DIM", "ROUNDS", "GraphPolicy", "NEG", "fit"]
 
-MAX_NODES = 16
-#: IR2Vec's vector size (the plugin's ``node_embeddings`` [MAX_NODES, 300]).
-EMBEDDING_DIM = 300
+# MAX_NODES and EMBEDDING_DIM (IR2Vec's vector size, ``node_embeddings``
+# [MAX_NODES, EMBEDDING_DIM]) come from the protocol the plugin includes.
 ROUNDS = 2
 #: Score of a node that may not be chosen.
 NEG = -1.0e4

@@ -13,11 +13,16 @@ from .policy import NUM_PASS_ACTIONS, STOP, PhasePolicy
 from .task import compile_task, oracle_task, plugin_env, run_task
 from .trainer import (collect, episode_start, labels, select_threshold, shipped_max_steps,
                       shipped_start, train)
+from ..size_cli import commands as size_commands
 
-__all__ = ["PhasePolicy", "NUM_PASS_ACTIONS", "STOP", "oracle_task", "compile_task",
+__all__ = ["COMMANDS", "PhasePolicy", "NUM_PASS_ACTIONS", "STOP", "oracle_task", "compile_task",
            "plugin_env", "run_task", "collect", "labels", "select_threshold", "train",
            "shipped_start", "shipped_max_steps", "episode_start",
            "add_arguments", "main"]
+
+
+#: ``evaluate`` and ``heldout``: the deployed plugin against ``clang-19 -Oz``.
+COMMANDS = size_commands("phase-order")
 
 
 def add_arguments(q):
