@@ -6,6 +6,7 @@ programs (docs/results.md, "Register allocation").
     python -m mlbridge.train.regalloc heldout --mode evict --split validation --policy p.json
     python -m mlbridge.train.regalloc losses --libraries lz4       # per function vs greedy (validation)
     python -m mlbridge.train.regalloc callgrind --seeds 1001 1002  # csmith programs: Ir, output
+    python -m mlbridge.train.regalloc kernels --out k.json         # loop kernels: Ir, output, as deployed
     python -m mlbridge.train.regalloc demo                         # one library, two lines
 
 ``heldout`` compares, per held-out library, the total score (the plugin's
@@ -306,6 +307,31 @@ def cmd_callgrind(args):
         cli.write_json(args.out, rows, indent=1)
 
 
+def cmd_kernels(args):
+    """The loop kernels of corpus/loops built with greedy, basic and ours
+    (heuristic, deployed model) as a user builds them, run under callgrind
+    (:mod:`.kernels`); exit status 1 when an output differs from greedy's."""
+    from . import kernels as rk
+    doc = rk.run(llvm=args.llvm, families=args.families, split=args.split,
+                 kernels_per_family=args.kernels, plugin=args.plugin, jobs=args.jobs,
+                 kernel_only=args.kernel_only,
+                 log=(lambda m: None) if args.quiet else
+                 (lambda m: print(m, file=sys.stderr, flush=True)))
+    print(rk.markdown(doc))
+    s = doc["summary"]["all"]
+    for m in ("ir", "kernel_ir"):
+        if f"model/greedy {m} geomean" in s:
+            print(f"ours (model) / greedy, {m}: geomean {s[f'model/greedy {m} geomean']:.4f}, "
+                  f"of sums {s[f'model/greedy {m} of sums']:.4f}, worst "
+                  f"{s[f'model/greedy {m} worst'][0]} {s[f'model/greedy {m} worst'][1]:.4f}")
+    if args.out:
+        cli.write_json(args.out, doc, indent=1)
+    if s["outputs_differ"]:
+        print("outputs differ from greedy's: " + ", ".join(s["outputs_differ"]), file=sys.stderr)
+        return 1
+    return 0
+
+
 def cmd_demo(args):
     """Score of one held-out library: greedy vs ours (built-in model), here
     without Ray; a unit either allocator cannot be scored on is left out
@@ -359,6 +385,22 @@ def main(argv=None):
     q.add_argument("--model", default=None, help="an ONNX policy (default: the built-in one)")
     q.add_argument("--out", default=None, type=cli.output_file)
     q.set_defaults(func=cmd_callgrind)
+    q = sub.add_parser("kernels", help="loop kernels (corpus/loops): callgrind Ir and output, "
+                       "greedy, basic and ours as deployed")
+    q.add_argument("--llvm", type=int, choices=(19, 22), default=19)
+    q.add_argument("--families", nargs="+", default=None, help="only these kernel families")
+    q.add_argument("--split", choices=("train", "validation", "held_out"), default=None,
+                   help="only the families of this split (default: all)")
+    q.add_argument("--kernels", type=cli.positive_int, default=None,
+                   help="only the first N kernels of each family")
+    q.add_argument("--plugin", default=None, type=cli.existing_file,
+                   help="this MLBridgeRegAlloc.so (e.g. a copy) instead of the build's")
+    q.add_argument("--jobs", type=cli.positive_int, default=2, help="families measured at once")
+    q.add_argument("--kernel-only", action="store_true",
+                   help="only the kernels' Ir (no whole-run callgrind): half the runs")
+    q.add_argument("--out", default=None, type=cli.output_file)
+    q.add_argument("--quiet", action="store_true")
+    q.set_defaults(func=cmd_kernels)
     q = sub.add_parser("demo", help="one held-out library, score vs greedy")
     q.add_argument("--library", default=DEMO_LIBRARY)
     q.set_defaults(func=cmd_demo)
