@@ -26,7 +26,7 @@ echo "== Loop distribution chosen by the model compiled into MLBridgeLoopDistrib
 .venv/bin/python -m mlbridge.train loop-distribution demo
 echo
 echo "== Register allocation by the model compiled into MLBridgeRegAlloc.so"
-.venv/bin/python -m mlbridge.train.regalloc demo
+.venv/bin/python -m mlbridge.train regalloc demo
 echo
 echo "== A real project through its own build system: libyaml with the size plugins (docs/deployment.md)"
 .venv/bin/python -m mlbridge.builds run --projects libyaml --configs Oz,best,size --llvm 19 \

@@ -1,4 +1,4 @@
-"""End to end: ``python -m mlbridge.train.regalloc kernels`` (register
+"""End to end: ``python -m mlbridge.train regalloc kernels`` (register
 allocation at run time, docs/results.md "Runnable programs") on two loop
 kernels, on every LLVM version the build has the allocator for: each
 column is built (ours the documented way, -fpass-plugin with
@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_kernels_command(plugins, tmp_path):
     out = tmp_path / "k.json"
     env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
-    r = subprocess.run([sys.executable, "-m", "mlbridge.train.regalloc", "kernels",
+    r = subprocess.run([sys.executable, "-m", "mlbridge.train", "regalloc", "kernels",
                         "--llvm", str(plugins.llvm_major), "--families", "linalg", "reduction",
                         "--kernels", "1", "--out", str(out), "--quiet"],
                        capture_output=True, text=True, timeout=600, env=env, cwd=REPO)

@@ -190,10 +190,10 @@ def test_short_ray_training_of_the_eviction_advisor(items, pool, tmp_path):
 
 
 def test_function_losses_add_up(items):
-    """``python -m mlbridge.train.regalloc losses``: per function, ours minus
+    """``python -m mlbridge.train regalloc losses``: per function, ours minus
     greedy; the differences add up to the difference of the totals, and the
     weighted components to the differences of the scores."""
-    from mlbridge.train.regalloc.__main__ import function_losses
+    from mlbridge.train.regalloc.commands import function_losses
     rows, parts = function_losses(items[:2])
     names = {(name, g.function) for _, name, g, _ in rows}
     assert ("p1", "f10") in names and ("p2", "leaf20") in names

@@ -66,7 +66,7 @@ def test_zero_jobs_or_workers_are_refused(args):
 
 
 @pytest.mark.parametrize("args", [
-    ("mlbridge.train.regalloc", "heldout", "--workers", "-1"),
+    ("mlbridge.train", "regalloc", "heldout", "--workers", "-1"),
     ("mlbridge.train", "loop-distribution", "evaluate", "--out", "r.json", "--workers", "-1"),
 ])
 def test_negative_workers_are_refused(args):

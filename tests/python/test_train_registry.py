@@ -26,9 +26,9 @@ def test_every_implemented_problem_has_the_registry_interface():
 def test_every_problem_has_one_command_shape_with_train_first():
     verbs = {p.name: list(p.commands()) for p in PROBLEMS.values()}
     assert all(v[0] == "train" for v in verbs.values()), verbs
-    for name in ("inliner", "phase-order", "loop-distribution"):
+    for name in ("inliner", "phase-order", "loop-distribution", "regalloc"):
         assert "heldout" in verbs[name], (name, verbs[name])
-    for name in ("loop-distribution",):
+    for name in ("loop-distribution", "regalloc"):
         assert "demo" in verbs[name] and "evaluate" in verbs[name], (name, verbs[name])
     res = subprocess.run([sys.executable, "-m", "mlbridge.train", "loop-distribution", "--help"],
                          capture_output=True, text=True, timeout=60)

@@ -10,13 +10,14 @@ results").
 * :mod:`.allocator` -- the policy network of ``-regalloc=mlbridge``;
 * :mod:`.task` -- the machine-function corpus and the compiles on workers.
 
-``python -m mlbridge.train.regalloc heldout|demo`` measures a trained
+``python -m mlbridge.train regalloc heldout|demo`` (:mod:`.commands`) measures a trained
 policy on the held-out libraries.
 """
 
+from .commands import COMMANDS
 from .task import PROBLEM, run_task
 
-__all__ = ["PROBLEM", "run_task", "add_arguments", "main", "MODES"]
+__all__ = ["COMMANDS", "PROBLEM", "run_task", "add_arguments", "main", "MODES"]
 
 MODES = ("alloc", "evict")
 

@@ -1,9 +1,9 @@
 """Register allocation at run time: the loop kernels of corpus/loops built
 with each allocator the way a user builds them, run under callgrind.
 
-    python -m mlbridge.train.regalloc kernels --out results/regalloc/runtime-kernels-llvm19.json
-    python -m mlbridge.train.regalloc kernels --llvm 22 --families linalg nested
-    python -m mlbridge.train.regalloc kernels --split validation   # for selection
+    python -m mlbridge.train regalloc kernels --out results/regalloc/runtime-kernels-llvm19.json
+    python -m mlbridge.train regalloc kernels --llvm 22 --families linalg nested
+    python -m mlbridge.train regalloc kernels --split validation   # for selection
 
 Per kernel family (``corpus/loops/kernels/<family>.c`` with the driver), one
 ``clang-N -O2`` build per column (:data:`COLUMNS`):
@@ -283,7 +283,7 @@ def run(*, llvm: int = 19, families: Optional[Sequence[str]] = None,
                  "(docs/results.md, 'Register allocation', 'Runnable programs'): callgrind "
                  "Ir per kernel run of each allocator, built as a user builds it. "
                  "`ir`: the whole process; `kernel_ir`: the kernel's 4 calls "
-                 "(--toggle-collect). Regenerate with `python -m mlbridge.train.regalloc "
+                 "(--toggle-collect). Regenerate with `python -m mlbridge.train regalloc "
                  "kernels`.",
         "clang": clang.version, "llvm": llvm, "valgrind": vg,
         "plugin": str(plugins.regalloc),

@@ -1,23 +1,23 @@
-"""Measuring register allocation on the held-out libraries and on runnable
+"""The verbs of ``python -m mlbridge.train regalloc`` besides ``train``:
+measuring register allocation on the held-out libraries and on runnable
 programs (docs/results.md, "Register allocation").
 
-    python -m mlbridge.train.regalloc heldout --out heldout.json   # score per library, all allocators
-    python -m mlbridge.train.regalloc heldout --mode evict         # greedy + trained eviction advisor
-    python -m mlbridge.train.regalloc heldout --mode evict --split validation --policy p.json
-    python -m mlbridge.train.regalloc losses --libraries lz4       # per function vs greedy (validation)
-    python -m mlbridge.train.regalloc callgrind --seeds 1001 1002  # csmith programs: Ir, output
-    python -m mlbridge.train.regalloc kernels --out k.json         # loop kernels: Ir, output, as deployed
-    python -m mlbridge.train.regalloc demo                         # one library, two lines
+    python -m mlbridge.train regalloc heldout --out heldout.json  # score per library, all allocators
+    python -m mlbridge.train regalloc heldout --mode evict        # greedy + trained eviction advisor
+    python -m mlbridge.train regalloc evaluate --mode evict --policy p.json   # on validation
+    python -m mlbridge.train regalloc losses --libraries lz4      # per function vs greedy (validation)
+    python -m mlbridge.train regalloc callgrind --seeds 1001 1002 # csmith programs: Ir, output
+    python -m mlbridge.train regalloc kernels --out k.json        # loop kernels: Ir, output, as deployed
+    python -m mlbridge.train regalloc demo                        # one library, two lines
 
 ``heldout`` compares, per held-out library, the total score (the plugin's
 score pass) of LLVM's ``greedy``, ``basic`` and ``fast`` with ours: the
 built-in heuristic and the deployed model (the model compiled into the
 plugin, or ``--model x.onnx`` through ONNX Runtime), plus the CPU seconds of
 the whole ``llc-19 -O2 -filetype=obj`` with greedy and with ours.
-Training is ``python -m mlbridge.train regalloc`` (docs/training.md).
+Training is ``python -m mlbridge.train regalloc train`` (docs/training.md).
 """
 
-import argparse
 import json
 import subprocess
 import sys
@@ -29,6 +29,7 @@ import numpy as np
 from ... import cli
 from ...corpus import Corpus
 from ..cluster import TaskFailed, Workdir, WorkerPool
+from ..registry import Command
 from .evict import SHIPPED_POLICY, LinearEviction
 from .task import alloc_task, evict_task, run_task, time_task
 from .trainer import load_items
@@ -351,13 +352,9 @@ def cmd_demo(args):
           f"model) {o:,.0f} = {o / g:.3f}x greedy")
 
 
-def main(argv=None):
-    p = cli.ArgumentParser(prog="python -m mlbridge.train.regalloc", description=__doc__,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="command", required=True)
-    q = sub.add_parser("heldout", help="per held-out library: the allocators' total score")
+def _heldout_arguments(q, split="heldout"):
     q.add_argument("--mode", choices=("alloc", "evict"), default="alloc")
-    q.add_argument("--split", choices=("heldout", "validation"), default="heldout",
+    q.add_argument("--split", choices=("heldout", "validation"), default=split,
                    help="validation: to compare candidates (selection never sees held-out)")
     q.add_argument("--libraries", nargs="*", default=None)
     q.add_argument("--model", default=None,
@@ -372,21 +369,23 @@ def main(argv=None):
     q.add_argument("--out", default=None, type=cli.output_file,
                    help="write every unit's numbers (JSON) here")
     q.add_argument("--quiet", action="store_true")
-    q.set_defaults(func=cmd_heldout)
-    q = sub.add_parser("losses", help="per function, ours against greedy (never held-out)")
+
+
+def _losses_arguments(q):
     q.add_argument("--split", choices=("train", "validation"), default="validation")
     q.add_argument("--libraries", nargs="*", default=None)
     q.add_argument("--policy", default="heuristic", choices=("heuristic", "model", "random"))
     q.add_argument("--verify", action="store_true", help="-verify-machineinstrs on ours")
     q.add_argument("--top", type=int, default=20)
-    q.set_defaults(func=cmd_losses)
-    q = sub.add_parser("callgrind", help="csmith programs: Ir and output, greedy vs ours")
+
+
+def _callgrind_arguments(q):
     q.add_argument("--seeds", type=int, nargs="+", default=[1001, 1002, 1003])
     q.add_argument("--model", default=None, help="an ONNX policy (default: the built-in one)")
     q.add_argument("--out", default=None, type=cli.output_file)
-    q.set_defaults(func=cmd_callgrind)
-    q = sub.add_parser("kernels", help="loop kernels (corpus/loops): callgrind Ir and output, "
-                       "greedy, basic and ours as deployed")
+
+
+def _kernels_arguments(q):
     q.add_argument("--llvm", type=int, choices=(19, 22), default=19)
     q.add_argument("--families", nargs="+", default=None, help="only these kernel families")
     q.add_argument("--split", choices=("train", "validation", "held_out"), default=None,
@@ -400,13 +399,22 @@ def main(argv=None):
                    help="only the kernels' Ir (no whole-run callgrind): half the runs")
     q.add_argument("--out", default=None, type=cli.output_file)
     q.add_argument("--quiet", action="store_true")
-    q.set_defaults(func=cmd_kernels)
-    q = sub.add_parser("demo", help="one held-out library, score vs greedy")
+
+
+def _demo_arguments(q):
     q.add_argument("--library", default=DEMO_LIBRARY)
-    q.set_defaults(func=cmd_demo)
-    args = p.parse_args(argv)
-    return cli.run(f"mlbridge.train.regalloc {args.command}", lambda _: args.func(args))
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+COMMANDS = {
+    "evaluate": Command("per validation library: the allocators' total score (or --split)",
+                        lambda q: _heldout_arguments(q, "validation"), cmd_heldout),
+    "heldout": Command("per held-out library: the allocators' total score",
+                       _heldout_arguments, cmd_heldout),
+    "losses": Command("per function, ours against greedy (never held-out)", _losses_arguments,
+                      cmd_losses),
+    "callgrind": Command("csmith programs: Ir and output, greedy vs ours",
+                         _callgrind_arguments, cmd_callgrind),
+    "kernels": Command("loop kernels (corpus/loops): callgrind Ir and output, greedy, basic "
+                       "and ours as deployed", _kernels_arguments, cmd_kernels),
+    "demo": Command("one held-out library, score vs greedy", _demo_arguments, cmd_demo),
+}
