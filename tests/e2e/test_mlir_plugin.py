@@ -227,7 +227,7 @@ def test_deployed_model_decides_as_in_python(mlir, kernels, tmp_path, runner):
     m, info = mlir
     if not info.has_runner(runner):
         pytest.fail(f"the {runner} runner is not built into the plugin", pytrace=False)
-    assert MODEL.is_file(), f"{MODEL} missing (python -m mlbridge.train mlir-unroll)"
+    assert MODEL.is_file(), f"{MODEL} missing (python -m mlbridge.train mlir-unroll train)"
     factors_seen = set()
     for name in ("matmul", "dot_norm", "heat3d", "syrk"):
         src = kernels[name]

@@ -301,7 +301,7 @@ def test_in_process_model_decides_like_the_model_in_python(
     """The committed model (models/plugins/inliner_policy.onnx), in-process
     through ONNX Runtime or compiled into the plugin, makes exactly the
     decisions the same model makes in Python over pipes."""
-    assert INLINER_MODEL.is_file(), f"{INLINER_MODEL} missing (docs/training.md: python -m mlbridge.train inliner)"
+    assert INLINER_MODEL.is_file(), f"{INLINER_MODEL} missing (docs/training.md: python -m mlbridge.train inliner train)"
     policy = _onnx_policy()
     log = tmp_path / "advisor.log"
     for name, p in plugin_corpus.items():

@@ -16,7 +16,7 @@ they never saw.
    ``clang-19``'s interactive inliner over named pipes (the training
    setup), and checks that it makes the same decisions as the compiled
    model in the plugin: same ``.text``.
-No training happens here (``python -m mlbridge.train inliner`` and
+No training happens here (``python -m mlbridge.train inliner train`` and
 ``phase-order`` train).
 """
 

@@ -1,6 +1,6 @@
 """Inlining for size: a policy that makes every inlining decision, from
 LLVM's inliner features and optionally IR2Vec vectors, trained against
-measured ``.text`` (``python -m mlbridge.train inliner``; docs/training.md).
+measured ``.text`` (``python -m mlbridge.train inliner train``; docs/training.md).
 
 * :mod:`.policy` -- the network (numpy; ONNX export for the plugin);
 * :mod:`.task` -- one compile of one module with a policy, on a worker;

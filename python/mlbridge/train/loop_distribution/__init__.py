@@ -1,6 +1,6 @@
 """Loop distribution: which ordered partition of each innermost loop's
 dependence graph ``MLBridgeLoopDistribution.so`` should make, learned from
-measured callgrind Ir (``python -m mlbridge.train loop-distribution``;
+measured callgrind Ir (``python -m mlbridge.train loop-distribution train``;
 docs/loop-distribution.md, "Training and results").
 
 * :mod:`.partitions` -- valid ordered partitions, their enumeration and the

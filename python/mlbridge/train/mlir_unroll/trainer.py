@@ -1,7 +1,7 @@
 """Trains the MLIR plugin's unroll policy (models/mlir/unroll_policy.onnx)
 and measures it on held-out kernels (docs/mlir.md).
 
-    MLBRIDGE_BUILD_DIR=build .venv/bin/python -m mlbridge.train mlir-unroll
+    MLBRIDGE_BUILD_DIR=build .venv/bin/python -m mlbridge.train mlir-unroll train
 
 * Kernels: integrations/mlir/kernels, sorted by name; every third one
   (positions 2, 5, 8, ...) is held out, fixed before any measurement. The
@@ -200,7 +200,7 @@ def main(out_dir=SHIPPED, records_dir=RECORDS):
                 key=lambda a: geo_ratio(train, lambda n: [a] * len(lab(n).measured)))
 
     # ---- held-out: the model deployed through the plugin's ONNX runner ------------
-    lines = ["MLIR unroll policy (python -m mlbridge.train mlir-unroll)",
+    lines = ["MLIR unroll policy (python -m mlbridge.train mlir-unroll train)",
              f"train kernels ({len(train)}): {' '.join(train)}",
              f"held-out kernels ({len(held)}): {' '.join(held)}",
              f"training loops: {len(y)}; labels (factor: loops): "

@@ -1,5 +1,5 @@
 """Phase ordering for code size, trained on real ``.text`` (``python -m
-mlbridge.train phase-order``; docs/training.md).
+mlbridge.train phase-order train``; docs/training.md).
 
 * :mod:`.policy` -- :class:`PhasePolicy`, the regression network and its
   ONNX export (the plugin's model);

@@ -1,6 +1,6 @@
 """Evolution-strategies fine-tuning of a phase-ordering policy against the
 measured ``.text`` of its own whole episodes (the stage after the oracle
-fit; ``python -m mlbridge.train phase-order --warm-start policy.json
+fit; ``python -m mlbridge.train phase-order train --warm-start policy.json
 --es-iterations N``).
 
 The oracle fit learns each action's gain one state at a time, on the states

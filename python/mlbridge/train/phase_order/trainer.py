@@ -26,7 +26,7 @@ docs/training.md describes the method.
    start flags' object, is always a candidate; a threshold with a failed compile is rejected and
    ``log.jsonl`` says why).
 
-    python -m mlbridge.train phase-order --out runs/phase-order
+    python -m mlbridge.train phase-order train --out runs/phase-order
 """
 
 import json

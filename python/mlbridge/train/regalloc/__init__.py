@@ -1,5 +1,5 @@
 """Register allocation trained against the allocation score (``python -m
-mlbridge.train regalloc``; docs/register-allocation.md, "Training and
+mlbridge.train regalloc train``; docs/register-allocation.md, "Training and
 results").
 
 * ``--mode alloc``: the policy of ``-regalloc=mlbridge``

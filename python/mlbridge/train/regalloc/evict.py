@@ -181,7 +181,7 @@ class TrainedEviction(LinearEviction):
         path = Path(path or os.environ.get("MLBRIDGE_REGALLOC_EVICT_POLICY") or SHIPPED_POLICY)
         if not path.is_file():
             raise FileNotFoundError(f"no trained eviction policy at {path} (train one: "
-                                    f"python -m mlbridge.train regalloc --mode evict)")
+                                    f"python -m mlbridge.train regalloc train --mode evict)")
         super().__init__(LinearEviction.load(path).theta)
 
 

@@ -1,7 +1,7 @@
 """Register-allocation policies trained against the allocation score.
 
-    python -m mlbridge.train regalloc --mode alloc --out runs/regalloc  # -regalloc=mlbridge
-    python -m mlbridge.train regalloc --mode evict --out runs/evict     # greedy's eviction advisor
+    python -m mlbridge.train regalloc train --mode alloc --out runs/regalloc  # -regalloc=mlbridge
+    python -m mlbridge.train regalloc train --mode evict --out runs/evict     # greedy's eviction advisor
 
 Both modes run the same four steps on the Ray workers; every allocation is
 scored by the plugin's score pass (:mod:`.task`).
