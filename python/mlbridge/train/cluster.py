@@ -86,6 +86,48 @@ class CompileWorker:
         return problem(task["problem"]).load().run_task(task, self.workdir)
 
 
+class LocalPool:
+    """The pool's interface (``map``, ``len``, a context manager) with the
+    tasks run one after the other in this process, by the same
+    :class:`CompileWorker`: no Ray (``--workers 0``, for a machine too
+    loaded to start it). A task that raises is a :class:`TaskFailed`, as on
+    a worker."""
+
+    replaced = 0
+
+    def __init__(self, scratch=None):
+        self.worker = CompileWorker(scratch)
+
+    def __len__(self):
+        return 1
+
+    def map(self, tasks, *, progress=None):
+        out = []
+        for t in tasks:
+            try:
+                out.append(self.worker.run(t))
+            except Exception as e:  # noqa: BLE001 - the pool's contract: a result per task
+                out.append(TaskFailed(t.get("key"), f"{type(e).__name__}: {e}", 1))
+            if progress is not None:
+                progress()
+        return out
+
+    def close(self):
+        self.worker.workdir.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def pool(workers, **options):
+    """``workers`` Ray workers (:class:`WorkerPool`, ``options`` its
+    keywords), or with 0 a :class:`LocalPool`."""
+    return WorkerPool(workers, **options) if workers else LocalPool()
+
+
 def _ray():
     try:
         import ray

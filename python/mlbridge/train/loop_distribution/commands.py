@@ -38,15 +38,15 @@ def demo(kernel=DEMO_KERNEL, plugin=None):
 
 def compile_cost_command(args):
     from . import find_plugin
-    from ..cluster import WorkerPool
+    from ..cluster import pool as worker_pool
     from .evaluate import compile_cost
-    from .trainer import InProcess, write_json
+    from .trainer import write_json
     sources = [corpus.ROOT / "kernels" / f"{f}.c" for f in args.families]
     missing = [str(s) for s in sources if not s.is_file()]
     if missing:
         raise corpus.LoopKernelError(f"no family file {', '.join(missing)}")
     plugin = find_plugin(args.plugin)
-    with (WorkerPool(args.workers) if args.workers else InProcess()) as pool:
+    with worker_pool(args.workers) as pool:
         costs = compile_cost(pool, sources, plugin)
     o3 = sum(c["O3"] for c in costs.values())
     ratio = round(sum(c["plugin"] for c in costs.values()) / o3, 4)

@@ -21,10 +21,10 @@ import time
 
 from ...corpus import loops as corpus
 from ...toolchain import toolchain
-from ..cluster import WorkerPool
+from ..cluster import pool as worker_pool
 from ..results import TrainingError
 from .task import compile_ir_task, measure_task
-from .trainer import InProcess, Measurer, family_sources, geomean
+from .trainer import Measurer, family_sources, geomean
 
 __all__ = ["evaluate", "compile_cost", "table", "markdown"]
 
@@ -63,7 +63,7 @@ def evaluate(split, *, plugin, model=None, workers=2, address=None,
     t0 = time.monotonic()
     configs = _configs(model)
     per = {k.name: {"family": k.family, "ir": {}, "wrong": []} for k in ks}
-    with (WorkerPool(workers, address=address) if workers else InProcess()) as pool:
+    with worker_pool(workers, address=address) as pool:
         meas = Measurer(pool, plugin, cache_dir, progress)
         tasks, where = [], []
         for name, (flags, pol) in configs.items():

@@ -40,14 +40,14 @@ import json
 import logging
 import math
 import time
-from typing import Dict, List
+from typing import Dict
 
 import numpy as np
 
 from ...corpus import loops as corpus
 from ...toolchain import toolchain
 from ..cache import RolloutCache
-from ..cluster import TaskFailed, WorkerPool
+from ..cluster import WorkerPool
 from ..results import RunResults, TrainingError, plot_learning_curve, write_atomically
 from ..selection import Rejected, best, sweep
 from .episodes import Graph, imitation_steps, walk
@@ -56,7 +56,7 @@ from .policy import fit
 from .serve import walk_text
 from .task import measure_task
 
-__all__ = ["InProcess", "Measurer", "geomean", "train", "family_sources", "write_json"]
+__all__ = ["Measurer", "geomean", "train", "family_sources", "write_json"]
 
 _log = logging.getLogger("mlbridge.train")
 
@@ -72,34 +72,6 @@ def family_sources(ks):
     for k in ks:
         out.setdefault(k.source, []).append(k)
     return out
-
-
-class InProcess:
-    """The pool interface (``map``) running tasks one by one in this
-    process: for evaluations on a machine too loaded to start Ray
-    (``--workers 0``). A task that raises is a TaskFailed, as on a worker."""
-
-    def __init__(self):
-        from ..cluster import Workdir
-        self.workdir = Workdir()
-
-    def map(self, tasks, *, progress=None):
-        from .task import run_task
-        out = []
-        for t in tasks:
-            try:
-                out.append(run_task(t, self.workdir))
-            except Exception as e:  # noqa: BLE001 - reported like a worker's failure
-                out.append(TaskFailed(t.get("key"), f"{type(e).__name__}: {e}", 1))
-            if progress is not None:
-                progress()
-        return out
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.workdir.close()
 
 
 class Measurer:

@@ -28,10 +28,10 @@ import numpy as np
 
 from ... import cli
 from ...corpus import Corpus
-from ..cluster import TaskFailed, Workdir, WorkerPool
+from ..cluster import LocalPool, TaskFailed, pool as worker_pool
 from ..registry import Command
 from .evict import SHIPPED_POLICY, LinearEviction
-from .task import alloc_task, evict_task, run_task, time_task
+from .task import alloc_task, evict_task, time_task
 from .trainer import load_items
 
 DEMO_LIBRARY = "snappy"
@@ -55,35 +55,8 @@ def _tasks(items, column, model):
             alloc_task(it.ir, key=it.name) for it in items]
 
 
-class _HerePool:
-    """The tasks run one after the other in this process (``--workers 0``:
-    no Ray), failures reported as :class:`TaskFailed` like the pool's."""
-
-    def __init__(self):
-        self.workdir = Workdir()
-
-    def map(self, tasks, progress=None):
-        out = []
-        for t in tasks:
-            try:
-                out.append(run_task(t, self.workdir))
-            except Exception as e:  # noqa: BLE001 - the pool's contract: a result per task
-                out.append(TaskFailed(t.get("key"), f"{type(e).__name__}: {e}", 1))
-            if progress:
-                progress(1)
-        return out
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.workdir.close()
-
-
 def _pool(args):
-    if args.workers == 0:
-        return _HerePool()
-    return WorkerPool(args.workers, address=args.address, task_timeout=1800)
+    return worker_pool(args.workers, address=args.address, task_timeout=1800)
 
 
 def _run(pool, tasks, bar):
@@ -338,12 +311,9 @@ def cmd_demo(args):
     without Ray; a unit either allocator cannot be scored on is left out
     (and counted)."""
     items = load_items(_modules("heldout", [args.library]))
-    pool = _HerePool()
-    try:
+    with LocalPool() as pool:
         greedy = pool.map([alloc_task(it.ir, allocator="greedy") for it in items])
         ours = pool.map([alloc_task(it.ir) for it in items])
-    finally:
-        pool.workdir.close()
     pairs = [(g["total"], o["total"]) for g, o in zip(greedy, ours)
              if not isinstance(g, TaskFailed) and not isinstance(o, TaskFailed)]
     g, o = sum(p[0] for p in pairs), sum(p[1] for p in pairs)
