@@ -1,6 +1,6 @@
 """The XLA AOT compiled models give TensorFlow's own outputs.
 
-For every TensorFlow model this build compiled (models/tf/make_models.py,
+For every TensorFlow model this build compiled (tools/models/tf_saved_models.py,
 src/tf/CMakeLists.txt), fresh random inputs go (1) through the compiled C++
 model behind TfModelRunner (the mlbridge-tf-eval tool) and (2) through the
 SavedModel's signature in TensorFlow itself, run by the TensorFlow
@@ -49,7 +49,7 @@ for (model, case), inputs in sorted(groups.items()):
 np.savez(out, **results)
 """
 
-# Input signatures of the project's models (models/tf/make_models.py).
+# Input signatures of the project's models (tools/models/tf_saved_models.py).
 INPUTS = {
     "policy": {"observation": ("float32", (1, 8)),
                "action_mask": ("float32", (1, 4)),
@@ -156,7 +156,7 @@ def test_dynamic_shape_is_a_clear_build_error(tmp_path):
     """XLA AOT needs static shapes: the build step says so by name.
 
     bad_dynamic_shape (x float32[None, 4]) is saved by the build next to the
-    other models (models/tf/make_models.py)."""
+    other models (tools/models/tf_saved_models.py)."""
     saved = Path(CFG["models_dir"]) / "bad_dynamic_shape"
     assert (saved / "saved_model.pb").exists()
     source = Path(os.environ.get("MLBRIDGE_SOURCE_DIR",

@@ -2,7 +2,7 @@
 
 Run by the build (src/tf/CMakeLists.txt) with the TensorFlow virtualenv:
 
-    .venv-tf/bin/python models/tf/make_models.py --out build/tf_aot/models
+    .venv-tf/bin/python tools/models/tf_saved_models.py --out build/tf_aot/models
 
 Writes, for each model NAME, a SavedModel directory NAME/ (signature
 "serving_default") and NAME.ref: a few random inputs and TensorFlow's own
@@ -149,7 +149,7 @@ def write_model(name, module, out_dir, cases, seed):
     rng = np.random.default_rng(seed)
     with open(os.path.join(out_dir, name + ".ref"), "w") as f:
         f.write(f"# {name}: random inputs and TensorFlow {tf.__version__}'s "
-                "outputs (models/tf/make_models.py)\n")
+                "outputs (tools/models/tf_saved_models.py)\n")
         for _ in range(cases):
             inputs = module.random_inputs(rng)
             outputs = fn(**{k: tf.constant(v) for k, v in inputs.items()})
@@ -174,7 +174,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="output directory")
     ap.add_argument("--npz-dir",
-                    default=os.path.join(os.path.dirname(__file__), ".."),
+                    default=os.path.join(os.path.dirname(__file__), "..", "..", "models"),
                     help="where the .npz weights are (default: models/)")
     ap.add_argument("--cases", type=int, default=8)
     ap.add_argument("--only", nargs="*", help="build only these models")
