@@ -89,6 +89,9 @@ def build_parser():
     q.add_argument("--cache", type=Path, help="download folder")
     q.add_argument("--table", type=Path, help="also write the tables (markdown) here at the end")
     q.add_argument("--again", action="store_true", help="measure results already there again")
+    q.add_argument("--reuse-plugins", action="store_true",
+                   help="use the plugins already copied into <work>/plugins-llvm<N> as they are "
+                        "(continue a run with the plugins it measured)")
     q = sub.add_parser("table", help="print the tables of a results file")
     q.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
     q.add_argument("--runtime", type=Path, nargs="?", const=DEFAULT_RUNTIME,
@@ -136,7 +139,8 @@ def _run_runtime(args) -> int:
     for llvm in [int(v) for v in _names(args.llvm)]:
         try:
             comp = configs.compilers(llvm, args.build_dir,
-                                     snapshot=args.work / f"plugins-llvm{llvm}")
+                                     snapshot=args.work / f"plugins-llvm{llvm}",
+                                     reuse=args.reuse_plugins)
         except (NotBuilt, PluginNotFound) as e:
             print(f"LLVM {llvm}: skipped: {e}", file=sys.stderr)
             continue

@@ -103,22 +103,25 @@ class Compilers:
 PLUGINS = ("inline_advisor", "phase_order", "loop_distribution", "regalloc")
 
 
-def compilers(llvm: int, build_dir=None, snapshot=None) -> Compilers:
+def compilers(llvm: int, build_dir=None, snapshot=None, reuse: bool = False) -> Compilers:
     """LLVM ``llvm``'s compilers with the plugins of the build in
     ``build_dir`` (PluginNotFound / NotBuilt when they are not built).
 
     ``snapshot``: a folder to copy the plugins into first, so that a long
     run uses one set of plugin files while the build tree is rebuilt; each
     copy is checked by loading it into clang (a copy caught while the build
-    wrote the file is taken again)."""
+    wrote the file is taken again). ``reuse``: a plugin already in
+    ``snapshot`` is used as it is (a run continued with the plugins an
+    earlier run measured)."""
     info = find_plugins(build_dir, llvm=llvm)
     cc, cxx = info.tool("clang"), info.tool("clang++")
     if snapshot is not None:
-        info = _snapshot(info, cc, Path(snapshot).resolve())
+        info = _snapshot(info, cc, Path(snapshot).resolve(), reuse=reuse)
     return Compilers(llvm, cc, cxx, info)
 
 
-def _snapshot(info: PluginInfo, cc: str, folder: Path, attempts: int = 20) -> PluginInfo:
+def _snapshot(info: PluginInfo, cc: str, folder: Path, attempts: int = 20,
+              reuse: bool = False) -> PluginInfo:
     folder.mkdir(parents=True, exist_ok=True)
     copies = {}
     for name in PLUGINS:
@@ -127,7 +130,8 @@ def _snapshot(info: PluginInfo, cc: str, folder: Path, attempts: int = 20) -> Pl
             continue
         dest = folder / Path(src).name
         for _ in range(attempts):
-            shutil.copy2(src, dest)
+            if not (reuse and dest.is_file()):
+                shutil.copy2(src, dest)
             r = subprocess.run([cc, f"-fpass-plugin={dest}", "-x", "c", "-c", "-o", os.devnull,
                                 "-"], input="int f(void) { return 0; }\n", capture_output=True,
                                text=True, env=tool_env(info), timeout=120)

@@ -64,7 +64,8 @@ class WorkloadError(RuntimeError):
 class Workload:
     """One program run. ``argv[0]`` is relative to the build folder;
     ``{src}`` / ``{build}`` in an argument are the source and build
-    folders, an argument with ``*`` the files it matches (sorted). It runs in the run folder, where the inputs are and where it
+    folders; an argument that starts with one of them and has a ``*`` is
+    the files it matches (sorted). It runs in the run folder, where the inputs are and where it
     writes ``outputs``; ``roundtrip``: (output, input) files that must be
     byte for byte equal; ``ignore``: a regular expression of standard
     output lines left out of its hash (a program that prints its own
@@ -418,8 +419,9 @@ def measure(rt: Runtime, build_dir, source_dir, rundir, *, cache=None,
             out["libraries"][w.argv[0]] = check_libraries(prog, env, build_dir)
         argv = [str(prog)]
         for a in w.argv[1:]:
+            pattern = a.startswith(("{src}/", "{build}/")) and "*" in a
             a = a.replace("{src}", str(source_dir)).replace("{build}", str(build_dir))
-            if "*" in a:  # a pattern of files: each one, sorted
+            if pattern:  # a pattern of files: each one, sorted
                 found = sorted(glob.glob(a))
                 if not found:
                     raise WorkloadError(f"{rt.project}: {w.name}: no file matches {a}")
