@@ -123,3 +123,16 @@ def test_every_project_workload_names_a_built_output_and_fixed_inputs():
                 assert spec[1] in names
             if spec[0] == "generated":   # deterministic: the same bytes twice
                 assert runtime.GENERATORS[spec[1]]() == runtime.GENERATORS[spec[1]]()
+
+
+def test_file_patterns_expand_only_under_the_source_or_build_folder(tiny, tmp_path):
+    import hashlib
+    # "{src}/*.c" is the files it matches; "0*" (like a regular expression
+    # given to pcre2grep) reaches the program as it is
+    rt = Runtime("tiny", {}, (
+        Workload("copy", ("tiny", "{src}/*.c", "out.txt", "0*", "1"), outputs=("out.txt",)),))
+    got = runtime.measure(rt, tiny, tiny, tmp_path / "a")["workloads"]["copy"]
+    assert got["outputs"]["out.txt"] == hashlib.sha256(TINY.encode()).hexdigest()
+    rt = Runtime("tiny", {}, (Workload("copy", ("tiny", "{src}/*.nothing", "o", "0", "1")),))
+    with pytest.raises(WorkloadError, match="no file matches"):
+        runtime.measure(rt, tiny, tiny, tmp_path / "b")
