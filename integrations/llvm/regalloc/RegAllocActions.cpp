@@ -212,6 +212,90 @@ void MLBridgeRegAlloc::spill(Register R) {
   enqueueNew(NewVRegs);
 }
 
+// ---- hint recoloring (after allocation; greedy's tryHintsRecoloring) --------------
+
+void MLBridgeRegAlloc::copyHints(Register R, SmallVectorImpl<CopyHint> &Out) const {
+  Out.clear();
+  for (const MachineInstr &MI : MRI->reg_nodbg_instructions(R)) {
+    if (!TII->isFullCopyInstr(MI))
+      continue;
+    Register Other = MI.getOperand(0).getReg();
+    if (Other == R) {
+      Other = MI.getOperand(1).getReg();
+      if (Other == R)
+        continue;
+    }
+    const MCRegister OtherPhys = Other.isPhysical() ? Other.asMCReg() : VRM->getPhys(Other);
+    Out.push_back({MBFI->getBlockFreq(MI.getParent()).getFrequency(), Other, OtherPhys});
+  }
+}
+
+/// Moves the ranges copy-related to Start (transitively) into Start's
+/// register where it is free, in their class's allocation order, and costs
+/// no more copies (by block frequency) than where they are.
+void MLBridgeRegAlloc::recolorFrom(Register Start, DenseSet<Register> &Visited) {
+  const MCRegister Phys = VRM->getPhys(Start);
+  SmallVector<Register, 8> Work{Start};
+  Visited.insert(Start);
+  SmallVector<CopyHint, 8> Hints;
+  auto Broken = [&](MCRegister P) {
+    uint64_t Cost = 0;
+    for (const CopyHint &H : Hints)
+      if (H.OtherPhys != P)
+        Cost += H.Freq;
+    return Cost;
+  };
+  while (!Work.empty()) {
+    const Register R = Work.pop_back_val();
+    if (!R.isVirtual() || !VRM->hasPhys(R) || !LIS->hasInterval(R))
+      continue;
+    LiveInterval &LI = LIS->getInterval(R);
+    const MCRegister Cur = VRM->getPhys(R);
+    if (Cur != Phys) {
+      if (!is_contained(RCI.getOrder(MRI->getRegClass(R)), Phys))
+        continue;
+      Matrix->invalidateVirtRegs();
+      if (Matrix->checkInterference(LI, Phys) != LiveRegMatrix::IK_Free)
+        continue;
+    }
+    copyHints(R, Hints);
+    if (Cur != Phys) {
+      if (Broken(Cur) < Broken(Phys))
+        continue;
+      // As cheap or cheaper; equal may open the way for the next range.
+      Matrix->unassign(LI);
+      Matrix->assign(LI, Phys);
+      ++St.Recolored;
+    }
+    for (const CopyHint &H : Hints)
+      if (H.Other.isVirtual() && Visited.insert(H.Other).second)
+        Work.push_back(H.Other);
+  }
+}
+
+void MLBridgeRegAlloc::recolorHints() {
+  if (!Config.Recolor)
+    return;
+  // The ranges with a copy to a register they are not in (greedy: those
+  // assigned to another register than their hint), in register order.
+  SmallVector<Register, 32> Broken;
+  SmallVector<CopyHint, 8> Hints;
+  for (unsigned I = 0, E = MRI->getNumVirtRegs(); I != E; ++I) {
+    const Register R = Register::index2VirtReg(I);
+    if (MRI->reg_nodbg_empty(R) || !VRM->hasPhys(R) || !LIS->hasInterval(R))
+      continue;
+    copyHints(R, Hints);
+    const MCRegister P = VRM->getPhys(R);
+    if (any_of(Hints, [&](const CopyHint &H) { return H.OtherPhys != P; }))
+      Broken.push_back(R);
+  }
+  for (Register R : Broken) {
+    DenseSet<Register> Visited;
+    if (VRM->hasPhys(R))
+      recolorFrom(R, Visited);
+  }
+}
+
 // ---- LiveRangeEdit::Delegate (as LLVM's basic allocator) ---------------------------
 
 bool MLBridgeRegAlloc::LRE_CanEraseVirtReg(Register R) {

@@ -26,6 +26,7 @@
 #include "mlbridge/model_runner.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/CodeGen/CalcSpillWeights.h"
@@ -69,6 +70,7 @@ enum class PolicyKind { Model, Heuristic, Random };
 struct Settings {
   unsigned Seed = 1;   // of the random policy
   unsigned Budget = 0; // rounds per function; 0: by its size (budget())
+  bool Recolor = true; // hint recoloring after allocation (recolorHints())
 };
 
 /// One candidate register of the range being decided.
@@ -148,7 +150,7 @@ public:
   struct Stats {
     uint64_t Rounds = 0, Decisions = 0, Assigned = 0, Evictions = 0,
              Splits = 0, LoopSplits = 0, LocalSplits = 0, Spills = 0, Illegal = 0, FallbackRounds = 0,
-             ModelFailures = 0, OutOfRegisters = 0;
+             ModelFailures = 0, OutOfRegisters = 0, Recolored = 0;
     uint64_t TraceHash = 1469598103934665603ull; // FNV-1a of the decisions
     void record(int64_t Agent, int64_t V) {
       ++Decisions;
@@ -192,6 +194,19 @@ private:
   /// error, if any.
   std::string runModel(const mlp::FeatureBinding &Binding);
   void runFallback();
+  /// After allocation, greedy's hint recoloring (RAGreedy::tryHintsRecoloring):
+  /// a range whose copies join registers it is not in moves, with the
+  /// ranges copy-related to it, to its register where that is free and
+  /// leaves fewer (frequency-weighted) copies; no decision of the policy
+  /// changes, only which free register a chain of copies lands in.
+  void recolorHints();
+  void recolorFrom(Register Start, DenseSet<Register> &Visited);
+  struct CopyHint {
+    uint64_t Freq;        // of the copy's block
+    Register Other;       // the register at the copy's other end
+    MCRegister OtherPhys; // where it is (none: unassigned)
+  };
+  void copyHints(Register R, SmallVectorImpl<CopyHint> &Out) const;
   void finish();
   RangeInfo &info(Register R) { return Info[R]; }
   unsigned budget() const {

@@ -78,6 +78,11 @@ const mlp::Setting<unsigned> BudgetOpt(
     "Allocation rounds per function before the rest is allocated by the "
     "fallback (assign a free register or spill); 0: 10 x the function's "
     "live ranges + 1000.", 0);
+const mlp::Setting<bool> RecolorOpt(
+    "mlbridge-ra-recolor", "MLBRIDGE_RA_RECOLOR", Category,
+    "After allocation, move chains of copy-related ranges into one register "
+    "where it is free and leaves fewer copies (greedy's hint recoloring); "
+    "false: off.", true);
 /// -mlbridge-ra-{log,verbose,describe}.
 const mlp::ReportOptions Report(
     "mlbridge-ra", "MLBRIDGE_RA_", Category,
@@ -158,6 +163,7 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
   St = Stats();
   Config.Seed = SeedOpt.get();
   Config.Budget = BudgetOpt.get();
+  Config.Recolor = RecolorOpt.get();
 
   for (unsigned I = 0, E = MRI->getNumVirtRegs(); I != E; ++I) {
     Register R = Register::index2VirtReg(I);
@@ -243,6 +249,7 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
                                             : PolicyKind::Heuristic,
                MF->getFunction());
   }
+  recolorHints();
   finish();
 
   const std::string LogPath = Report.logPath();
@@ -264,6 +271,7 @@ bool MLBridgeRegAlloc::runOnMachineFunction(MachineFunction &Fn) {
             .add("illegal", static_cast<int64_t>(St.Illegal))
             .add("model_failures", static_cast<int64_t>(St.ModelFailures))
             .add("out_of_registers", static_cast<int64_t>(St.OutOfRegisters))
+            .add("recolored", static_cast<int64_t>(St.Recolored))
             .add("trace", std::string(Hash))
             .add("error", Error)
             .str());
