@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ProtocolDescription.h"
 #include "RunnerSettings.h"
 
 #include "mlbridge/model_runner.h"
@@ -41,6 +42,7 @@
 #endif
 
 #include <array>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -85,6 +87,17 @@ std::vector<mlb::TensorSpec> featureSpecs() {
   for (const char *Name : FeatureNames)
     Specs.push_back(mlb::TensorSpec::create<int64_t>(Name));
   return Specs;
+}
+
+mlb::TensorSpec adviceSpec() { return mlb::TensorSpec::create<int64_t>("unroll_action"); }
+
+/// The pass's protocol (ProtocolDescription.h): the features, the advice
+/// and the unroll factor each action index stands for.
+std::string protocolDescription() {
+  mli::ProtocolList Factors{"UnrollFactor", {}};
+  for (uint64_t F : UnrollFactors)
+    Factors.Items.push_back(std::to_string(F));
+  return mli::describeProtocol(featureSpecs(), {}, adviceSpec(), {Factors});
 }
 
 int64_t saturatingMul(int64_t A, int64_t B) {
@@ -182,6 +195,10 @@ struct AffineUnrollPass
       *this, "log",
       llvm::cl::desc("append one JSON line per module (docs/mlir.md) to this "
                      "file. Env: MLBRIDGE_MLIR_LOG")};
+  Option<std::string> DescribeOpt{
+      *this, "describe",
+      llvm::cl::desc("write the pass's protocol (features, advice, unroll "
+                     "factors) as JSON to this file. Env: MLBRIDGE_MLIR_DESCRIBE")};
 
   void runOnOperation() override;
 
@@ -192,6 +209,7 @@ private:
   std::optional<mli::BoundRunner> makeModel(std::string &RunnerName);
   void writeLog(const std::string &Runner, const std::vector<int64_t> &Factors,
                 unsigned Asked, unsigned Fallbacks);
+  void writeDescription();
 };
 
 constexpr const char *EnvPrefix = "MLBRIDGE_MLIR_";
@@ -242,7 +260,7 @@ AffineUnrollPass::makeModel(std::string &RunnerName) {
     return std::nullopt;
   mli::RunnerRequest Req;
   Req.Features = featureSpecs();
-  Req.Advice = mlb::TensorSpec::create<int64_t>("unroll_action");
+  Req.Advice = adviceSpec();
   Location Loc = M.getLoc();
   Req.Diagnostics = [Loc](mlb::Severity S, std::string_view Msg) {
     if (S != mlb::Severity::Note)
@@ -274,7 +292,20 @@ void AffineUnrollPass::writeLog(const std::string &Runner,
     getOperation().emitWarning() << Prefix << ": " << S.message();
 }
 
+void AffineUnrollPass::writeDescription() {
+  const std::string Path = mli::settingValue(DescribeOpt.hasValue(), DescribeOpt.getValue(),
+                                             "MLBRIDGE_MLIR_DESCRIBE");
+  if (Path.empty())
+    return;
+  const std::string Json = protocolDescription() + "\n";
+  std::FILE *F = std::fopen(Path.c_str(), "w");
+  const bool Written = F && std::fwrite(Json.data(), 1, Json.size(), F) == Json.size();
+  if ((F && std::fclose(F) != 0) || !Written)
+    getOperation().emitWarning() << Prefix << ": cannot write the protocol to " << Path;
+}
+
 void AffineUnrollPass::runOnOperation() {
+  writeDescription();
   std::string RunnerName;
   std::optional<mli::BoundRunner> Model = makeModel(RunnerName);
   std::unique_ptr<mlb::ModelRunner> Runner =

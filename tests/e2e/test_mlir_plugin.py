@@ -69,6 +69,21 @@ def test_plugin_loads_and_registers_the_pass(mlir, e2e):
     assert "libMLIR" not in needed and "libLLVM" not in needed
 
 
+def test_pass_describes_the_python_protocol(mlir, kernels, tmp_path):
+    """describe=FILE writes the protocol Python speaks, and changes nothing."""
+    m, info = mlir
+    src, path = kernels["matmul"], tmp_path / "protocol.json"
+    plain, described = tmp_path / "plain.mlir", tmp_path / "described.mlir"
+    for out, opts in ((plain, {}), (described, {"describe": path})):
+        res = run_opt(m.unroll_command(info, src, out, runner="default", **opts))
+        assert res.returncode == 0 and res.stderr == "", res.stderr
+    assert described.read_text() == plain.read_text()
+    assert json.loads(path.read_text()) == m.description()
+    res = run_opt(m.unroll_command(info, src, plain, runner="default",
+                                   describe=tmp_path / "no" / "such" / "dir.json"))
+    assert res.returncode == 0 and "cannot write the protocol to" in res.stderr, res.stderr
+
+
 def test_default_policy_is_affine_loop_unroll(mlir, kernels, tmp_path):
     m, info = mlir
     for name, src in kernels.items():

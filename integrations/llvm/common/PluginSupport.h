@@ -17,6 +17,7 @@
 #ifndef MLBRIDGE_INTEGRATIONS_LLVM_PLUGINSUPPORT_H
 #define MLBRIDGE_INTEGRATIONS_LLVM_PLUGINSUPPORT_H
 
+#include "ProtocolDescription.h"
 #include "RunnerSettings.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -154,26 +155,8 @@ private:
 void appendLogLine(llvm::LLVMContext &Ctx, llvm::StringRef Prefix,
                    const std::string &Path, const std::string &Line);
 
-/// A plugin's protocol as one JSON object (the -describe options; the
-/// Python side builds the same object from the problem's .def file):
-///   {"features":[spec,...],"optional_features":[spec,...],"advice":spec,
-///    "lists":{"<List>":["name",...]}<Extra>}
-/// with each spec in TensorSpec's JSON form, in the order sent (optional
-/// features follow the others when an option asks for them). Extra: more
-/// members of the object, each preceded by a comma, or empty.
-struct ProtocolList {
-  std::string Name;
-  std::vector<std::string> Items;
-};
-/// Appends Item to the list named List, starting that list when the last
-/// one has another name: the .def files give each list's items in a row,
-///   #define MLB_LIST(List, E, Name) mlp::addListItem(Lists, #List, #Name);
-void addListItem(std::vector<ProtocolList> &Lists, const char *List, const char *Item);
-std::string describeProtocol(const std::vector<TensorSpec> &Features,
-                             const std::vector<TensorSpec> &OptionalFeatures,
-                             const TensorSpec &Advice,
-                             const std::vector<ProtocolList> &Lists,
-                             const std::string &Extra = "");
+// The protocol description (describeProtocol, ProtocolList, addListItem)
+// is the integrations' ProtocolDescription.h, shared with the MLIR plugin.
 
 /// Writes Json and a newline to the file at Path, replacing it; errors are
 /// reported to Ctx as warnings. The compile goes on either way.

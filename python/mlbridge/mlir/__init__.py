@@ -38,6 +38,16 @@ DEFAULT_ACTION = 2
 ADVICE = "unroll_action"
 PASS = "mlbridge-affine-unroll"
 
+
+def description() -> dict:
+    """The protocol the pass prints with ``describe=FILE`` (the LLVM
+    plugins' form): int64 ``[1]`` features in FEATURES order, the int64
+    advice, the factor of each action (a test compares both sides)."""
+    def spec(name):
+        return {"name": name, "type": "int64_t", "port": 0, "shape": [1]}
+    return {"features": [spec(f) for f in FEATURES], "optional_features": [],
+            "advice": spec(ADVICE), "lists": {"UnrollFactor": [str(f) for f in UNROLL_FACTORS]}}
+
 _REPO_ROOT = Path(__file__).resolve().parents[3]
 KERNELS_DIR = _REPO_ROOT / "integrations" / "mlir" / "kernels"
 
