@@ -26,26 +26,30 @@ def add_evaluate_arguments(q, pass_name=None, split=None, split_default="heldout
                        choices=list(PASSES), help="which plugin")
     else:
         q.set_defaults(pass_name=pass_name)
-    q.add_argument("--max-steps", type=int, default=None,
-                   help="phase-order: actions per episode (default: the model's; an "
-                        "experiment)")
-    q.add_argument("--fixed-action", type=int, default=None,
-                   help="phase-order: one step of this action (a trivial baseline: "
-                        "15 = -Oz twice, 16 = mergefunc)")
-    q.add_argument("--start", nargs="*", default=None, metavar="FLAG",
-                   help="phase-order: the stock size flags the episode starts from "
-                        "(default: the model's; none given: where -Oz ends; an experiment)")
     q.add_argument("--flags", nargs="+", default=None, metavar="FLAG",
                    choices=sorted(STOCK_FLAGS),
                    help="also -Oz with these stock size flags, the plugin compared with "
                         "them too (e.g. mergefunc machine-outliner)")
-    q.add_argument("--policy", default=None, type=cli.existing_file, metavar="POLICY_JSON",
-                   help="phase-order: also this fitted policy (a trainer's policy.json) "
-                        "at each --thresholds x --margins, as experiments")
-    q.add_argument("--thresholds", type=float, nargs="+", default=[0.5],
-                   help="with --policy: STOP thresholds")
-    q.add_argument("--margins", type=float, nargs="+", default=[0.0],
-                   help="with --policy: IR-outliner margins (percent of .text)")
+    if pass_name == "inliner":   # the phase-ordering experiments are not the inliner's
+        q.set_defaults(max_steps=None, fixed_action=None, start=None, policy=None,
+                       thresholds=[0.5], margins=[0.0])
+    else:
+        q.add_argument("--max-steps", type=int, default=None,
+                       help="phase-order: actions per episode (default: the model's; an "
+                            "experiment)")
+        q.add_argument("--fixed-action", type=int, default=None,
+                       help="phase-order: one step of this action (a trivial baseline: "
+                            "15 = -Oz twice, 16 = mergefunc)")
+        q.add_argument("--start", nargs="*", default=None, metavar="FLAG",
+                       help="phase-order: the stock size flags the episode starts from "
+                            "(default: the model's; none given: where -Oz ends; an experiment)")
+        q.add_argument("--policy", default=None, type=cli.existing_file, metavar="POLICY_JSON",
+                       help="phase-order: also this fitted policy (a trainer's policy.json) "
+                            "at each --thresholds x --margins, as experiments")
+        q.add_argument("--thresholds", type=float, nargs="+", default=[0.5],
+                       help="with --policy: STOP thresholds")
+        q.add_argument("--margins", type=float, nargs="+", default=[0.0],
+                       help="with --policy: IR-outliner margins (percent of .text)")
     if split is None:
         q.add_argument("--split", default=split_default,
                        choices=["train", "validation", "heldout"])
