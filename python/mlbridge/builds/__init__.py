@@ -32,8 +32,12 @@ Public functions:
   ``text_vs_best``, ``headers_same``); :func:`table` the markdown tables;
   :func:`load_results` / :func:`save_results` the results JSON.
 * :func:`by_name` / :func:`config_by_name` look a project / configuration up.
+* :mod:`.runtime`: the run time of each project's own programs (fixed
+  inputs, callgrind Ir of the whole process, outputs compared byte for byte
+  with the base configuration's): :func:`runtime.measure_build`,
+  :func:`runtime.compare`, :func:`runtime.table`.
 
-Command line: ``python -m mlbridge.builds list|fetch|run|table``
+Command line: ``python -m mlbridge.builds list|fetch|run|runtime|table``
 (:mod:`.__main__`); the whole matrix is the opt-in CMake target
 ``real-builds-long`` (tests/real-builds/README.md).
 """
