@@ -31,12 +31,11 @@ import gzip
 import hashlib
 import lzma
 import math
-import os
 import random
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
