@@ -30,6 +30,7 @@ def test_every_problem_has_one_command_shape_with_train_first():
         assert "heldout" in verbs[name], (name, verbs[name])
     for name in ("loop-distribution", "regalloc"):
         assert "demo" in verbs[name] and "evaluate" in verbs[name], (name, verbs[name])
+    assert {"kernels", "programs", "callgrind", "losses"} <= set(verbs["regalloc"])
     res = subprocess.run([sys.executable, "-m", "mlbridge.train", "loop-distribution", "--help"],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0 and "{train,evaluate,heldout," in res.stdout, res.stdout

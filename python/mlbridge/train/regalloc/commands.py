@@ -371,6 +371,11 @@ def _kernels_arguments(q):
     q.add_argument("--quiet", action="store_true")
 
 
+def _programs():
+    from . import programs   # imports the real-builds harness: only for this verb
+    return programs
+
+
 def _demo_arguments(q):
     q.add_argument("--library", default=DEMO_LIBRARY)
 
@@ -386,5 +391,9 @@ COMMANDS = {
                          _callgrind_arguments, cmd_callgrind),
     "kernels": Command("loop kernels (corpus/loops): callgrind Ir and output, greedy, basic "
                        "and ours as deployed", _kernels_arguments, cmd_kernels),
+    "programs": Command("a real program (Brotli's or LZ4's CLI from its Debian source) built "
+                        "with each allocator as deployed: callgrind Ir and outputs",
+                        lambda q: _programs().add_arguments(q),
+                        lambda args: _programs().command(args)),
     "demo": Command("one held-out library, score vs greedy", _demo_arguments, cmd_demo),
 }

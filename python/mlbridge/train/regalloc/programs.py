@@ -3,8 +3,8 @@ tool (a held-out library of the corpus) or LZ4's (a validation library: for
 selection) built from its Debian source with each allocator as a user builds
 it, compressing and decompressing under callgrind.
 
-    python -m mlbridge.train.regalloc.programs --out results/regalloc/runtime-brotli-llvm19.json
-    python -m mlbridge.train.regalloc.programs --program lz4 --out runtime-lz4-llvm19.json
+    python -m mlbridge.train regalloc programs --out results/regalloc/runtime-brotli-llvm19.json
+    python -m mlbridge.train regalloc programs --program lz4 --out runtime-lz4-llvm19.json
 
 Columns as ``python -m mlbridge.train regalloc kernels`` (:mod:`.kernels`):
 ``clang -O2`` (greedy), ``-mllvm -regalloc=basic``, and ours with
@@ -20,9 +20,7 @@ and ``-d`` of greedy's ``-q 6`` output. Ir of the whole process
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 import math
 import sys
 import tarfile
@@ -132,7 +130,7 @@ def run(tarball: Path = None, *, program: str = "brotli", llvm: int = 19, plugin
         summary[f"{c}/greedy geomean"] = round(math.exp(sum(map(math.log, rs)) / len(rs)), 4)
     return {"about": f"{program}'s command-line tool built with each allocator as a user "
                      "builds it, Ir of whole runs under callgrind "
-                     "(python -m mlbridge.train.regalloc.programs).",
+                     "(python -m mlbridge.train regalloc programs).",
             "program": program, "split": spec["split"],
             "clang": clang.version, "llvm": llvm, "tarball": str(tarball),
             "tarball_sha256": hashlib.sha256(Path(tarball).read_bytes()).hexdigest(),
@@ -159,9 +157,8 @@ def markdown(doc: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None):
-    p = cli.ArgumentParser(prog="python -m mlbridge.train.regalloc.programs", description=__doc__,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(p):
+    """The options of ``python -m mlbridge.train regalloc programs``."""
     p.add_argument("--program", choices=sorted(PROGRAMS), default="brotli",
                    help="brotli (a held-out library) or lz4 (a validation library)")
     p.add_argument("--tarball", default=None, type=cli.existing_file,
@@ -170,19 +167,15 @@ def main(argv=None):
     p.add_argument("--llvm", type=int, choices=(19, 22), default=19)
     p.add_argument("--plugin", default=None, type=cli.existing_file)
     p.add_argument("--out", default=None, type=cli.output_file)
-    args = p.parse_args(argv)
-
-    def go(_):
-        doc = run(args.tarball, program=args.program, llvm=args.llvm, plugin=args.plugin,
-                  log=lambda m: print(m, file=sys.stderr, flush=True))
-        print(markdown(doc))
-        if args.out:
-            cli.write_json(args.out, doc, indent=1)
-        bad = [n for n, r in doc["runs"].items()
-               if not all(r[f"{c}_same_output"] for c in COLUMNS)]
-        return 1 if bad else 0
-    return cli.run("mlbridge.train.regalloc.programs", go)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def command(args):
+    """The ``programs`` verb: the table, the JSON; status 1 if an output differs."""
+    doc = run(args.tarball, program=args.program, llvm=args.llvm, plugin=args.plugin,
+              log=lambda m: print(m, file=sys.stderr, flush=True))
+    print(markdown(doc))
+    if args.out:
+        cli.write_json(args.out, doc, indent=1)
+    bad = [n for n, r in doc["runs"].items()
+           if not all(r[f"{c}_same_output"] for c in COLUMNS)]
+    return 1 if bad else 0
