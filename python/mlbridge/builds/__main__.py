@@ -137,12 +137,8 @@ def _run_runtime(args) -> int:
     done = {report.key(r) for r in records if r.get("measured")}
     failures = 0
     for llvm in [int(v) for v in _names(args.llvm)]:
-        try:
-            comp = configs.compilers(llvm, args.build_dir,
-                                     snapshot=args.work / f"plugins-llvm{llvm}",
-                                     reuse=args.reuse_plugins)
-        except (NotBuilt, PluginNotFound) as e:
-            print(f"LLVM {llvm}: skipped: {e}", file=sys.stderr)
+        comp = _compilers(args, llvm, reuse=args.reuse_plugins)
+        if comp is None:
             continue
         for pr in chosen:
             for cfg in cfgs:
@@ -173,6 +169,18 @@ def _run_runtime(args) -> int:
     return 1 if failures else 0
 
 
+def _compilers(args, llvm, reuse=False):
+    """LLVM ``llvm``'s compilers with their plugins copied into the work
+    folder (``reuse``: the copies already there), or None, said why, when
+    that LLVM's plugins are not built."""
+    try:
+        return configs.compilers(llvm, args.build_dir, snapshot=args.work / f"plugins-llvm{llvm}",
+                                 reuse=reuse)
+    except (NotBuilt, PluginNotFound) as e:
+        print(f"LLVM {llvm}: skipped: {e}", file=sys.stderr)
+        return None
+
+
 def _run_matrix(args) -> int:
     chosen = projects.select(_names(args.projects))
     cfgs = configs.select(_names(args.configs))
@@ -180,11 +188,8 @@ def _run_matrix(args) -> int:
     done = {report.key(r) for r in records if r["ok"] and not r["tests_failed"]}
     failures = 0
     for llvm in [int(v) for v in _names(args.llvm)]:
-        try:
-            comp = configs.compilers(llvm, args.build_dir,
-                                     snapshot=args.work / f"plugins-llvm{llvm}")
-        except (NotBuilt, PluginNotFound) as e:
-            print(f"LLVM {llvm}: skipped: {e}", file=sys.stderr)
+        comp = _compilers(args, llvm)
+        if comp is None:
             continue
         for cfg in cfgs:
             for pr in chosen:
