@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from ..corpus.fetch import sha256_of
 from ..llvm.plugins import tool_env

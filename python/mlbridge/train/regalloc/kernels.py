@@ -33,7 +33,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
