@@ -75,6 +75,15 @@ TEST(LoopPartition, InvalidPartitions) {
             std::string::npos);
 }
 
+TEST(LoopPartition, EveryLoopCyclic) {
+  const std::vector<bool> Cyclic = {true, false, true};
+  EXPECT_TRUE(everyLoopCyclic({{0}, {2}}, Cyclic));
+  EXPECT_TRUE(everyLoopCyclic({{0, 1}, {2}}, Cyclic));
+  EXPECT_FALSE(everyLoopCyclic({{0}, {1}, {2}}, Cyclic)); // node 1 alone
+  EXPECT_FALSE(everyLoopCyclic({{1}, {0, 2}}, Cyclic));
+  EXPECT_FALSE(everyLoopCyclic({}, Cyclic));
+}
+
 TEST(LoopPartition, DependenceDirectionsGiveEdges) {
   // '<' or '=': the earlier access's units first; '>': the later's first;
   // '*' or unknown: both, so the units become one node.

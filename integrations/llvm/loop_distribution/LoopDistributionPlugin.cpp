@@ -69,6 +69,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 using namespace llvm;
 namespace mlb = mlbridge;
@@ -223,6 +224,28 @@ Session::Session(LLVMContext &Ctx) {
                       : mlp::runnerRemark(K, "partitions chosen"));
 }
 
+// Two checks on what a model (or the built-in policy) decides, not on a
+// fixed -mlbridge-ld-partition. Both decline what cannot pay in executed
+// instructions whatever the model believes; measured on real code (zlib's
+// and xxHash's loops), each one was a run-time loss.
+//
+// A loop whose accesses need more runtime pointer checks than this is left
+// whole: the checks run at every entry of the loop, and a loop that needs
+// many is typically a short copy (zlib's match copy needs 12 for three
+// bytes an iteration). Eight is LLVM's own budget for the same trade-off
+// (loop-vectorize's runtime-memory-check-threshold).
+constexpr int64_t MaxRuntimeChecks = 8;
+
+/// Which of Plan's nodes carry a dependence cycle (node feature "cyclic").
+/// A partition whose every loop holds one vectorizes no more than the whole
+/// loop did and only adds loop overhead (xxHash's four independent lanes).
+std::vector<bool> cyclicNodes(const ld::LoopPlan &Plan) {
+  std::vector<bool> Cyclic;
+  for (const auto &F : Plan.NodeFeatures)
+    Cyclic.push_back(F[ld::NFCyclic] > 0.5f);
+  return Cyclic;
+}
+
 class LoopDistributionPass : public PassInfoMixin<LoopDistributionPass> {
 public:
   PreservedAnalyses run(Function &F, FunctionAnalysisManager &FAM);
@@ -304,6 +327,11 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
       if (RtPC && RtPC->Need && !RtPC->getChecks().empty() &&
           LAI.getPSE().getPredicate().isAlwaysTrue()) {
         Checks = static_cast<int64_t>(RtPC->getChecks().size());
+      }
+      if (S.Fixed.empty() && Checks > MaxRuntimeChecks) {
+        Reason = "more than " + std::to_string(MaxRuntimeChecks) +
+                 " runtime pointer checks";
+      } else if (Checks > 0) {
         Versioning.emplace(LAI, RtPC->getChecks(), L, &LI, &DT, &SE);
         for (BasicBlock *BB : L->blocks())
           for (Instruction &I : *BB)
@@ -320,14 +348,14 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
       }
       SavedScopes.clear();
     };
-    if (Decide) {
+    if (Decide && Reason.empty()) {
       mlbridge::ir2vec::PluginEmbeddings *E = S.embeddings(Ctx);
       if (E && !EmbeddingsFresh) { // F may have changed since it was embedded
         E->invalidate(F);
         EmbeddingsFresh = true;
       }
       Reason = ld::planNodes(*L, DT, SE, AA, DI, &LAIs.getInfo(*L), E, Plan);
-    } else if (Reason.empty()) {
+    } else if (!Decide && Reason.empty()) {
       Plan.Nodes = ld::collapse(Plan.Units);
     }
     if (!Reason.empty()) {
@@ -364,6 +392,10 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
           Reason = Invalid;
           Diagnose(DS_Warning, "partition '" + PartText + "' is invalid: " + Invalid +
                                  "; the loop is left as it is");
+        } else if (P->size() > 1 && S.Fixed.empty() &&
+                   ld::everyLoopCyclic(*P, cyclicNodes(Plan))) {
+          Result = "unchanged";
+          Reason = "every loop of the partition keeps a dependence cycle";
         } else if (P->size() > 1) {
           if (Versioning) {
             // The fallback copy must not carry the scopes: off, version

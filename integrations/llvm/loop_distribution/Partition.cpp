@@ -163,4 +163,15 @@ std::string validatePartition(const UnitGraph &G, const NodeGraph &N,
   return "";
 }
 
+bool everyLoopCyclic(const OrderedPartition &P, const std::vector<bool> &Cyclic) {
+  for (const std::vector<size_t> &Loop : P) {
+    bool Any = false;
+    for (size_t Node : Loop)
+      Any = Any || (Node < Cyclic.size() && Cyclic[Node]);
+    if (!Any)
+      return false;
+  }
+  return !P.empty();
+}
+
 } // namespace mlbridge::loopdist

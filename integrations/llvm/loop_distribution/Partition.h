@@ -76,6 +76,11 @@ std::string formatPartition(const OrderedPartition &P);
 std::string validatePartition(const UnitGraph &G, const NodeGraph &N,
                               const OrderedPartition &P);
 
+/// Whether every loop of P holds a node marked in Cyclic (a node whose
+/// dependence cycle keeps its loop from being vectorized). Such a
+/// partition cannot make any part vectorizable: it only adds loops.
+bool everyLoopCyclic(const OrderedPartition &P, const std::vector<bool> &Cyclic);
+
 } // namespace mlbridge::loopdist
 
 #endif // MLBRIDGE_INTEGRATIONS_LLVM_LOOPDIST_PARTITION_H

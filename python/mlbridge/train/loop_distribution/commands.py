@@ -127,7 +127,7 @@ def demo_command(args):
 
 
 def evaluate_command(args):
-    from ..registry import Command
+    from . import find_plugin
     from .evaluate import evaluate, markdown
     from .trainer import write_json
     res = evaluate(args.split, plugin=find_plugin(args.plugin), workers=args.workers,
