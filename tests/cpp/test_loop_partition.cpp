@@ -75,13 +75,16 @@ TEST(LoopPartition, InvalidPartitions) {
             std::string::npos);
 }
 
-TEST(LoopPartition, EveryLoopCyclic) {
-  const std::vector<bool> Cyclic = {true, false, true};
-  EXPECT_TRUE(everyLoopCyclic({{0}, {2}}, Cyclic));
-  EXPECT_TRUE(everyLoopCyclic({{0, 1}, {2}}, Cyclic));
-  EXPECT_FALSE(everyLoopCyclic({{0}, {1}, {2}}, Cyclic)); // node 1 alone
-  EXPECT_FALSE(everyLoopCyclic({{1}, {0, 2}}, Cyclic));
-  EXPECT_FALSE(everyLoopCyclic({}, Cyclic));
+TEST(LoopPartition, SomeLoopGains) {
+  const std::vector<bool> Cyclic = {true, false, true, false};
+  const std::vector<bool> Work = {true, true, true, false}; // 3: an induction
+  EXPECT_FALSE(someLoopGains({{0}, {2}}, Cyclic, Work));
+  EXPECT_FALSE(someLoopGains({{0, 1}, {2}}, Cyclic, Work));
+  EXPECT_TRUE(someLoopGains({{0}, {1}, {2}}, Cyclic, Work)); // node 1 alone
+  EXPECT_TRUE(someLoopGains({{1}, {0, 2}}, Cyclic, Work));
+  EXPECT_FALSE(someLoopGains({{0}, {3}, {2}}, Cyclic, Work)); // 3 does nothing
+  EXPECT_TRUE(someLoopGains({{1, 3}, {0, 2}}, Cyclic, Work));
+  EXPECT_FALSE(someLoopGains({}, Cyclic, Work));
 }
 
 TEST(LoopPartition, DependenceDirectionsGiveEdges) {

@@ -69,6 +69,11 @@ struct LoopPlan {
   UnitGraph Units;
   NodeGraph Nodes;
   std::vector<std::array<float, NumNodeFeatures>> NodeFeatures;
+  /// Per node: a dependence cycle no runtime pointer check removes (a
+  /// header phi that is no reduction, induction or fixed-order recurrence,
+  /// or a backward dependence of known distance). The feature "cyclic" also
+  /// counts dependences of unknown distance, which versioning may remove.
+  std::vector<bool> FixedCycle;
   std::array<float, NumLoopFeatures> LoopFeatures{};
   /// [MaxNodes * EmbeddingDim]: each node's IR2Vec vector (0 without the
   /// vocabulary); empty when the runner does not read them.

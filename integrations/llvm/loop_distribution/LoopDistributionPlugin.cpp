@@ -236,14 +236,23 @@ Session::Session(LLVMContext &Ctx) {
 // (loop-vectorize's runtime-memory-check-threshold).
 constexpr int64_t MaxRuntimeChecks = 8;
 
-/// Which of Plan's nodes carry a dependence cycle (node feature "cyclic").
-/// A partition whose every loop holds one vectorizes no more than the whole
-/// loop did and only adds loop overhead (xxHash's four independent lanes).
-std::vector<bool> cyclicNodes(const ld::LoopPlan &Plan) {
-  std::vector<bool> Cyclic;
-  for (const auto &F : Plan.NodeFeatures)
-    Cyclic.push_back(F[ld::NFCyclic] > 0.5f);
-  return Cyclic;
+/// Whether a partition of Plan's nodes has a loop that could vectorize
+/// where the whole loop could not (ld::someLoopGains: a loop free of cycles
+/// with loads, stores or a reduction). One without only adds loop overhead
+/// and recomputes what the parts share: xxHash's four lanes split four
+/// ways, lookup3's hash split into one copy per live-out value. In a loop
+/// that is versioned (Versioned: it has runtime checks) a cycle through
+/// dependences of unknown distance may go: zlib's byte copies gain.
+bool partitionCanGain(const ld::LoopPlan &Plan, const ld::OrderedPartition &P,
+                      bool Versioned) {
+  std::vector<bool> Cyclic, Work;
+  for (size_t N = 0; N < Plan.NodeFeatures.size(); ++N) {
+    const auto &F = Plan.NodeFeatures[N];
+    const bool Fixed = N < Plan.FixedCycle.size() && Plan.FixedCycle[N];
+    Cyclic.push_back(Versioned ? Fixed : F[ld::NFCyclic] > 0.5f);
+    Work.push_back(F[ld::NFLoads] + F[ld::NFStores] + F[ld::NFReductions] > 0.5f);
+  }
+  return ld::someLoopGains(P, Cyclic, Work);
 }
 
 class LoopDistributionPass : public PassInfoMixin<LoopDistributionPass> {
@@ -392,10 +401,10 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
           Reason = Invalid;
           Diagnose(DS_Warning, "partition '" + PartText + "' is invalid: " + Invalid +
                                  "; the loop is left as it is");
-        } else if (P->size() > 1 && S.Fixed.empty() &&
-                   ld::everyLoopCyclic(*P, cyclicNodes(Plan))) {
+        } else if (P->size() > 1 && S.Fixed.empty() && !partitionCanGain(Plan, *P, Versioning.has_value())) {
           Result = "unchanged";
-          Reason = "every loop of the partition keeps a dependence cycle";
+          Reason = "no loop of the partition can vectorize (each keeps a dependence "
+                   "cycle or does no memory work)";
         } else if (P->size() > 1) {
           if (Versioning) {
             // The fallback copy must not carry the scopes: off, version

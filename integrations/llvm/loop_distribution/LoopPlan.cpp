@@ -375,6 +375,7 @@ std::string ld::planNodes(Loop &L, DominatorTree &DT, ScalarEvolution &SE, AARes
     NodeInsts[Plan.Nodes.NodeOfUnit[U]].insert(Plan.Slices[U].begin(),
                                                Plan.Slices[U].end());
   Plan.NodeFeatures.assign(NN, {});
+  Plan.FixedCycle.assign(NN, false);
   DenseMap<Instruction *, SmallVector<unsigned, 4>> NodesOf;
   for (size_t N = 0; N < NN; ++N)
     for (Instruction *I : NodeInsts[N])
@@ -411,8 +412,10 @@ std::string ld::planNodes(Loop &L, DominatorTree &DT, ScalarEvolution &SE, AARes
                                                    &DT, &SE))
             F[ld::NFReductions] += 1;
           else if (!InductionDescriptor::isInductionPHI(Phi, &L, &SE, ID) &&
-                   !RecurrenceDescriptor::isFixedOrderRecurrence(Phi, &L, &DT))
+                   !RecurrenceDescriptor::isFixedOrderRecurrence(Phi, &L, &DT)) {
             F[ld::NFCyclic] = 1;
+            Plan.FixedCycle[N] = true;
+          }
         }
       }
     }
@@ -468,6 +471,8 @@ std::string ld::planNodes(Loop &L, DominatorTree &DT, ScalarEvolution &SE, AARes
           }
           if (N == M && (Backward || !Distance))
             Plan.NodeFeatures[N][ld::NFCyclic] = 1;
+          if (N == M && Backward && Distance)
+            Plan.FixedCycle[N] = true;
         }
     }
   for (const auto &F : Plan.NodeFeatures)

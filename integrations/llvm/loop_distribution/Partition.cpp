@@ -163,15 +163,21 @@ std::string validatePartition(const UnitGraph &G, const NodeGraph &N,
   return "";
 }
 
-bool everyLoopCyclic(const OrderedPartition &P, const std::vector<bool> &Cyclic) {
+bool someLoopGains(const OrderedPartition &P, const std::vector<bool> &Cyclic,
+                   const std::vector<bool> &Work) {
+  auto Marked = [](const std::vector<bool> &Flags, size_t Node) {
+    return Node < Flags.size() && Flags[Node];
+  };
   for (const std::vector<size_t> &Loop : P) {
-    bool Any = false;
-    for (size_t Node : Loop)
-      Any = Any || (Node < Cyclic.size() && Cyclic[Node]);
-    if (!Any)
-      return false;
+    bool AnyCyclic = false, AnyWork = false;
+    for (size_t Node : Loop) {
+      AnyCyclic = AnyCyclic || Marked(Cyclic, Node);
+      AnyWork = AnyWork || Marked(Work, Node);
+    }
+    if (AnyWork && !AnyCyclic)
+      return true;
   }
-  return !P.empty();
+  return false;
 }
 
 } // namespace mlbridge::loopdist

@@ -76,10 +76,13 @@ std::string formatPartition(const OrderedPartition &P);
 std::string validatePartition(const UnitGraph &G, const NodeGraph &N,
                               const OrderedPartition &P);
 
-/// Whether every loop of P holds a node marked in Cyclic (a node whose
-/// dependence cycle keeps its loop from being vectorized). Such a
-/// partition cannot make any part vectorizable: it only adds loops.
-bool everyLoopCyclic(const OrderedPartition &P, const std::vector<bool> &Cyclic);
+/// Whether some loop of P could vectorize: it holds no node marked in
+/// Cyclic (a dependence cycle that blocks vectorization) and at least one
+/// marked in Work (a node with memory accesses or a reduction). A partition
+/// without such a loop only adds loops: each part keeps a cycle, or only
+/// computes an induction's final value.
+bool someLoopGains(const OrderedPartition &P, const std::vector<bool> &Cyclic,
+                   const std::vector<bool> &Work);
 
 } // namespace mlbridge::loopdist
 
