@@ -3,8 +3,9 @@ two kinds of distribution found to lose on real code (docs/loop-distribution.md,
 "What the plugin declines"), on LLVM 19 and 22:
 
 * a partition none of whose loops can vectorize: each keeps a dependence
-  cycle (node feature "cyclic") or does no memory work (no loads, stores or
-  reductions); it only adds loop overhead (xxHash's four-lane XXH32 loop,
+  cycle (node feature "cyclic") or does no memory work of its own (no
+  stores, no loads another node does not compute too); it only adds loop
+  overhead (xxHash's four-lane XXH32 loop,
   split in four by the shipped model, made ``lz4 -d`` 1.09x slower;
   lookup3's hash in jansson was split into a copy per state word);
 * a loop whose accesses need more than 8 runtime pointer checks (LLVM's own

@@ -238,9 +238,11 @@ constexpr int64_t MaxRuntimeChecks = 8;
 
 /// Whether a partition of Plan's nodes has a loop that could vectorize
 /// where the whole loop could not (ld::someLoopGains: a loop free of cycles
-/// with loads, stores or a reduction). One without only adds loop overhead
-/// and recomputes what the parts share: xxHash's four lanes split four
-/// ways, lookup3's hash split into one copy per live-out value. In a loop
+/// with stores, or loads it does not share with another node). One without
+/// only adds loop overhead and recomputes what the parts share: xxHash's
+/// four lanes split four ways, lookup3's hash split into one copy per
+/// live-out value, liblzma's CRC loops split from the count of bytes read
+/// or from a value read again. In a loop
 /// that is versioned (Versioned: it has runtime checks) a cycle through
 /// dependences of unknown distance may go: zlib's byte copies gain.
 bool partitionCanGain(const ld::LoopPlan &Plan, const ld::OrderedPartition &P,
@@ -250,7 +252,10 @@ bool partitionCanGain(const ld::LoopPlan &Plan, const ld::OrderedPartition &P,
     const auto &F = Plan.NodeFeatures[N];
     const bool Fixed = N < Plan.FixedCycle.size() && Plan.FixedCycle[N];
     Cyclic.push_back(Versioned ? Fixed : F[ld::NFCyclic] > 0.5f);
-    Work.push_back(F[ld::NFLoads] + F[ld::NFStores] + F[ld::NFReductions] > 0.5f);
+    // Loads whose every instruction another loop computes too are no work
+    // of their own (a value read again for use after the loop).
+    Work.push_back(F[ld::NFStores] > 0.5f ||
+                   (F[ld::NFLoads] > 0.5f && F[ld::NFInstructions] > F[ld::NFShared]));
   }
   return ld::someLoopGains(P, Cyclic, Work);
 }

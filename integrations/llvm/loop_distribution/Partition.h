@@ -78,9 +78,9 @@ std::string validatePartition(const UnitGraph &G, const NodeGraph &N,
 
 /// Whether some loop of P could vectorize: it holds no node marked in
 /// Cyclic (a dependence cycle that blocks vectorization) and at least one
-/// marked in Work (a node with memory accesses or a reduction). A partition
+/// marked in Work (a node with memory work of its own). A partition
 /// without such a loop only adds loops: each part keeps a cycle, or only
-/// computes an induction's final value.
+/// computes a counter's final value or what another part computes too.
 bool someLoopGains(const OrderedPartition &P, const std::vector<bool> &Cyclic,
                    const std::vector<bool> &Work);
 
