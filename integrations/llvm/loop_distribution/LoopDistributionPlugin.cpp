@@ -242,9 +242,9 @@ constexpr int64_t MaxRuntimeChecks = 8;
 /// only adds loop overhead and recomputes what the parts share: xxHash's
 /// four lanes split four ways, lookup3's hash split into one copy per
 /// live-out value, liblzma's CRC loops split from the count of bytes read
-/// or from a value read again. In a loop
-/// that is versioned (Versioned: it has runtime checks) a cycle through
-/// dependences of unknown distance may go: zlib's byte copies gain.
+/// or from a value read again. In a versioned loop (it has runtime checks)
+/// a cycle through dependences of unknown distance may go: zlib's byte
+/// copies gain.
 bool partitionCanGain(const ld::LoopPlan &Plan, const ld::OrderedPartition &P,
                       bool Versioned) {
   std::vector<bool> Cyclic, Work;
@@ -406,7 +406,8 @@ PreservedAnalyses LoopDistributionPass::run(Function &F,
           Reason = Invalid;
           Diagnose(DS_Warning, "partition '" + PartText + "' is invalid: " + Invalid +
                                  "; the loop is left as it is");
-        } else if (P->size() > 1 && S.Fixed.empty() && !partitionCanGain(Plan, *P, Versioning.has_value())) {
+        } else if (P->size() > 1 && S.Fixed.empty() &&
+                   !partitionCanGain(Plan, *P, Versioning.has_value())) {
           Result = "unchanged";
           Reason = "no loop of the partition can vectorize (each keeps a dependence "
                    "cycle or does no memory work)";
